@@ -1,0 +1,45 @@
+# The two set-up commands of the README:
+#   make demo   installs what is missing (Debian 12), builds, runs the flash-sale demo
+#   make test   installs what is missing, builds, runs every test (plain, ASan+UBSan, TSan)
+# CI (.ci/run) runs `make test` and nothing else.
+
+JOBS ?= $(shell nproc)
+BUILD ?= build
+CMAKE_FLAGS ?=
+
+.PHONY: all deps build demo test test-plain test-asan test-tsan bench format clean
+
+all: build
+
+deps:
+	@scripts/install-deps.sh
+
+build: deps
+	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo $(CMAKE_FLAGS) >/dev/null
+	cmake --build $(BUILD) -j$(JOBS)
+
+demo: build
+	$(BUILD)/src/cli/dlock demo flash-sale
+
+test: test-plain test-asan test-tsan
+
+test-plain: build
+	cd $(BUILD) && ctest --output-on-failure --timeout 900
+
+# AddressSanitizer + UndefinedBehaviorSanitizer over the whole suite.
+test-asan: deps
+	cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DDLOCK_SANITIZE=address,undefined -DDLOCK_BUILD_BENCH=OFF >/dev/null
+	cmake --build build-asan -j$(JOBS)
+	cd build-asan && ctest --output-on-failure --timeout 900 -LE nosan
+
+# ThreadSanitizer over the in-process concurrency tests.
+test-tsan: deps
+	cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=Debug -DDLOCK_SANITIZE=thread -DDLOCK_BUILD_BENCH=OFF >/dev/null
+	cmake --build build-tsan -j$(JOBS)
+	cd build-tsan && ctest --output-on-failure --timeout 900 -L inprocess
+
+format:
+	git ls-files '*.cpp' '*.hpp' | xargs clang-format -i
+
+clean:
+	rm -rf build build-asan build-tsan

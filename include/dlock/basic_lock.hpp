@@ -1,0 +1,105 @@
+#pragma once
+/// @file basic_lock.hpp
+/// The members shared by dlock::mutex, dlock::recursive_mutex and dlock::shared_mutex.
+///
+/// Algorithm (written once for every backend): contenders join an ordered queue of
+/// lease-bound entries under the lock name; the first entry holds; every other contender
+/// waits only for the entry just before it to go (no herd effect) -- the ZooKeeper lock
+/// recipe (zookeeper.apache.org/doc/current/recipes.html#sc_recipes_Locks) and Curator's
+/// InterProcessMutex. Every exit from an acquire that does not end holding removes its entry.
+
+#include <chrono>
+#include <dlock/errors.hpp>
+#include <dlock/hold.hpp>
+#include <dlock/session.hpp>
+#include <memory>
+#include <stop_token>
+#include <string>
+#include <string_view>
+
+namespace dlock {
+
+namespace detail {
+class lock_handle;
+enum class lock_type { mutex, recursive, shared };
+
+/// Base of the public lock types. Ownership belongs to the handle, not to a thread: a handle
+/// may be moved to, and unlocked from, another thread.
+///
+/// Threads: one handle must not be used by two threads at once (like std::unique_lock);
+/// distinct handles, on one session or many, may be used concurrently.
+class basic_lock {
+ public:
+  basic_lock(basic_lock&&) noexcept;
+  basic_lock& operator=(basic_lock&&) noexcept;
+  basic_lock(const basic_lock&) = delete;
+  basic_lock& operator=(const basic_lock&) = delete;
+  /// Releases the lock if this handle holds it.
+  ~basic_lock();
+
+  /// Blocks until the lock is granted. Throws dlock::system_error with already_held (a
+  /// non-reentrant handle that holds), session_expired / session_closed, backend_unavailable
+  /// (after the session's retries), backend_error, permission_denied. Nothing is held or
+  /// left in the backend after an error.
+  void lock();
+  void lock(std::error_code& ec) noexcept;
+
+  /// One attempt: true if granted at once, false if another holder has it. Throws as lock().
+  bool try_lock();
+  bool try_lock(std::error_code& ec) noexcept;
+
+  /// Waits up to `timeout` (any std::chrono duration; converted to the steady clock).
+  /// Returns false on timeout, leaving nothing in the backend. Throws as lock().
+  template <class Rep, class Period>
+  bool try_lock_for(const std::chrono::duration<Rep, Period>& timeout) {
+    return try_lock_until(std::chrono::steady_clock::now() + ceil_ms(timeout));
+  }
+  /// Waits until `deadline` (any clock; non-steady clocks are converted once, at the call).
+  template <class Clock, class Duration>
+  bool try_lock_until(const std::chrono::time_point<Clock, Duration>& deadline) {
+    return try_lock_until(to_steady(deadline));
+  }
+  bool try_lock_until(std::chrono::steady_clock::time_point deadline);
+
+  /// The primitive every acquire uses: waits until `deadline` or until `stop` is requested.
+  /// Returns true when granted; false with ec = timed_out, would_block (deadline already
+  /// passed at the first look), cancelled, or another error. Never throws.
+  bool try_lock_until(std::chrono::steady_clock::time_point deadline, std::stop_token stop,
+                      std::error_code& ec) noexcept;
+
+  /// Releases. Effects: removes this handle's entry (retrying transient failures; if the
+  /// server stays unreachable the lease frees it). A handle that does not hold: nothing.
+  void unlock() noexcept;
+  /// As unlock(), reporting not_held, or the backend error that prevented the removal.
+  void unlock(std::error_code& ec) noexcept;
+
+  /// True while this handle holds and the lease is valid (see hold::is_held()).
+  bool is_held() const noexcept;
+  /// The current hold (empty when not holding): token, deadline, loss signal.
+  dlock::hold current_hold() const noexcept;
+  /// The current hold's token; throws not_held when not holding.
+  fencing_token token() const;
+  const std::string& name() const noexcept;
+  dlock::session session() const noexcept;
+
+ protected:
+  basic_lock(dlock::session s, std::string_view name, lock_type type);
+  std::unique_ptr<lock_handle> impl_;
+
+  template <class Rep, class Period>
+  static std::chrono::steady_clock::duration ceil_ms(const std::chrono::duration<Rep, Period>& d) {
+    return std::chrono::ceil<std::chrono::steady_clock::duration>(d);
+  }
+  template <class Clock, class Duration>
+  static std::chrono::steady_clock::time_point to_steady(
+      const std::chrono::time_point<Clock, Duration>& t) {
+    if constexpr (std::is_same_v<Clock, std::chrono::steady_clock>) {
+      return std::chrono::time_point_cast<std::chrono::steady_clock::duration>(t);
+    } else {
+      return std::chrono::steady_clock::now() + ceil_ms(t - Clock::now());
+    }
+  }
+};
+
+}  // namespace detail
+}  // namespace dlock

@@ -1,0 +1,12 @@
+#pragma once
+/// @file dlock.hpp
+/// Everything public in one include.
+
+#include <dlock/errors.hpp>
+#include <dlock/hold.hpp>
+#include <dlock/inspect.hpp>
+#include <dlock/mutex.hpp>
+#include <dlock/recursive_mutex.hpp>
+#include <dlock/session.hpp>
+#include <dlock/shared_mutex.hpp>
+#include <dlock/with_lock.hpp>

@@ -1,0 +1,63 @@
+#pragma once
+/// @file errors.hpp
+/// dlock's error currency: one std::error_code category with named codes and portable
+/// conditions, and the exception the throwing members raise.
+///
+/// Every member that can fail has two shapes, like std::filesystem: one that throws
+/// dlock::system_error (a std::system_error) and one that takes `std::error_code&` and is
+/// noexcept. `unlock()` never throws: the lease is the backstop when a release cannot reach
+/// the server.
+
+#include <string>
+#include <system_error>
+
+namespace dlock {
+
+/// Error codes of the dlock category. Values are stable (they may be logged and compared).
+enum class errc {
+  timed_out = 1,        ///< the acquire deadline passed before the lock was granted
+  would_block,          ///< try_lock found the lock held by someone else
+  cancelled,            ///< the caller's std::stop_token was triggered during a wait
+  session_expired,      ///< the session's lease ended; nothing it held is held any more
+  session_closed,       ///< the session was closed by its owner
+  lock_lost,            ///< the hold's lease lapsed (or may have) while it was held
+  not_held,             ///< unlock by a handle that does not hold the lock
+  already_held,         ///< a non-reentrant handle asked for a lock it already holds
+  upgrade_refused,      ///< a shared holder asked for exclusive access (would deadlock)
+  backend_unavailable,  ///< the server cannot be reached; retried, then reported
+  backend_error,        ///< the server answered with an error that cannot be retried
+  protocol_error,       ///< the server's reply was not what the backend protocol expects
+  permission_denied,    ///< authentication or an ACL refused the request
+  invalid_argument,     ///< a malformed URL, lock name, duration or option
+  unsupported,          ///< the backend or URL scheme does not provide this
+};
+
+/// Portable groups of codes, for `ec == dlock::condition::retryable` style tests.
+enum class condition {
+  retryable = 1,   ///< trying again later may succeed (backend_unavailable, timed_out, would_block)
+  ownership_lost,  ///< the caller no longer holds what it held (session_expired, lock_lost, closed)
+  misuse,  ///< a bug in the caller (not_held, already_held, upgrade_refused, invalid_argument)
+};
+
+/// The dlock error category; its name() is "dlock".
+const std::error_category& category() noexcept;
+
+/// The category of dlock::condition.
+const std::error_category& condition_category() noexcept;
+
+std::error_code make_error_code(errc e) noexcept;
+std::error_condition make_error_condition(condition c) noexcept;
+
+/// The exception thrown by the throwing members. what() names the operation, the lock or URL
+/// concerned and, where the backend said more, the backend's own message.
+class system_error : public std::system_error {
+ public:
+  using std::system_error::system_error;
+};
+
+}  // namespace dlock
+
+template <>
+struct std::is_error_code_enum<dlock::errc> : std::true_type {};
+template <>
+struct std::is_error_condition_enum<dlock::condition> : std::true_type {};

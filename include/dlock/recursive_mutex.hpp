@@ -1,0 +1,21 @@
+#pragma once
+/// @file recursive_mutex.hpp
+/// dlock::recursive_mutex: the reentrant lock of Curator's InterProcessMutex. The same
+/// handle may lock N times; the lock is free only after N unlocks. Re-entry is counted per
+/// handle (not per thread) and costs no round trip.
+
+#include <cstddef>
+#include <dlock/basic_lock.hpp>
+
+namespace dlock {
+
+/// A reentrant distributed mutex. Meets TimedLockable. A re-entry keeps the first
+/// acquisition's fencing token. Thread and error rules as dlock::mutex.
+class recursive_mutex : public detail::basic_lock {
+ public:
+  recursive_mutex(dlock::session s, std::string_view name);
+  /// Number of lock() calls not yet matched by unlock() (0 when not holding).
+  std::size_t hold_count() const noexcept;
+};
+
+}  // namespace dlock

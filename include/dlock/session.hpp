@@ -1,0 +1,109 @@
+#pragma once
+/// @file session.hpp
+/// A session: one client's liveness with one backend. It owns the backend connection and one
+/// lease (TTL), renews the lease in the background, and revokes everything it holds when it
+/// is closed. Modelled on etcd's concurrency.Session and Curator's connection states.
+
+#include <chrono>
+#include <cstddef>
+#include <dlock/errors.hpp>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+
+namespace dlock {
+
+namespace detail {
+class session_core;
+class basic_lock;
+}  // namespace detail
+
+/// How transient backend failures (connection reset, server busy) are retried: capped
+/// exponential backoff with full jitter, like Curator's ExponentialBackoffRetry.
+/// Attempt k (k = 0, 1, ...) sleeps a random time in [0, min(max_delay, base_delay * 2^k)].
+struct retry_policy {
+  std::chrono::milliseconds base_delay{10};   ///< first backoff cap
+  std::chrono::milliseconds max_delay{1000};  ///< backoff never exceeds this
+  int max_attempts{8};                        ///< retries per operation; 0 = fail at once
+};
+
+/// Options of a session; an aggregate for designated initializers:
+/// `dlock::session::open(url, {.ttl = 10s})`. Validated by session::open.
+struct session_options {
+  /// Lease length. A holder that stops renewing (crash, pause, partition) loses its locks
+  /// after at most this long. Must be > 0. ZooKeeper: the requested session timeout (the
+  /// server may clamp it to [2, 20] ticks). URL parameter `ttl=` overrides it.
+  std::chrono::milliseconds ttl{std::chrono::seconds{15}};
+  /// Time between renewals; zero means ttl / 3.
+  std::chrono::milliseconds keepalive_interval{0};
+  /// Bound on connecting and on each backend request before it counts as a failure.
+  std::chrono::milliseconds request_timeout{std::chrono::seconds{5}};
+  /// Retries of transient failures inside each operation.
+  retry_policy retry{};
+  /// Free text recorded with every entry this session creates (shown by `dlock status`).
+  std::string description{};
+};
+
+/// Observable states of a session.
+///  - live: the lease is being renewed.
+///  - suspended: renewals are failing; the lease may still be valid (holds are *suspect*).
+///  - expired: the lease ended or may have ended; every hold is *lost*. Terminal.
+///  - closed: close() was called; everything was released. Terminal.
+enum class session_state { live, suspended, expired, closed };
+
+/// Returns "live", "suspended", "expired" or "closed".
+const char* to_string(session_state s) noexcept;
+
+/// A shared handle to one session. Copies refer to the same session; the session is closed
+/// when close() is called or the last copy (and the last lock built on it) is destroyed.
+///
+/// Threads: all members are safe to call concurrently from any thread.
+///
+/// URLs (see README): `memory://NAME`, `sqlite:///path/locks.db`, `zk://host:port,.../chroot`,
+/// `redis://[user:pass@]host:port[/db]`, `redlock://h1:p1,h2:p2,h3:p3`,
+/// `postgres://user:pass@host:port/db`, `mysql://user:pass@host:port/db`. Query parameters
+/// `ttl=` (a duration such as `30s`) and `keepalive=` are understood by every backend.
+class session {
+ public:
+  /// Opens a session. Effects: parses the URL, connects, starts renewal.
+  /// Errors (thrown as dlock::system_error): invalid_argument (malformed or unknown URL,
+  /// bad option), backend_unavailable (server down after retries), permission_denied (bad
+  /// credentials), backend_error. Nothing is created on the backend when it fails.
+  static session open(std::string_view url, const session_options& options = {});
+  /// Non-throwing form; returns an empty session (operator bool false) on error.
+  static session open(std::string_view url, const session_options& options,
+                      std::error_code& ec) noexcept;
+
+  session() noexcept;
+  explicit operator bool() const noexcept { return core_ != nullptr; }
+
+  session_state state() const noexcept;
+  /// The lease length in force (after the URL's `ttl=` and backend clamping).
+  std::chrono::milliseconds ttl() const noexcept;
+  /// The URL with any password replaced by `***`.
+  std::string url() const;
+  /// A random identifier of this session, unique across clients (hex).
+  std::string id() const;
+
+  /// Registers a callback run (on dlock's renewal thread, never under a dlock lock) on every
+  /// state change. Keep it short; it must not call close(). Returns a key for
+  /// remove_state_callback.
+  std::size_t on_state_change(std::function<void(session_state)> callback);
+  void remove_state_callback(std::size_t key) noexcept;
+
+  /// Releases every lock of this session (best effort; the lease is the backstop), stops
+  /// renewal and disconnects. Waiters on this session fail with errc::session_closed.
+  /// Idempotent; never throws.
+  void close() noexcept;
+
+  /// For lock types and tests; not part of the stable API.
+  const std::shared_ptr<detail::session_core>& core() const noexcept { return core_; }
+
+ private:
+  friend class detail::basic_lock;
+  explicit session(std::shared_ptr<detail::session_core> core) noexcept;
+  std::shared_ptr<detail::session_core> core_;
+};
+
+}  // namespace dlock

@@ -1,0 +1,156 @@
+#include "backends/memory/memory_backend.hpp"
+
+#include <algorithm>
+
+#include "backends/memory/memory_store.hpp"
+
+namespace dlock::detail {
+namespace {
+
+class memory_session final : public backend_session {
+ public:
+  memory_session(std::shared_ptr<memory_store> store, session_info info)
+      : store_(std::move(store)), info_(std::move(info)) {
+    std::lock_guard lk(store_->mu);
+    store_->leases[info_.id] = store_->clock() + info_.ttl;
+  }
+
+  capabilities caps() const noexcept override {
+    return {reach::process, /*push_wakeups=*/true, /*durable_tokens=*/false};
+  }
+
+  result<queue_view> enqueue(std::string_view lock, entry_kind kind, std::string_view id) override {
+    std::lock_guard lk(store_->mu);
+    auto sent = steady::now();
+    if (auto r = check_live(); !r) return fail(r.error());
+    auto& q = store_->queues[std::string(lock)];
+    auto found = std::ranges::find_if(q, [&](const memory_entry& m) { return m.e.id == id; });
+    if (found == q.end()) {
+      auto token = ++store_->tokens[std::string(lock)];
+      q.push_back(
+          {entry{std::string(id), kind, token, info_.owner, std::chrono::system_clock::now(), {}},
+           info_.id});
+    }
+    return snapshot(q, sent);
+  }
+
+  result<queue_view> list(std::string_view lock) override {
+    std::lock_guard lk(store_->mu);
+    auto sent = steady::now();
+    if (closed_) return fail(errc::session_closed, "memory session closed");
+    store_->purge();
+    auto it = store_->queues.find(lock);
+    if (it == store_->queues.end()) return queue_view{{}, sent};
+    return snapshot(it->second, sent);
+  }
+
+  result<void> remove(std::string_view lock, std::string_view id) override {
+    std::lock_guard lk(store_->mu);
+    auto it = store_->queues.find(lock);
+    if (it == store_->queues.end()) return {};
+    auto n = std::erase_if(
+        it->second, [&](const memory_entry& m) { return m.e.id == id && m.session == info_.id; });
+    if (it->second.empty()) store_->queues.erase(it);
+    if (n > 0) store_->changed.notify_all();
+    return {};
+  }
+
+  result<void> wait(std::string_view lock, const entry& awaited, steady::time_point deadline,
+                    std::stop_token stop) override {
+    std::unique_lock lk(store_->mu);
+    auto gone = [&] {
+      store_->purge();
+      auto it = store_->queues.find(lock);
+      return it == store_->queues.end() ||
+             std::ranges::none_of(it->second,
+                                  [&](const memory_entry& m) { return m.e.id == awaited.id; });
+    };
+    // Re-check at least every 50 ms so an injected clock's jumps are seen.
+    auto until = std::min(deadline, steady::now() + std::chrono::milliseconds{50});
+    store_->changed.wait_until(lk, stop, until, gone);
+    return {};
+  }
+
+  result<steady::time_point> keep_alive() override {
+    std::lock_guard lk(store_->mu);
+    auto sent = steady::now();
+    if (auto r = check_live(); !r) return fail(r.error());
+    store_->leases[info_.id] = store_->clock() + info_.ttl;
+    return sent;
+  }
+
+  void close() noexcept override {
+    std::lock_guard lk(store_->mu);
+    if (closed_) return;
+    closed_ = true;
+    store_->leases.erase(info_.id);
+    for (auto it = store_->queues.begin(); it != store_->queues.end();) {
+      std::erase_if(it->second, [&](const memory_entry& m) { return m.session == info_.id; });
+      it = it->second.empty() ? store_->queues.erase(it) : std::next(it);
+    }
+    store_->changed.notify_all();
+  }
+
+  result<std::vector<std::string>> lock_names(std::string_view prefix) override {
+    std::lock_guard lk(store_->mu);
+    store_->purge();
+    std::vector<std::string> out;
+    for (auto& [name, q] : store_->queues) {
+      if (name.starts_with(prefix)) out.push_back(name);
+    }
+    return out;
+  }
+
+ private:
+  result<void> check_live() {
+    if (closed_) return fail(errc::session_closed, "memory session closed");
+    store_->purge();
+    if (!store_->alive(info_.id)) {
+      return fail(errc::session_expired, "memory session " + info_.id + " lease ended");
+    }
+    return {};
+  }
+
+  static queue_view snapshot(const std::vector<memory_entry>& q, steady::time_point sent) {
+    queue_view v{{}, sent};
+    v.entries.reserve(q.size());
+    for (auto& m : q) v.entries.push_back(m.e);
+    return v;
+  }
+
+  std::shared_ptr<memory_store> store_;
+  session_info info_;
+  bool closed_{false};
+};
+
+}  // namespace
+
+result<std::unique_ptr<backend_session>> open_memory(const url& u, const session_info& info) {
+  if (u.hosts.size() > 1 || !u.user.empty() || (!u.path.empty() && u.path != "/")) {
+    return fail(errc::invalid_argument, "URL '" + u.redacted + "': want memory://NAME");
+  }
+  std::string name = u.hosts.empty() ? "default" : u.hosts.front().host;
+  return std::make_unique<memory_session>(memory_store_named(name), info);
+}
+
+void set_memory_clock(const std::string& store, std::function<steady::time_point()> clock) {
+  auto s = memory_store_named(store);
+  std::lock_guard lk(s->mu);
+  s->clock = std::move(clock);
+}
+
+void expire_memory_session(const std::string& store, const std::string& session_id) {
+  auto s = memory_store_named(store);
+  std::lock_guard lk(s->mu);
+  s->leases[session_id] = steady::time_point::min();
+  s->purge();
+}
+
+std::size_t memory_raw_entries(const std::string& store, const std::string& lock) {
+  auto s = memory_store_named(store);
+  std::lock_guard lk(s->mu);
+  auto it = s->queues.find(lock);
+  return it == s->queues.end() ? 0 : it->second.size();
+}
+
+}  // namespace dlock::detail

@@ -1,0 +1,41 @@
+#include "backends/memory/memory_store.hpp"
+
+#include <memory>
+
+namespace dlock::detail {
+
+void memory_store::purge() {
+  auto now = clock();
+  bool removed = false;
+  for (auto it = leases.begin(); it != leases.end();) {
+    if (it->second <= now) {
+      it = leases.erase(it);
+      removed = true;
+    } else {
+      ++it;
+    }
+  }
+  if (!removed) return;
+  for (auto it = queues.begin(); it != queues.end();) {
+    std::erase_if(it->second, [&](const memory_entry& m) { return !leases.contains(m.session); });
+    it = it->second.empty() ? queues.erase(it) : std::next(it);
+  }
+  changed.notify_all();
+}
+
+bool memory_store::alive(const std::string& session) const {
+  auto it = leases.find(session);
+  return it != leases.end() && it->second > clock();
+}
+
+std::shared_ptr<memory_store> memory_store_named(const std::string& name) {
+  // Stores live as long as the process, so a name's tokens never restart.
+  static std::mutex mu;
+  static std::map<std::string, std::shared_ptr<memory_store>> stores;
+  std::lock_guard lk(mu);
+  auto& s = stores[name];
+  if (!s) s = std::make_shared<memory_store>();
+  return s;
+}
+
+}  // namespace dlock::detail

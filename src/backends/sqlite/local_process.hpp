@@ -1,0 +1,20 @@
+#pragma once
+// Identity of a process on this host, so a holder whose process is gone is freed at once:
+// (host id, pid, process start time). The start time guards against pid reuse.
+
+#include <cstdint>
+#include <string>
+
+namespace dlock::detail {
+
+struct process_id {
+  std::string host;  // hostname + boot id: differs after a reboot
+  std::int64_t pid{0};
+  std::int64_t start{0};  // /proc/PID/stat field 22, clock ticks since boot
+};
+
+process_id this_process();
+// False only when the process certainly no longer exists on this host.
+bool process_alive(const process_id& p);
+
+}  // namespace dlock::detail

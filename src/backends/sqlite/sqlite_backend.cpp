@@ -1,0 +1,311 @@
+// The SQLite backend. Schema (version 1, created idempotently):
+//   dlock_sessions(id PK, owner, host, pid, pid_start, expires_ms)  -- one lease per session
+//   dlock_fences(name PK, fence)          -- per-lock fencing counter, never reset
+//   dlock_entries(seq AUTOINCREMENT, name, id UNIQUE, kind, token, session, created_ms,
+//                 UNIQUE(name, token))     -- the queue; one row per holder or waiter
+// An entry is alive while its session's lease is (expires_ms > now, wall clock, shared by
+// every process on the host) and its process exists. Writes use BEGIN IMMEDIATE so the
+// write lock is taken up front (a deferred upgrade returns SQLITE_BUSY without waiting).
+#include "backends/sqlite/sqlite_backend.hpp"
+
+#include <condition_variable>
+#include <mutex>
+#include <random>
+#include <thread>
+
+#include "backends/sqlite/local_process.hpp"
+#include "backends/sqlite/sqlite_db.hpp"
+
+namespace dlock::detail {
+namespace {
+
+using sqlite::db;
+
+constexpr const char* schema = R"sql(
+CREATE TABLE IF NOT EXISTS dlock_meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
+INSERT OR IGNORE INTO dlock_meta(key, value) VALUES ('schema_version', '1');
+CREATE TABLE IF NOT EXISTS dlock_sessions(
+  id TEXT PRIMARY KEY, owner TEXT NOT NULL, host TEXT NOT NULL, pid INTEGER NOT NULL,
+  pid_start INTEGER NOT NULL, expires_ms INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS dlock_fences(name TEXT PRIMARY KEY, fence INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS dlock_entries(
+  seq INTEGER PRIMARY KEY AUTOINCREMENT, name TEXT NOT NULL, id TEXT NOT NULL UNIQUE,
+  kind INTEGER NOT NULL, token INTEGER NOT NULL, session TEXT NOT NULL,
+  created_ms INTEGER NOT NULL, UNIQUE(name, token));
+CREATE INDEX IF NOT EXISTS dlock_entries_session ON dlock_entries(session);
+)sql";
+
+// Entries of one lock with what decides whether each is alive.
+constexpr const char* queue_sql = R"sql(
+SELECT e.id, e.kind, e.token, e.created_ms, e.session, s.owner, s.host, s.pid, s.pid_start,
+       COALESCE(s.expires_ms, 0)
+FROM dlock_entries e LEFT JOIN dlock_sessions s ON s.id = e.session
+WHERE e.name = ?1 ORDER BY e.token)sql";
+
+std::int64_t now_ms() {
+  using namespace std::chrono;
+  return duration_cast<milliseconds>(system_clock::now().time_since_epoch()).count();
+}
+
+class sqlite_session final : public backend_session {
+ public:
+  sqlite_session(db d, session_info info) : db_(std::move(d)), info_(std::move(info)) {}
+
+  result<void> start() {
+    std::lock_guard lk(mu_);
+    if (auto r = db_.exec("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;"); !r) return r;
+    auto me = this_process();
+    return write_txn([&]() -> result<void> {
+      if (auto r = db_.exec(schema); !r) return r;
+      auto s = db_.prepare(
+          "INSERT INTO dlock_sessions(id, owner, host, pid, pid_start, expires_ms) "
+          "VALUES (?1, ?2, ?3, ?4, ?5, ?6)");
+      if (!s) return fail(s.error());
+      return s->bind(1, info_.id)
+          .bind(2, info_.owner)
+          .bind(3, me.host)
+          .bind(4, me.pid)
+          .bind(5, me.start)
+          .bind(6, now_ms() + info_.ttl.count())
+          .run();
+    });
+  }
+
+  capabilities caps() const noexcept override { return {reach::host, false, true}; }
+
+  result<queue_view> enqueue(std::string_view lock, entry_kind kind, std::string_view id) override {
+    std::lock_guard lk(mu_);
+    auto sent = steady::now();
+    queue_view view;
+    auto r = write_txn([&]() -> result<void> {
+      if (auto live = session_live(); !live) return live;
+      auto exists = db_.prepare("SELECT 1 FROM dlock_entries WHERE id = ?1");
+      if (!exists) return fail(exists.error());
+      auto found = exists->bind(1, id).step();
+      if (!found) return fail(found.error());
+      if (!*found) {
+        // The per-name counter is bumped in the same transaction as the insert.
+        auto fence = db_.prepare(
+            "INSERT INTO dlock_fences(name, fence) VALUES (?1, 1) "
+            "ON CONFLICT(name) DO UPDATE SET fence = fence + 1 RETURNING fence");
+        if (!fence) return fail(fence.error());
+        auto row = fence->bind(1, lock).step();
+        if (!row) return fail(row.error());
+        auto token = fence->i64(0);
+        if (auto done = fence->run(); !done) return done;
+        auto ins = db_.prepare(
+            "INSERT INTO dlock_entries(name, id, kind, token, session, created_ms) "
+            "VALUES (?1, ?2, ?3, ?4, ?5, ?6)");
+        if (!ins) return fail(ins.error());
+        auto ok = ins->bind(1, lock)
+                      .bind(2, id)
+                      .bind(3, static_cast<std::int64_t>(kind))
+                      .bind(4, token)
+                      .bind(5, info_.id)
+                      .bind(6, now_ms())
+                      .run();
+        if (!ok) return ok;
+      }
+      auto q = read_queue(lock);
+      if (!q) return fail(q.error());
+      view = std::move(*q);
+      return {};
+    });
+    if (!r) return fail(r.error());
+    view.sent_at = sent;
+    return view;
+  }
+
+  result<queue_view> list(std::string_view lock) override {
+    std::lock_guard lk(mu_);
+    auto sent = steady::now();
+    auto q = read_queue(lock);
+    if (!q) return q;
+    q->sent_at = sent;
+    return q;
+  }
+
+  result<void> remove(std::string_view lock, std::string_view id) override {
+    std::lock_guard lk(mu_);
+    auto s = db_.prepare("DELETE FROM dlock_entries WHERE name = ?1 AND id = ?2 AND session = ?3");
+    if (!s) return fail(s.error());
+    return s->bind(1, lock).bind(2, id).bind(3, info_.id).run();
+  }
+
+  result<void> wait(std::string_view lock, const entry& awaited, steady::time_point deadline,
+                    std::stop_token stop) override {
+    // No cross-process wake-up in SQLite: poll whether the awaited entry is alive, backing
+    // off 1 ms -> 32 ms with jitter, so waiting never spins hot.
+    thread_local std::minstd_rand rng{std::random_device{}()};
+    auto pause = std::chrono::microseconds{1000};
+    while (!stop.stop_requested() && steady::now() < deadline) {
+      auto jittered = std::chrono::microseconds{
+          std::uniform_int_distribution<long long>(pause.count() / 2, pause.count())(rng)};
+      std::mutex m;
+      std::condition_variable_any cv;
+      std::unique_lock sl(m);
+      cv.wait_until(sl, stop, std::min(deadline, steady::now() + jittered), [] { return false; });
+      std::lock_guard lk(mu_);
+      auto q = read_queue(lock);
+      if (!q) return fail(q.error());
+      bool present = false;
+      for (auto& e : q->entries) present = present || e.id == awaited.id;
+      if (!present) return {};
+      pause = std::min(pause * 2, std::chrono::microseconds{32'000});
+    }
+    return {};
+  }
+
+  result<steady::time_point> keep_alive() override {
+    std::lock_guard lk(mu_);
+    auto sent = steady::now();
+    auto s =
+        db_.prepare("UPDATE dlock_sessions SET expires_ms = ?2 WHERE id = ?1 AND expires_ms > ?3");
+    if (!s) return fail(s.error());
+    auto now = now_ms();
+    if (auto r = s->bind(1, info_.id).bind(2, now + info_.ttl.count()).bind(3, now).run(); !r) {
+      return fail(r.error());
+    }
+    if (db_.changes() == 0)
+      return fail(errc::session_expired, "sqlite session " + info_.id + " expired");
+    return sent;
+  }
+
+  void close() noexcept override {
+    std::lock_guard lk(mu_);
+    if (closed_) return;
+    for (int attempt = 0; attempt < 5; ++attempt) {
+      auto r = write_txn([&]() -> result<void> { return delete_session(info_.id); });
+      if (r || !is_transient(r.error())) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds{10 << attempt});
+    }
+    closed_ = true;
+  }
+
+  result<std::vector<std::string>> lock_names(std::string_view prefix) override {
+    std::lock_guard lk(mu_);
+    auto s = db_.prepare(
+        "SELECT DISTINCT e.name FROM dlock_entries e JOIN dlock_sessions s ON s.id = e.session "
+        "WHERE s.expires_ms > ?2 AND substr(e.name, 1, length(?1)) = ?1 ORDER BY e.name");
+    if (!s) return fail(s.error());
+    s->bind(1, prefix).bind(2, now_ms());
+    std::vector<std::string> out;
+    for (;;) {
+      auto row = s->step();
+      if (!row) return fail(row.error());
+      if (!*row) return out;
+      out.push_back(s->text(0));
+    }
+  }
+
+ private:
+  template <class F>
+  result<void> write_txn(F&& body) {
+    if (closed_) return fail(errc::session_closed, "sqlite session closed");
+    if (in_txn_) return body();  // nested: part of the enclosing transaction
+    if (auto r = db_.exec("BEGIN IMMEDIATE"); !r) return r;
+    in_txn_ = true;
+    auto r = body();
+    in_txn_ = false;
+    if (r) r = db_.exec("COMMIT");
+    if (!r) (void)db_.exec("ROLLBACK");
+    return r;
+  }
+
+  result<void> session_live() {
+    auto s = db_.prepare("SELECT 1 FROM dlock_sessions WHERE id = ?1 AND expires_ms > ?2");
+    if (!s) return fail(s.error());
+    auto row = s->bind(1, info_.id).bind(2, now_ms()).step();
+    if (!row) return fail(row.error());
+    if (!*row) return fail(errc::session_expired, "sqlite session " + info_.id + " expired");
+    return {};
+  }
+
+  result<void> delete_session(const std::string& id) {
+    for (const char* sql : {"DELETE FROM dlock_entries WHERE session = ?1",
+                            "DELETE FROM dlock_sessions WHERE id = ?1"}) {
+      auto s = db_.prepare(sql);
+      if (!s) return fail(s.error());
+      if (auto r = s->bind(1, id).run(); !r) return r;
+    }
+    return {};
+  }
+
+  // The live entries of `lock` in order; entries of dead sessions are dropped from the
+  // view and then deleted, with their sessions, in a write transaction of their own.
+  result<queue_view> read_queue(std::string_view lock) {
+    if (closed_) return fail(errc::session_closed, "sqlite session closed");
+    auto s = db_.prepare(queue_sql);
+    if (!s) return fail(s.error());
+    s->bind(1, lock);
+    queue_view v;
+    std::vector<std::string> dead;
+    auto now = now_ms();
+    for (;;) {
+      auto row = s->step();
+      if (!row) return fail(row.error());
+      if (!*row) break;
+      process_id p{s->text(6), s->i64(7), s->i64(8)};
+      auto session = s->text(4);
+      if (s->i64(9) <= now || !process_alive(p)) {
+        dead.push_back(session);
+        continue;
+      }
+      entry e;
+      e.id = s->text(0);
+      e.kind = static_cast<entry_kind>(s->i64(1));
+      e.token = static_cast<std::uint64_t>(s->i64(2));
+      e.owner = s->text(5);
+      e.since = std::chrono::system_clock::time_point{std::chrono::milliseconds{s->i64(3)}};
+      e.lease_left = std::chrono::milliseconds{s->i64(9) - now};
+      v.entries.push_back(std::move(e));
+    }
+    if (!dead.empty()) reap(dead);
+    return v;
+  }
+
+  void reap(const std::vector<std::string>& sessions) {
+    // Best effort; a busy database just leaves the work to the next reader.
+    (void)write_txn([&]() -> result<void> {
+      auto now = now_ms();
+      for (auto& id : sessions) {
+        auto check = db_.prepare(
+            "SELECT host, pid, pid_start, expires_ms FROM dlock_sessions WHERE id = ?1");
+        if (!check) return fail(check.error());
+        auto row = check->bind(1, id).step();
+        if (!row) return fail(row.error());
+        // Re-check inside the transaction: the session may have renewed meanwhile.
+        if (*row && check->i64(3) > now &&
+            process_alive({check->text(0), check->i64(1), check->i64(2)})) {
+          continue;
+        }
+        if (auto r = delete_session(id); !r) return r;
+      }
+      return {};
+    });
+  }
+
+  std::mutex mu_;
+  db db_;
+  session_info info_;
+  bool closed_{false};
+  bool in_txn_{false};
+};
+
+}  // namespace
+
+result<std::unique_ptr<backend_session>> open_sqlite(const url& u, const session_info& info) {
+  if (!u.hosts.empty() || u.path.empty() || u.path == "/") {
+    return fail(errc::invalid_argument,
+                "URL '" + u.redacted + "': want sqlite:///path/to/locks.db (an absolute path)");
+  }
+  auto d = db::open(u.path, static_cast<int>(info.request_timeout.count()));
+  if (!d) return fail(d.error());
+  auto s = std::make_unique<sqlite_session>(std::move(*d), info);
+  if (auto r = s->start(); !r) {
+    return fail(failure{r.error().code, "sqlite database '" + u.path + "': " + r.error().message});
+  }
+  return s;
+}
+
+}  // namespace dlock::detail

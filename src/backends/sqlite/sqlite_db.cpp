@@ -1,0 +1,66 @@
+#include "backends/sqlite/sqlite_db.hpp"
+
+namespace dlock::detail::sqlite {
+
+failure map_error(sqlite3* h, int rc, std::string_view what) {
+  std::string msg = std::string(what) + ": " + (h ? sqlite3_errmsg(h) : sqlite3_errstr(rc));
+  switch (rc & 0xff) {
+    case SQLITE_BUSY:
+    case SQLITE_LOCKED:
+      return {make_error_code(errc::backend_unavailable), msg};
+    case SQLITE_CANTOPEN:
+    case SQLITE_READONLY:
+    case SQLITE_PERM:
+    case SQLITE_AUTH:
+      return {make_error_code(errc::permission_denied), msg};
+    case SQLITE_NOTADB:
+    case SQLITE_CORRUPT:
+      return {make_error_code(errc::protocol_error), msg};
+    default:
+      return {make_error_code(errc::backend_error), msg};
+  }
+}
+
+result<bool> stmt::step() {
+  int rc = sqlite3_step(s_);
+  if (rc == SQLITE_ROW) return true;
+  if (rc == SQLITE_DONE) return false;
+  return fail(map_error(db_, rc, "sqlite statement"));
+}
+
+result<void> stmt::run() {
+  for (;;) {
+    auto r = step();
+    if (!r) return fail(r.error());
+    if (!*r) return {};
+  }
+}
+
+result<db> db::open(const std::string& path, int busy_timeout_ms) {
+  sqlite3* h = nullptr;
+  int rc = sqlite3_open_v2(
+      path.c_str(), &h, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, nullptr);
+  if (rc != SQLITE_OK) {
+    auto f = map_error(h, rc, "cannot open database '" + path + "'");
+    sqlite3_close_v2(h);
+    return fail(f);
+  }
+  sqlite3_busy_timeout(h, busy_timeout_ms);
+  sqlite3_extended_result_codes(h, 1);
+  return db(h, path);
+}
+
+result<stmt> db::prepare(std::string_view sql) {
+  sqlite3_stmt* s = nullptr;
+  int rc = sqlite3_prepare_v2(h_, sql.data(), static_cast<int>(sql.size()), &s, nullptr);
+  if (rc != SQLITE_OK) return fail(map_error(h_, rc, "database '" + path_ + "'"));
+  return stmt(h_, s);
+}
+
+result<void> db::exec(const char* sql) {
+  int rc = sqlite3_exec(h_, sql, nullptr, nullptr, nullptr);
+  if (rc != SQLITE_OK) return fail(map_error(h_, rc, "database '" + path_ + "'"));
+  return {};
+}
+
+}  // namespace dlock::detail::sqlite

@@ -1,0 +1,133 @@
+// Public lock types: the std-shaped members over lock_handle.
+#include <dlock/mutex.hpp>
+#include <dlock/recursive_mutex.hpp>
+#include <dlock/shared_mutex.hpp>
+
+#include "core/hold_core.hpp"
+#include "core/lock_handle.hpp"
+#include "core/names.hpp"
+#include "core/session_core.hpp"
+
+namespace dlock {
+namespace detail {
+namespace {
+
+std::string context(const lock_handle& h, const char* op) {
+  return "dlock: " + std::string(op) + " '" + h.name() + "' on " + h.session()->redacted_url();
+}
+
+bool acquire_or_throw(lock_handle& h, entry_kind kind, steady::time_point deadline,
+                      const char* op) {
+  std::error_code ec;
+  std::string msg;
+  if (h.acquire(kind, deadline, {}, ec, &msg)) return true;
+  if (ec == errc::would_block || ec == errc::timed_out) return false;
+  raise(failure{ec, msg}, context(h, op));
+}
+
+}  // namespace
+
+basic_lock::basic_lock(dlock::session s, std::string_view name, lock_type type) {
+  if (!s)
+    throw system_error(make_error_code(errc::invalid_argument), "dlock: lock on an empty session");
+  if (auto v = validate_lock_name(name); !v) raise(v.error(), "dlock");
+  impl_ = std::make_unique<lock_handle>(s.core(), std::string(name), type);
+}
+basic_lock::basic_lock(basic_lock&&) noexcept = default;
+basic_lock& basic_lock::operator=(basic_lock&& other) noexcept {
+  if (this != &other) {
+    if (impl_ && impl_->holds()) unlock();
+    impl_ = std::move(other.impl_);
+  }
+  return *this;
+}
+basic_lock::~basic_lock() = default;
+
+void basic_lock::lock() {
+  acquire_or_throw(*impl_, entry_kind::exclusive, steady::time_point::max(), "lock");
+}
+void basic_lock::lock(std::error_code& ec) noexcept {
+  impl_->acquire(entry_kind::exclusive, steady::time_point::max(), {}, ec);
+}
+bool basic_lock::try_lock() {
+  return acquire_or_throw(*impl_, entry_kind::exclusive, steady::time_point::min(), "try_lock");
+}
+bool basic_lock::try_lock(std::error_code& ec) noexcept {
+  return impl_->acquire(entry_kind::exclusive, steady::time_point::min(), {}, ec);
+}
+bool basic_lock::try_lock_until(std::chrono::steady_clock::time_point deadline) {
+  return acquire_or_throw(*impl_, entry_kind::exclusive, deadline, "try_lock_until");
+}
+bool basic_lock::try_lock_until(std::chrono::steady_clock::time_point deadline,
+                                std::stop_token stop, std::error_code& ec) noexcept {
+  return impl_->acquire(entry_kind::exclusive, deadline, std::move(stop), ec);
+}
+void basic_lock::unlock() noexcept {
+  std::error_code ec;
+  if (impl_) impl_->release(ec);
+}
+void basic_lock::unlock(std::error_code& ec) noexcept {
+  if (impl_)
+    impl_->release(ec);
+  else
+    ec = make_error_code(errc::not_held);
+}
+bool basic_lock::is_held() const noexcept {
+  return impl_ && impl_->current() && impl_->current()->is_held();
+}
+dlock::hold basic_lock::current_hold() const noexcept {
+  return impl_ && impl_->current() ? dlock::hold(impl_->current()) : dlock::hold();
+}
+fencing_token basic_lock::token() const {
+  if (!impl_ || !impl_->current()) {
+    throw system_error(make_error_code(errc::not_held), "dlock: token() of a lock not held");
+  }
+  return impl_->current()->token();
+}
+const std::string& basic_lock::name() const noexcept {
+  static const std::string empty;
+  return impl_ ? impl_->name() : empty;
+}
+
+}  // namespace detail
+
+dlock::session detail::basic_lock::session() const noexcept {
+  return impl_ ? dlock::session(impl_->session()) : dlock::session();
+}
+
+mutex::mutex(dlock::session s, std::string_view name)
+    : basic_lock(std::move(s), name, detail::lock_type::mutex) {}
+
+recursive_mutex::recursive_mutex(dlock::session s, std::string_view name)
+    : basic_lock(std::move(s), name, detail::lock_type::recursive) {}
+std::size_t recursive_mutex::hold_count() const noexcept { return impl_ ? impl_->count() : 0; }
+
+shared_mutex::shared_mutex(dlock::session s, std::string_view name)
+    : basic_lock(std::move(s), name, detail::lock_type::shared) {}
+void shared_mutex::lock_shared() {
+  detail::acquire_or_throw(*impl_, detail::entry_kind::shared, detail::steady::time_point::max(),
+                           "lock_shared");
+}
+void shared_mutex::lock_shared(std::error_code& ec) noexcept {
+  impl_->acquire(detail::entry_kind::shared, detail::steady::time_point::max(), {}, ec);
+}
+bool shared_mutex::try_lock_shared() {
+  return detail::acquire_or_throw(*impl_, detail::entry_kind::shared,
+                                  detail::steady::time_point::min(), "try_lock_shared");
+}
+bool shared_mutex::try_lock_shared(std::error_code& ec) noexcept {
+  return impl_->acquire(detail::entry_kind::shared, detail::steady::time_point::min(), {}, ec);
+}
+bool shared_mutex::try_lock_shared_until(std::chrono::steady_clock::time_point deadline) {
+  return detail::acquire_or_throw(*impl_, detail::entry_kind::shared, deadline,
+                                  "try_lock_shared_until");
+}
+bool shared_mutex::try_lock_shared_until(std::chrono::steady_clock::time_point deadline,
+                                         std::stop_token stop, std::error_code& ec) noexcept {
+  return impl_->acquire(detail::entry_kind::shared, deadline, std::move(stop), ec);
+}
+void shared_mutex::unlock_shared() noexcept { unlock(); }
+void shared_mutex::unlock_shared(std::error_code& ec) noexcept { unlock(ec); }
+bool shared_mutex::holds_shared() const noexcept { return impl_ && impl_->holds_shared(); }
+
+}  // namespace dlock

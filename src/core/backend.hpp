@@ -1,0 +1,122 @@
+#pragma once
+// The backend interface: the smallest storage surface the lock recipes need.
+//
+// A lock name owns an ordered queue of lease-bound entries. The recipes (verdict.hpp) decide
+// from a snapshot of the queue whether an entry holds and, if not, which single entry it
+// must wait for. A backend only stores, lists, removes and waits; it never decides who holds.
+//
+// Contract for every backend (the conformance suite checks it):
+//  - Thread safety: every member may be called concurrently from many threads. wait() must
+//    not block other calls (do not hold the connection's mutex while waiting).
+//  - enqueue() is idempotent on entry_id: a retry after a lost reply finds the entry it
+//    created instead of creating a second one. entry_id is unique per session and attempt.
+//  - Entries are listed in queue order. Each entry's token is a fencing token: strictly
+//    greater than every token given before to an entry of the same lock name, also across
+//    client restarts; queue order is token order.
+//  - An entry lives as long as its session's lease: keep_alive() renews the lease of every
+//    entry of the session; entries of a session that stopped renewing are removed (or
+//    ignored by list()) after the TTL. A backend that can tell a dead process sooner may.
+//  - remove() removes only this session's entry with that id; already gone is success.
+//  - Transient faults (connection refused/reset, timeouts, server busy) are reported as
+//    errc::backend_unavailable, which the engine retries with backoff; everything else is
+//    final. A lost lease is errc::session_expired.
+
+#include <chrono>
+#include <cstdint>
+#include <dlock/session.hpp>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <stop_token>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/result.hpp"
+
+namespace dlock::detail {
+
+using steady = std::chrono::steady_clock;
+
+enum class entry_kind : std::uint8_t { exclusive, shared };
+
+struct entry {
+  std::string id;  // the client-chosen entry id (session id + attempt counter)
+  entry_kind kind{entry_kind::exclusive};
+  std::uint64_t token{0};
+  std::string owner;                                           // for status tools
+  std::optional<std::chrono::system_clock::time_point> since;  // creation time, if known
+  std::optional<std::chrono::milliseconds> lease_left;         // if known
+};
+
+// A snapshot of one lock's queue. sent_at is the steady time at which the request that
+// produced it was sent (after any client-side queueing), so a grant's lease is measured from
+// before the server could have applied it.
+struct queue_view {
+  std::vector<entry> entries;
+  steady::time_point sent_at{};
+};
+
+// How far apart the processes sharing a lock may be.
+enum class reach : std::uint8_t { process, host, network };
+
+struct capabilities {
+  reach scope{reach::network};
+  bool push_wakeups{false};    // wait() is woken by the server, not by polling
+  bool durable_tokens{false};  // tokens survive a server restart
+};
+
+// What the engine tells a backend about the session opening it.
+struct session_info {
+  std::string id;     // random hex, unique across clients
+  std::string owner;  // "host pid=N description"
+  std::chrono::milliseconds ttl{};
+  std::chrono::milliseconds request_timeout{};
+};
+
+// Events a backend with a native session (ZooKeeper) pushes to the engine.
+enum class session_event { suspended, reconnected, expired };
+
+class backend_session {
+ public:
+  virtual ~backend_session() = default;
+
+  virtual capabilities caps() const noexcept = 0;
+
+  // The lease actually granted (a server may clamp the requested TTL). Default: as asked.
+  virtual std::optional<std::chrono::milliseconds> granted_ttl() const { return std::nullopt; }
+
+  // Appends an entry of `kind` with id `entry_id` to the queue of `lock` (or finds it, if a
+  // previous attempt with the same id got through) and returns the queue including it.
+  virtual result<queue_view> enqueue(std::string_view lock, entry_kind kind,
+                                     std::string_view entry_id) = 0;
+
+  // The current queue of `lock`, without entries whose lease has lapsed.
+  virtual result<queue_view> list(std::string_view lock) = 0;
+
+  // Removes this session's entry `entry_id` of `lock`. Already gone is success.
+  virtual result<void> remove(std::string_view lock, std::string_view entry_id) = 0;
+
+  // Blocks until `awaited` may be gone from `lock`'s queue, `deadline` passes, or `stop` is
+  // requested -- whichever is first; may also return spuriously, like a condition variable
+  // (the engine lists again after every return), so polling is always correct. Returns an
+  // error only for a failure worth reporting (the engine re-checks state anyway).
+  virtual result<void> wait(std::string_view lock, const entry& awaited,
+                            steady::time_point deadline, std::stop_token stop) = 0;
+
+  // Renews the lease of the session and of every entry it owns. Returns the steady time at
+  // which the renewal was sent. session_expired if the lease had already lapsed.
+  virtual result<steady::time_point> keep_alive() = 0;
+
+  // Backends with a native session (ZooKeeper) push state changes through this; the engine
+  // installs it once, before any other call.
+  virtual void set_event_handler(std::function<void(session_event)> handler) { (void)handler; }
+
+  // Removes every entry of this session (best effort) and disconnects. Called once.
+  virtual void close() noexcept = 0;
+
+  // Names of locks with at least one entry, starting with `prefix`, sorted (status tools).
+  virtual result<std::vector<std::string>> lock_names(std::string_view prefix) = 0;
+};
+
+}  // namespace dlock::detail

@@ -1,0 +1,106 @@
+#include <dlock/errors.hpp>
+
+#include "core/result.hpp"
+
+namespace dlock {
+namespace {
+
+class dlock_category final : public std::error_category {
+ public:
+  const char* name() const noexcept override { return "dlock"; }
+  std::string message(int ev) const override {
+    switch (static_cast<errc>(ev)) {
+      case errc::timed_out:
+        return "timed out waiting for the lock";
+      case errc::would_block:
+        return "the lock is held by another holder";
+      case errc::cancelled:
+        return "the wait was cancelled";
+      case errc::session_expired:
+        return "the session expired";
+      case errc::session_closed:
+        return "the session is closed";
+      case errc::lock_lost:
+        return "the lock was lost (its lease lapsed)";
+      case errc::not_held:
+        return "the lock is not held by this handle";
+      case errc::already_held:
+        return "the lock is already held by this handle";
+      case errc::upgrade_refused:
+        return "a shared holder cannot upgrade to exclusive";
+      case errc::backend_unavailable:
+        return "the backend is unavailable";
+      case errc::backend_error:
+        return "the backend reported an error";
+      case errc::protocol_error:
+        return "unexpected reply from the backend";
+      case errc::permission_denied:
+        return "permission denied by the backend";
+      case errc::invalid_argument:
+        return "invalid argument";
+      case errc::unsupported:
+        return "not supported by this backend";
+    }
+    return "unknown dlock error";
+  }
+  std::error_condition default_error_condition(int ev) const noexcept override {
+    switch (static_cast<errc>(ev)) {
+      case errc::timed_out:
+      case errc::would_block:
+      case errc::backend_unavailable:
+        return condition::retryable;
+      case errc::session_expired:
+      case errc::session_closed:
+      case errc::lock_lost:
+        return condition::ownership_lost;
+      case errc::not_held:
+      case errc::already_held:
+      case errc::upgrade_refused:
+      case errc::invalid_argument:
+        return condition::misuse;
+      default:
+        return std::error_condition(ev, *this);
+    }
+  }
+};
+
+class dlock_condition_category final : public std::error_category {
+ public:
+  const char* name() const noexcept override { return "dlock-condition"; }
+  std::string message(int ev) const override {
+    switch (static_cast<condition>(ev)) {
+      case condition::retryable:
+        return "retryable";
+      case condition::ownership_lost:
+        return "ownership lost";
+      case condition::misuse:
+        return "misuse";
+    }
+    return "unknown dlock condition";
+  }
+};
+
+}  // namespace
+
+const std::error_category& category() noexcept {
+  static const dlock_category c;
+  return c;
+}
+const std::error_category& condition_category() noexcept {
+  static const dlock_condition_category c;
+  return c;
+}
+std::error_code make_error_code(errc e) noexcept { return {static_cast<int>(e), category()}; }
+std::error_condition make_error_condition(condition c) noexcept {
+  return {static_cast<int>(c), condition_category()};
+}
+
+namespace detail {
+void raise(const failure& f, const std::string& context) {
+  std::string what = context;
+  if (!f.message.empty()) what += (what.empty() ? "" : ": ") + f.message;
+  throw system_error(f.code, what);
+}
+}  // namespace detail
+
+}  // namespace dlock

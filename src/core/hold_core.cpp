@@ -1,0 +1,51 @@
+#include "core/hold_core.hpp"
+
+#include "core/session_core.hpp"
+
+namespace dlock::detail {
+
+hold_core::hold_core(std::shared_ptr<session_core> session, std::string name, std::string entry_id,
+                     std::uint64_t token, steady::time_point own_deadline)
+    : session_(std::move(session)),
+      name_(std::move(name)),
+      entry_id_(std::move(entry_id)),
+      token_{token},
+      own_deadline_(own_deadline) {}
+
+steady::time_point hold_core::valid_until() const noexcept {
+  // The acquire itself started this entry's lease; later renewals of the session extend it.
+  return std::max(own_deadline_, session_->lease_deadline());
+}
+
+bool hold_core::is_held() const noexcept {
+  auto s = state_.load();
+  return (s == hold_state::held || s == hold_state::suspect) && steady::now() < valid_until();
+}
+
+void hold_core::set_state(hold_state s) {
+  std::vector<std::function<void(hold_state)>> to_call;
+  {
+    std::lock_guard lk(mu_);
+    auto cur = state_.load();
+    if (cur == hold_state::lost || cur == hold_state::released || cur == s) return;
+    state_.store(s);
+    if (s != hold_state::held && s != hold_state::released) suspect_.request_stop();
+    if (s == hold_state::lost) lost_.request_stop();
+    to_call = callbacks_;
+  }
+  for (auto& cb : to_call) cb(s);
+}
+
+void hold_core::add_callback(std::function<void(hold_state)> cb) {
+  {
+    std::lock_guard lk(mu_);
+    auto cur = state_.load();
+    if (cur != hold_state::lost && cur != hold_state::released) {
+      callbacks_.push_back(std::move(cb));
+      return;
+    }
+  }
+  cb(state_.load());
+}
+
+}  // namespace dlock::detail

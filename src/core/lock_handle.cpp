@@ -1,0 +1,179 @@
+#include "core/lock_handle.hpp"
+
+#include "core/hold_core.hpp"
+#include "core/names.hpp"
+#include "core/retry.hpp"
+#include "core/session_core.hpp"
+#include "core/verdict.hpp"
+
+namespace dlock::detail {
+namespace {
+
+// Joins two stop tokens into one: requested when either is.
+class joined_stop {
+ public:
+  joined_stop(std::stop_token a, std::stop_token b)
+      : ca_(std::move(a), [this] { src_.request_stop(); }),
+        cb_(std::move(b), [this] { src_.request_stop(); }) {}
+  std::stop_token token() const { return src_.get_token(); }
+
+ private:
+  std::stop_source src_;
+  std::stop_callback<std::function<void()>> ca_;
+  std::stop_callback<std::function<void()>> cb_;
+};
+
+}  // namespace
+
+lock_handle::lock_handle(std::shared_ptr<session_core> s, std::string name, lock_type type)
+    : session_(std::move(s)), name_(std::move(name)), type_(type) {}
+
+lock_handle::~lock_handle() {
+  if (hold_) {
+    count_ = 1;
+    std::error_code ec;
+    release(ec);
+  }
+}
+
+bool lock_handle::acquire(entry_kind kind, steady::time_point deadline, std::stop_token stop,
+                          std::error_code& ec, std::string* message) noexcept {
+  try {
+    auto r = acquire_impl(kind, deadline, std::move(stop));
+    if (r) {
+      ec.clear();
+      return true;
+    }
+    ec = r.error().code;
+    if (message) *message = std::move(r.error().message);
+  } catch (const std::bad_alloc&) {
+    ec = std::make_error_code(std::errc::not_enough_memory);
+  }
+  return false;
+}
+
+result<void> lock_handle::acquire_impl(entry_kind kind, steady::time_point deadline,
+                                       std::stop_token stop) {
+  if (hold_) {
+    if (type_ == lock_type::recursive) {
+      ++count_;
+      return {};
+    }
+    if (type_ == lock_type::shared && kind_ == entry_kind::shared &&
+        kind == entry_kind::exclusive) {
+      return fail(errc::upgrade_refused, "lock '" + name_ + "' is held shared by this handle");
+    }
+    return fail(errc::already_held, "lock '" + name_ + "' is already held by this handle");
+  }
+  if (session_->ended_token().stop_requested()) return fail(session_->ended_failure());
+  const bool one_try = deadline <= steady::now();
+  joined_stop joined(stop, session_->ended_token());
+  const auto id = session_->next_entry_id();
+  const auto& policy = session_->options().retry;
+  // A retry after a lost reply finds the entry it created: enqueue is idempotent on `id`.
+  auto retry_until = std::max(deadline, steady::now() + session_->options().request_timeout);
+  auto q = with_retry(policy, retry_until, joined.token(),
+                      [&] { return session_->backend().enqueue(name_, kind, id); });
+  if (!q) {
+    abandon(id);
+    return fail(q.error());
+  }
+  auto granted = wait_for_grant(id, kind, std::move(*q), deadline, one_try, joined.token());
+  if (!granted) {
+    abandon(id);
+    if (stop.stop_requested() && !session_->ended_token().stop_requested()) {
+      return fail(errc::cancelled, "waiting for lock '" + name_ + "' was cancelled");
+    }
+    return fail(granted.error());
+  }
+  auto pos = find_entry(granted->entries, id);
+  auto own_deadline = session_->deadline_from(granted->sent_at);
+  auto h =
+      std::make_shared<hold_core>(session_, name_, id, granted->entries[*pos].token, own_deadline);
+  session_->add_hold(h);
+  // Never report a grant whose lease already lapsed (a pause between send and return).
+  if (!h->is_held() || session_->ended_token().stop_requested()) {
+    session_->remove_hold(h.get());
+    abandon(id);
+    return fail(errc::lock_lost, "lock '" + name_ + "': lease lapsed before the grant returned");
+  }
+  hold_ = std::move(h);
+  kind_ = kind;
+  count_ = 1;
+  return {};
+}
+
+result<queue_view> lock_handle::wait_for_grant(const std::string& id, entry_kind kind, queue_view q,
+                                               steady::time_point deadline, bool one_try,
+                                               std::stop_token stop) {
+  const auto& policy = session_->options().retry;
+  for (int failures = 0;;) {
+    if (session_->ended_token().stop_requested()) return fail(session_->ended_failure());
+    auto pos = find_entry(q.entries, id);
+    if (!pos) {
+      return fail(errc::session_expired,
+                  "lock '" + name_ + "': this session's queue entry is gone (lease lapsed)");
+    }
+    (void)kind;
+    auto v = decide(q.entries, *pos);
+    if (v.holds) return q;
+    if (one_try) return fail(errc::would_block, "lock '" + name_ + "' is held");
+    if (stop.stop_requested())
+      return fail(errc::cancelled, "wait for lock '" + name_ + "' cancelled");
+    if (steady::now() >= deadline) {
+      return fail(errc::timed_out, "lock '" + name_ + "' not granted before the deadline");
+    }
+    auto w = session_->backend().wait(name_, q.entries[*v.wait_on], deadline, stop);
+    if (!w) {
+      // Waiting failed (e.g. the connection dropped): back off instead of spinning.
+      if (!is_transient(w.error())) return fail(w.error());
+      backoff_sleep(policy, failures++, deadline, stop);
+    }
+    auto retry_until = std::max(deadline, steady::now() + session_->options().request_timeout);
+    auto next =
+        with_retry(policy, retry_until, stop, [&] { return session_->backend().list(name_); });
+    if (!next) {
+      if (stop.stop_requested() || steady::now() >= deadline) continue;  // reported above
+      return fail(next.error());
+    }
+    q = std::move(*next);
+  }
+}
+
+void lock_handle::abandon(const std::string& entry_id) noexcept {
+  // Every exit that does not end holding removes its entry; a budget of its own (not the
+  // caller's deadline, which has often passed) so a timed-out wait still cleans up.
+  try {
+    auto until = steady::now() + session_->options().request_timeout * 2;
+    (void)with_retry(session_->options().retry, until, {},
+                     [&] { return session_->backend().remove(name_, entry_id); });
+  } catch (...) {
+  }
+}
+
+void lock_handle::release(std::error_code& ec) noexcept {
+  if (!hold_) {
+    ec = make_error_code(errc::not_held);
+    return;
+  }
+  if (--count_ > 0) {
+    ec.clear();
+    return;
+  }
+  auto h = std::move(hold_);
+  bool was_lost = h->state() == hold_state::lost || !h->is_held();
+  h->set_state(hold_state::released);
+  session_->remove_hold(h.get());
+  ec.clear();
+  try {
+    auto until = steady::now() + session_->options().request_timeout * 2;
+    auto r = with_retry(session_->options().retry, until, {},
+                        [&] { return session_->backend().remove(name_, h->entry_id()); });
+    if (!r && !session_->ended_token().stop_requested()) ec = r.error().code;
+  } catch (...) {
+    ec = make_error_code(errc::backend_error);
+  }
+  if (was_lost) ec = make_error_code(errc::lock_lost);
+}
+
+}  // namespace dlock::detail

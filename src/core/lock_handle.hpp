@@ -1,0 +1,52 @@
+#pragma once
+// The lock engine written once for every backend and recipe: join the queue, decide with
+// verdict.hpp, wait only for the one entry that blocks us, and remove our entry on every
+// exit that does not end holding (timeout, cancel, error).
+
+#include <dlock/basic_lock.hpp>
+#include <memory>
+#include <stop_token>
+#include <string>
+
+#include "core/backend.hpp"
+
+namespace dlock::detail {
+
+class session_core;
+class hold_core;
+
+class lock_handle {
+ public:
+  lock_handle(std::shared_ptr<session_core> s, std::string name, lock_type type);
+  ~lock_handle();
+
+  // Acquires in `kind` mode; false with ec set when not granted.
+  bool acquire(entry_kind kind, steady::time_point deadline, std::stop_token stop,
+               std::error_code& ec, std::string* message = nullptr) noexcept;
+  // Releases one level (recursive) or the whole hold.
+  void release(std::error_code& ec) noexcept;
+
+  bool holds() const noexcept { return hold_ != nullptr; }
+  bool holds_shared() const noexcept { return hold_ && kind_ == entry_kind::shared; }
+  std::size_t count() const noexcept { return count_; }
+  const std::shared_ptr<hold_core>& current() const noexcept { return hold_; }
+  const std::string& name() const noexcept { return name_; }
+  const std::shared_ptr<session_core>& session() const noexcept { return session_; }
+  lock_type type() const noexcept { return type_; }
+
+ private:
+  result<void> acquire_impl(entry_kind kind, steady::time_point deadline, std::stop_token stop);
+  result<queue_view> wait_for_grant(const std::string& id, entry_kind kind, queue_view q,
+                                    steady::time_point deadline, bool one_try,
+                                    std::stop_token stop);
+  void abandon(const std::string& entry_id) noexcept;
+
+  std::shared_ptr<session_core> session_;
+  std::string name_;
+  lock_type type_;
+  std::shared_ptr<hold_core> hold_;
+  entry_kind kind_{entry_kind::exclusive};
+  std::size_t count_{0};
+};
+
+}  // namespace dlock::detail

@@ -1,0 +1,270 @@
+#include "core/session_core.hpp"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <random>
+
+#include "core/duration.hpp"
+#include "core/hold_core.hpp"
+#include "core/registry.hpp"
+#include "core/retry.hpp"
+
+namespace dlock::detail {
+namespace {
+
+std::string random_hex64() {
+  std::random_device rd;
+  std::uint64_t v = (std::uint64_t{rd()} << 32) ^ rd();
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(v));
+  return buf;
+}
+
+std::string owner_text(const std::string& description) {
+  char host[256] = {};
+  if (gethostname(host, sizeof host - 1) != 0) std::snprintf(host, sizeof host, "unknown");
+  std::string s = std::string(host) + " pid=" + std::to_string(getpid());
+  if (!description.empty()) s += " " + description;
+  return s;
+}
+
+// URL query parameters every backend understands override the options.
+result<session_options> apply_query(const url& u, session_options o) {
+  if (auto v = u.param("ttl"); !v.empty()) {
+    auto d = parse_duration(v);
+    if (!d) return fail(errc::invalid_argument, "URL parameter ttl: " + d.error().message);
+    o.ttl = *d;
+  }
+  if (auto v = u.param("keepalive"); !v.empty()) {
+    auto d = parse_duration(v);
+    if (!d) return fail(errc::invalid_argument, "URL parameter keepalive: " + d.error().message);
+    o.keepalive_interval = *d;
+  }
+  if (o.ttl.count() <= 0) return fail(errc::invalid_argument, "ttl must be greater than zero");
+  if (o.keepalive_interval.count() < 0 || o.keepalive_interval >= o.ttl) {
+    return fail(errc::invalid_argument, "keepalive interval must be between 0 and the ttl");
+  }
+  if (o.request_timeout.count() <= 0) {
+    return fail(errc::invalid_argument, "request_timeout must be greater than zero");
+  }
+  if (o.retry.max_attempts < 0 || o.retry.base_delay.count() < 0 || o.retry.max_delay.count() < 0) {
+    return fail(errc::invalid_argument, "retry policy values must not be negative");
+  }
+  return o;
+}
+
+}  // namespace
+
+result<std::shared_ptr<session_core>> session_core::open(std::string_view text,
+                                                         const session_options& options) {
+  auto u = parse_url(text);
+  if (!u) return fail(u.error());
+  auto o = apply_query(*u, options);
+  if (!o) return fail(errc::invalid_argument, "URL '" + u->redacted + "': " + o.error().message);
+  session_info info{random_hex64(), owner_text(o->description), o->ttl, o->request_timeout};
+  std::shared_ptr<session_core> s(new session_core(std::move(*u), std::move(*o), std::move(info)));
+  auto started = steady::now();
+  auto deadline = started + s->options_.request_timeout * 2;
+  auto b =
+      with_retry(s->options_.retry, deadline, {}, [&] { return open_backend(s->url_, s->info_); });
+  if (!b) return fail(b.error());
+  s->backend_ = std::move(*b);
+  if (auto g = s->backend_->granted_ttl()) s->info_.ttl = *g;
+  s->lease_deadline_.store(s->deadline_from(started).time_since_epoch().count());
+  s->start();
+  return s;
+}
+
+session_core::session_core(url u, session_options o, session_info info)
+    : url_(std::move(u)), options_(std::move(o)), info_(std::move(info)) {}
+
+session_core::~session_core() { close(); }
+
+void session_core::start() {
+  interval_ = options_.keepalive_interval.count() > 0
+                  ? options_.keepalive_interval
+                  : std::max(info_.ttl / 3, std::chrono::milliseconds{1});
+  backend_->set_event_handler([this](session_event e) {
+    if (e == session_event::suspended)
+      on_suspect();
+    else if (e == session_event::reconnected)
+      on_renewal(steady::now());
+    else
+      expire();
+  });
+  renewer_ = std::jthread([this](std::stop_token st) { renew_loop(st); });
+  monitor_ = std::jthread([this](std::stop_token st) { monitor_loop(st); });
+}
+
+std::string session_core::next_entry_id() {
+  char buf[24];
+  std::snprintf(buf, sizeof buf, "%llx", static_cast<unsigned long long>(++entry_counter_));
+  return info_.id + "-" + buf;
+}
+
+steady::time_point session_core::deadline_from(steady::time_point sent) const noexcept {
+  // Redlock's drift allowance: 1% of the TTL plus 2 ms for clock-rate differences.
+  auto drift = info_.ttl / 100 + std::chrono::milliseconds{2};
+  return sent + info_.ttl - drift;
+}
+
+steady::time_point session_core::lease_deadline() const noexcept {
+  return steady::time_point{steady::duration{lease_deadline_.load()}};
+}
+
+failure session_core::ended_failure() const {
+  if (state_.load() == session_state::closed) {
+    return {make_error_code(errc::session_closed), "session to " + url_.redacted + " is closed"};
+  }
+  return {make_error_code(errc::session_expired),
+          "session " + info_.id + " to " + url_.redacted + " expired"};
+}
+
+void session_core::add_hold(const std::shared_ptr<hold_core>& h) {
+  std::lock_guard lk(mu_);
+  std::erase_if(holds_, [](const auto& w) { return w.expired(); });
+  holds_.push_back(h);
+}
+
+void session_core::remove_hold(const hold_core* h) {
+  std::lock_guard lk(mu_);
+  std::erase_if(holds_, [h](const auto& w) {
+    auto p = w.lock();
+    return !p || p.get() == h;
+  });
+}
+
+std::size_t session_core::add_state_callback(std::function<void(session_state)> cb) {
+  std::lock_guard lk(mu_);
+  callbacks_.emplace(next_callback_, std::move(cb));
+  return next_callback_++;
+}
+
+void session_core::remove_state_callback(std::size_t key) {
+  std::lock_guard lk(mu_);
+  callbacks_.erase(key);
+}
+
+void session_core::renew_loop(std::stop_token stop) {
+  auto next = steady::now() + interval_;
+  while (!stop.stop_requested()) {
+    {
+      std::unique_lock lk(mu_);
+      wake_.wait_until(lk, stop, next, [] { return false; });
+    }
+    if (stop.stop_requested() || ended_.stop_requested()) return;
+    auto r = backend_->keep_alive();
+    auto now = steady::now();
+    if (r) {
+      on_renewal(*r);
+      next = now + interval_;
+    } else if (r.error().code == make_error_code(errc::session_expired)) {
+      expire();
+      return;
+    } else {
+      on_suspect();
+      auto retry_in = std::max(info_.ttl / 10, std::chrono::milliseconds{20});
+      next = now + std::min(interval_, retry_in);
+    }
+  }
+}
+
+void session_core::monitor_loop(std::stop_token stop) {
+  while (!stop.stop_requested()) {
+    auto deadline = lease_deadline();
+    {
+      std::unique_lock lk(mu_);
+      wake_.wait_until(lk, stop, deadline, [] { return false; });
+    }
+    if (stop.stop_requested()) return;
+    if (steady::now() >= lease_deadline()) {
+      expire();
+      return;
+    }
+  }
+}
+
+void session_core::on_renewal(steady::time_point sent) {
+  if (ended_.stop_requested()) return;  // a lapsed lease is never revived
+  auto d = deadline_from(sent).time_since_epoch().count();
+  auto cur = lease_deadline_.load();
+  while (cur < d && !lease_deadline_.compare_exchange_weak(cur, d)) {
+  }
+  auto expected = session_state::suspended;
+  if (state_.compare_exchange_strong(expected, session_state::live)) {
+    notify_holds(hold_state::held);
+    set_state(session_state::live);
+  }
+}
+
+void session_core::on_suspect() {
+  auto expected = session_state::live;
+  if (state_.compare_exchange_strong(expected, session_state::suspended)) {
+    notify_holds(hold_state::suspect);
+    set_state(session_state::suspended);
+  }
+}
+
+void session_core::expire() {
+  auto cur = state_.load();
+  do {
+    if (cur == session_state::expired || cur == session_state::closed) return;
+  } while (!state_.compare_exchange_weak(cur, session_state::expired));
+  ended_.request_stop();
+  notify_holds(hold_state::lost);
+  set_state(session_state::expired);
+  wake_.notify_all();
+}
+
+void session_core::set_state(session_state s) {
+  state_.store(s);
+  std::vector<std::function<void(session_state)>> cbs;
+  {
+    std::lock_guard lk(mu_);
+    for (auto& [k, cb] : callbacks_) cbs.push_back(cb);
+  }
+  for (auto& cb : cbs) cb(s);
+}
+
+void session_core::notify_holds(hold_state s) {
+  std::vector<std::shared_ptr<hold_core>> live;
+  {
+    std::lock_guard lk(mu_);
+    for (auto& w : holds_) {
+      if (auto p = w.lock()) live.push_back(std::move(p));
+    }
+  }
+  for (auto& h : live) h->set_state(s);
+}
+
+void session_core::close() noexcept {
+  {
+    std::lock_guard lk(close_mu_);
+    if (closed_) return;
+    closed_ = true;
+  }
+  if (backend_) {
+    auto cur = state_.load();
+    ended_.request_stop();
+    if (cur != session_state::expired) {
+      notify_holds(hold_state::released);
+      set_state(session_state::closed);
+    }
+  }
+  for (auto* t : {&renewer_, &monitor_}) {
+    t->request_stop();
+  }
+  wake_.notify_all();
+  for (auto* t : {&renewer_, &monitor_}) {
+    if (!t->joinable()) continue;
+    if (t->get_id() == std::this_thread::get_id())
+      t->detach();
+    else
+      t->join();
+  }
+  if (backend_) backend_->close();
+}
+
+}  // namespace dlock::detail

@@ -1,0 +1,166 @@
+#include "core/url.hpp"
+
+#include <charconv>
+
+namespace dlock::detail {
+namespace {
+
+int hex_value(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+bool valid_scheme(std::string_view s) {
+  if (s.empty()) return false;
+  for (char c : s) {
+    bool ok = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '+' || c == '-';
+    if (!ok) return false;
+  }
+  return true;
+}
+
+result<host_port> parse_host(std::string_view text, std::string_view whole) {
+  host_port hp;
+  std::string_view host = text;
+  std::string_view port;
+  if (!text.empty() && text.front() == '[') {  // [::1]:port
+    auto close = text.find(']');
+    if (close == std::string_view::npos) {
+      return fail(errc::invalid_argument, "URL '" + std::string(whole) + "': unclosed '[' in host");
+    }
+    host = text.substr(1, close - 1);
+    auto rest = text.substr(close + 1);
+    if (!rest.empty()) {
+      if (rest.front() != ':') {
+        return fail(errc::invalid_argument,
+                    "URL '" + std::string(whole) + "': bad host '" + std::string(text) + "'");
+      }
+      port = rest.substr(1);
+    }
+  } else if (auto colon = text.rfind(':'); colon != std::string_view::npos) {
+    host = text.substr(0, colon);
+    port = text.substr(colon + 1);
+  }
+  if (host.empty()) {
+    return fail(errc::invalid_argument, "URL '" + std::string(whole) + "': empty host");
+  }
+  hp.host = std::string(host);
+  if (!port.empty() || text.ends_with(':')) {
+    unsigned value = 0;
+    auto [p, ec] = std::from_chars(port.data(), port.data() + port.size(), value);
+    if (ec != std::errc{} || p != port.data() + port.size() || value == 0 || value > 65535) {
+      return fail(errc::invalid_argument, "URL '" + std::string(whole) + "': bad port '" +
+                                              std::string(port) + "' (want 1-65535)");
+    }
+    hp.port = static_cast<std::uint16_t>(value);
+  }
+  return hp;
+}
+
+}  // namespace
+
+std::string url::param(std::string_view key, std::string_view fallback) const {
+  auto it = query.find(key);
+  return it == query.end() ? std::string(fallback) : it->second;
+}
+
+result<std::string> percent_decode(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    if (s[i] != '%') {
+      out += s[i];
+      continue;
+    }
+    int hi = i + 1 < s.size() ? hex_value(s[i + 1]) : -1;
+    int lo = i + 2 < s.size() ? hex_value(s[i + 2]) : -1;
+    if (hi < 0 || lo < 0) {
+      return fail(errc::invalid_argument, "bad percent escape in '" + std::string(s) + "'");
+    }
+    out += static_cast<char>(hi * 16 + lo);
+    i += 2;
+  }
+  return out;
+}
+
+result<url> parse_url(std::string_view text) {
+  url u;
+  auto bad = [&](const std::string& what) {
+    return fail(errc::invalid_argument, "URL '" + std::string(text) + "': " + what);
+  };
+  for (char c : text) {
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) return bad("control character");
+  }
+  auto sep = text.find("://");
+  if (sep == std::string_view::npos) return bad("missing '://' (want scheme://...)");
+  u.scheme = std::string(text.substr(0, sep));
+  if (!valid_scheme(u.scheme)) return bad("bad scheme '" + u.scheme + "'");
+  std::string_view rest = text.substr(sep + 3);
+
+  std::string_view query;
+  if (auto q = rest.find('?'); q != std::string_view::npos) {
+    query = rest.substr(q + 1);
+    rest = rest.substr(0, q);
+  }
+  std::string_view authority = rest;
+  std::string_view path;
+  if (auto slash = rest.find('/'); slash != std::string_view::npos) {
+    authority = rest.substr(0, slash);
+    path = rest.substr(slash);
+  }
+  std::string redacted_authority(authority);
+  if (auto at = authority.rfind('@'); at != std::string_view::npos) {
+    std::string_view userinfo = authority.substr(0, at);
+    authority = authority.substr(at + 1);
+    std::string_view user = userinfo;
+    if (auto colon = userinfo.find(':'); colon != std::string_view::npos) {
+      user = userinfo.substr(0, colon);
+      auto pw = percent_decode(userinfo.substr(colon + 1));
+      if (!pw) return bad("bad password encoding");
+      u.password = *pw;
+      u.has_password = true;
+      redacted_authority = std::string(user) + ":***@" + std::string(authority);
+    }
+    auto dec = percent_decode(user);
+    if (!dec) return bad("bad user name encoding");
+    u.user = *dec;
+  }
+  if (!authority.empty()) {
+    std::size_t start = 0;
+    while (start <= authority.size()) {
+      auto comma = authority.find(',', start);
+      auto part = authority.substr(
+          start, comma == std::string_view::npos ? std::string_view::npos : comma - start);
+      auto hp = parse_host(part, text);
+      if (!hp) return fail(hp.error());
+      u.hosts.push_back(std::move(*hp));
+      if (comma == std::string_view::npos) break;
+      start = comma + 1;
+    }
+  }
+  auto dpath = percent_decode(path);
+  if (!dpath) return bad("bad path encoding");
+  u.path = *dpath;
+
+  while (!query.empty()) {
+    auto amp = query.find('&');
+    auto kv = query.substr(0, amp);
+    query = amp == std::string_view::npos ? std::string_view{} : query.substr(amp + 1);
+    if (kv.empty()) continue;
+    auto eq = kv.find('=');
+    if (eq == std::string_view::npos || eq == 0) {
+      return bad("query parameter '" + std::string(kv) + "' is not key=value");
+    }
+    auto k = percent_decode(kv.substr(0, eq));
+    auto v = percent_decode(kv.substr(eq + 1));
+    if (!k || !v) return bad("bad query encoding");
+    u.query[*k] = *v;
+  }
+  u.redacted = u.scheme + "://" + redacted_authority;
+  u.redacted += text.substr(sep + 3 + rest.size() - path.size());  // raw path and query
+  return u;
+}
+
+}  // namespace dlock::detail
