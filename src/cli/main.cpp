@@ -6,6 +6,18 @@
 #include "cli/commands.hpp"
 #include "cli/common.hpp"
 
+namespace {
+
+bool is_subcommand(const CLI::App& app, const std::string& word) {
+  try {
+    return app.get_subcommand_ptr(word) != nullptr;
+  } catch (const CLI::OptionNotFound&) {
+    return false;
+  }
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
   using namespace dlock::cli;
   CLI::App app{"dlock: distributed locks (run a command under a lock, inspect locks)", "dlock"};
@@ -17,6 +29,11 @@ int main(int argc, char** argv) {
   add_list_command(app, status);
   add_demo_command(app, status);
   try {
+    // CLI11 would only say "a subcommand is required"; name the word it did not know.
+    if (argc > 1 && argv[1][0] != '-' && !is_subcommand(app, argv[1])) {
+      throw cli_error(exit_usage, std::string("unknown subcommand '") + argv[1] +
+                                      "' (want run, status, list or demo; see dlock --help)");
+    }
     app.parse(argc, argv);
     return status;
   } catch (const CLI::CallForHelp& e) {

@@ -41,8 +41,9 @@ std::vector<char*> c_strings(std::vector<std::string>& v) {
   return out;
 }
 
-// posix_spawnp rather than fork: dlock's renewal threads are running, and the child must
-// start with the default signal mask and dispositions whatever dlock blocked.
+// posix_spawnp rather than fork: dlock's renewal threads are running. The child gets an empty
+// signal mask (dlock blocks the signals it watches); dispositions are inherited as they came,
+// so `nohup dlock run ...` still leaves SIGHUP ignored in CMD.
 pid_t spawn(const child_spec& spec, const dlock::hold& hold) {
   auto env = child_environment(spec, hold);
   auto argv = spec.argv;
@@ -52,12 +53,8 @@ pid_t spawn(const child_spec& spec, const dlock::hold& hold) {
   posix_spawnattr_init(&attr);
   sigset_t none;
   sigemptyset(&none);
-  sigset_t defaults;
-  sigemptyset(&defaults);
-  for (int s : {SIGINT, SIGTERM, SIGHUP, SIGCHLD, SIGPIPE}) sigaddset(&defaults, s);
   posix_spawnattr_setsigmask(&attr, &none);
-  posix_spawnattr_setsigdefault(&attr, &defaults);
-  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK);
   pid_t pid = -1;
   int rc = posix_spawnp(&pid, cargv[0], nullptr, &attr, cargv.data(), cenv.data());
   posix_spawnattr_destroy(&attr);
