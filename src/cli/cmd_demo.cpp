@@ -31,7 +31,7 @@ struct demo_options {
   long long stock{200};
   bool no_lock{false};
   std::string shop;
-  std::string time_limit{"60s"};
+  std::string time_limit{"45s"};
   bool json{false};
 };
 
@@ -104,14 +104,26 @@ pid_t spawn_worker(const std::string& exe, const std::vector<std::string>& args,
   return pid;
 }
 
-// Reads "ready" lines until every worker has reported or the deadline passes.
-void await_ready(int fd, int workers, steady::time_point deadline) {
-  int ready = 0;
+bool any_exited(const std::vector<pid_t>& pids) {
+  for (pid_t p : pids) {
+    siginfo_t info{};
+    // WNOWAIT: look without reaping; reap_workers collects the status later.
+    if (::waitid(P_PID, static_cast<id_t>(p), &info, WEXITED | WNOHANG | WNOWAIT) == 0 &&
+        info.si_pid == p) {
+      return true;
+    }
+  }
+  return false;
+}
+
+// Reads "ready" lines until every worker has reported, one has died (the sale starts with
+// those that are ready; the report counts the failure), or the deadline passes.
+void await_ready(int fd, const std::vector<pid_t>& pids, steady::time_point deadline) {
+  std::size_t ready = 0;
   std::string buf;
-  while (ready < workers && steady::now() < deadline) {
+  while (ready < pids.size() && steady::now() < deadline && !any_exited(pids)) {
     pollfd p{fd, POLLIN, 0};
-    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - steady::now());
-    if (::poll(&p, 1, static_cast<int>(std::max<long long>(left.count(), 0))) <= 0) break;
+    if (::poll(&p, 1, 100) <= 0) continue;
     char chunk[256];
     auto n = ::read(fd, chunk, sizeof chunk);
     if (n <= 0) break;  // every worker exited
@@ -200,7 +212,7 @@ int flash_sale(const demo_options& o) {
   }
   go.close_r();
   ready.close_w();
-  await_ready(ready.r, o.workers, deadline);
+  await_ready(ready.r, pids, deadline);
   auto started = steady::now();
   go.close_w();  // the start gun: every worker sees EOF on stdin at once
   reap_workers(pids, deadline + std::chrono::seconds{10}, report);
@@ -232,7 +244,7 @@ void add_demo_command(CLI::App& app, int& status) {
   fs->add_flag("--no-lock", o->no_lock,
                "Sell without the lock, to show the overselling it prevents");
   fs->add_option("--shop", o->shop, "Shop database file (default: a temporary file)");
-  fs->add_option("--time-limit", o->time_limit, "Stop the sale after this long (default 60s)");
+  fs->add_option("--time-limit", o->time_limit, "Stop the sale after this long (default 45s)");
   fs->add_flag("--json", o->json, "Print the report as JSON");
   fs->callback([o, &status] { status = flash_sale(*o); });
 

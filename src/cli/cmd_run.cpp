@@ -117,8 +117,8 @@ int run(const run_options& o) {
 void add_run_command(CLI::App& app, int& status) {
   auto o = std::make_shared<run_options>();
   auto* cmd = app.add_subcommand("run", "Run CMD while holding lock NAME (a cluster-wide flock)");
-  cmd->add_option("name", o->name, "Lock name")->required();
-  cmd->add_option("command", o->command, "The command and its arguments, after --");
+  cmd->add_option("NAME", o->name, "Lock name")->required();
+  cmd->add_option("CMD", o->command, "The command and its arguments, after --");
   cmd->add_option("--url", o->url, "Backend URL (default: $DLOCK_URL, else the local SQLite file)");
   auto* w = cmd->add_option("-w,--wait", o->wait, "Give up after waiting this long (e.g. 30s)");
   auto* n = cmd->add_flag("-n,--nonblock", o->nonblock, "Fail at once if the lock is held");
@@ -129,6 +129,11 @@ void add_run_command(CLI::App& app, int& status) {
       ->check(CLI::Range(0, 255));
   cmd->add_option("--grace", o->grace,
                   "SIGTERM to SIGKILL delay when the lock is lost (default 5s)");
+  cmd->footer(
+      "CMD gets DLOCK_NAME, DLOCK_FENCING_TOKEN and DLOCK_URL in its environment.\n"
+      "Exit status: CMD's (128+N if killed by signal N); 64 usage error; 69 backend\n"
+      "unavailable; 70 lock lost while CMD ran (CMD got SIGTERM, SIGKILL after --grace);\n"
+      "75 lock not granted (or -E N); 77 permission denied; 126/127 CMD not runnable.");
   cmd->callback([o, &status] { status = run(*o); });
 }
 

@@ -56,7 +56,7 @@ int status(const status_options& o) {
 void add_status_command(CLI::App& app, int& status_out) {
   auto o = std::make_shared<status_options>();
   auto* cmd = app.add_subcommand("status", "Show the holder and the waiters of lock NAME");
-  cmd->add_option("name", o->name, "Lock name")->required();
+  cmd->add_option("NAME", o->name, "Lock name")->required();
   cmd->add_option("--url", o->url, "Backend URL (default: $DLOCK_URL, else the local SQLite file)");
   cmd->add_flag("--json", o->json, "Print JSON for scripts");
   cmd->callback([o, &status_out] { status_out = status(*o); });

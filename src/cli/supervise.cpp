@@ -81,6 +81,10 @@ int supervise(const child_spec& spec, const dlock::hold& hold, signal_watch& sig
   hold.on_state_change([w = signals.wakeup()](dlock::hold_state s) {
     if (s == dlock::hold_state::lost) w->wake();
   });
+  if (!hold.is_held()) {
+    print_error("lock '" + spec.lock_name + "' was lost before '" + spec.argv[0] + "' started");
+    return exit_lock_lost;
+  }
   pid_t pid = spawn(spec, hold);
   bool lost = false;
   std::optional<clock::time_point> kill_at;

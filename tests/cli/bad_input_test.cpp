@@ -68,6 +68,15 @@ TEST(CliBadInput, UnwritableDatabasePathExits77) {
   expect_rejected(box, {{"status", "x", "--url", "sqlite://" + file + "/locks.db"}, 77, file});
 }
 
+TEST(CliBadInput, BackendThatCannotServeExits69) {
+  cli_sandbox box;
+  std::string junk = box.dir() + "/not-a-database.db";
+  std::ofstream(junk) << std::string(8192, 'j');
+  expect_rejected(box, {{"run", "x", "--url", "sqlite://" + junk, "--", "echo", "CMD-RAN"}, 69,
+                        "not a database"});
+  expect_rejected(box, {{"list", "--url", "sqlite://" + junk}, 69, "not a database"});
+}
+
 TEST(CliBadInput, UnusableStateDirectoryExits77) {
   cli_sandbox box;
   std::string file = box.dir() + "/plain-file";
