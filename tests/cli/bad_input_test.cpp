@@ -72,8 +72,9 @@ TEST(CliBadInput, BackendThatCannotServeExits69) {
   cli_sandbox box;
   std::string junk = box.dir() + "/not-a-database.db";
   std::ofstream(junk) << std::string(8192, 'j');
-  expect_rejected(box, {{"run", "x", "--url", "sqlite://" + junk, "--", "echo", "CMD-RAN"}, 69,
-                        "not a database"});
+  expect_rejected(
+      box,
+      {{"run", "x", "--url", "sqlite://" + junk, "--", "echo", "CMD-RAN"}, 69, "not a database"});
   expect_rejected(box, {{"list", "--url", "sqlite://" + junk}, 69, "not a database"});
 }
 
