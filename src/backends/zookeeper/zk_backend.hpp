@@ -1,0 +1,34 @@
+#pragma once
+// zk://[user:password@]host1:2181,host2:2181/chroot?session_timeout=10s&connect_timeout=5s
+// -- ZooKeeper through the libzookeeper-mt C client. The ZooKeeper session is the lease.
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "core/backend.hpp"
+#include "core/url.hpp"
+
+namespace dlock::detail {
+
+result<std::unique_ptr<backend_session>> open_zookeeper(const url& u, const session_info& info);
+
+namespace zk {
+
+// A ZooKeeper session's id and password, as zoo_client_id reports them.
+struct client_identity {
+  std::int64_t session_id{0};
+  std::string password;  // 16 raw bytes
+};
+
+}  // namespace zk
+
+// Test hooks.
+// The ZooKeeper session behind a dlock session's backend, or nullopt if it is not ZooKeeper.
+// (A second handle opened with it and then closed expires the session from the server side.)
+std::optional<zk::client_identity> zookeeper_identity(backend_session& b);
+// Node watch notifications (not session events) delivered to this process so far.
+std::uint64_t zookeeper_node_events();
+
+}  // namespace dlock::detail
