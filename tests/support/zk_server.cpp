@@ -34,7 +34,7 @@ std::string common_config(const std::string& data_dir, std::uint16_t port) {
          "\nclientPortAddress=127.0.0.1\n"
          "maxClientCnxns=0\n"
          "admin.enableServer=false\n"
-         "4lw.commands.whitelist=srvr,ruok,stat,mntr\n";
+         "4lw.commands.whitelist=srvr,ruok,stat,mntr,wchs\n";
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 #include <memory>
 #include <mutex>
 #include <stdexcept>
+#include <thread>
 
 #include "backends/zookeeper/zk_names.hpp"
 #include "core/session_core.hpp"
@@ -88,7 +89,22 @@ bool raw_zk::exists(const std::string& path) {
 void expire_zk_session(const dlock::session& s, const std::string& hosts) {
   auto id = detail::zookeeper_identity(s.core()->backend());
   if (!id) throw std::runtime_error("not a ZooKeeper session");
-  raw_zk twin(hosts, &*id);
+  // The twin takes the session over and closes it, which expires it. If the original client
+  // reconnects first it takes the session back and the twin's close never arrives, so try
+  // again until the session reports the expiry.
+  for (int attempt = 0; attempt < 10; ++attempt) {
+    try {
+      raw_zk twin(hosts, &*id);
+    } catch (const std::runtime_error&) {
+      // Already expired: the twin is refused.
+    }
+    auto until = std::chrono::steady_clock::now() + std::chrono::seconds{3};
+    while (std::chrono::steady_clock::now() < until) {
+      if (s.state() == dlock::session_state::expired) return;
+      std::this_thread::sleep_for(std::chrono::milliseconds{10});
+    }
+  }
+  throw std::runtime_error("could not expire ZooKeeper session " + s.id());
 }
 
 std::string lock_node(const std::string& name) {
