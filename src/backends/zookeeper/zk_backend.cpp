@@ -13,8 +13,10 @@
 
 #include <algorithm>
 #include <map>
+#include <mutex>
 #include <set>
 
+#include "backends/zookeeper/zk_cache.hpp"
 #include "backends/zookeeper/zk_connection.hpp"
 #include "backends/zookeeper/zk_fetch.hpp"
 #include "backends/zookeeper/zk_names.hpp"
@@ -23,16 +25,8 @@
 namespace dlock::detail {
 namespace {
 
+using zk::child_meta;
 using zk::connection;
-
-struct child_meta {
-  std::int64_t czxid{0};
-  std::int64_t ctime_ms{0};
-  std::string owner;
-};
-
-// Bounded so a session that touched many locks once does not grow without end.
-constexpr std::size_t max_cached_locks = 4096;
 
 class zk_session final : public backend_session {
  public:
@@ -63,7 +57,7 @@ class zk_session final : public backend_session {
     const std::string id(entry_id);
     auto sent = steady::now();
     bool adopted = false;
-    if (is_uncertain(id)) {
+    if (cache_.uncertain(id)) {
       // An earlier create of this entry may have been applied with its reply lost.
       auto found = adopt(lp, id);
       if (!found) return fail(found.error());
@@ -86,47 +80,20 @@ class zk_session final : public backend_session {
   }
 
   result<void> remove(std::string_view lock, std::string_view entry_id) override {
-    auto lp = lock_path(lock);
-    const std::string id(entry_id);
-    std::optional<std::string> path;
-    {
-      std::lock_guard lk(mu_);
-      if (auto it = own_.find(id); it != own_.end()) path = it->second;
+    auto r = remove_entry(lock_path(lock), std::string(entry_id));
+    if (!r && is_transient(r.error())) {
+      // The engine's retries have a budget; the node must not outlive it while the session
+      // lives on, or it would block the lock until the session ends. keep_alive retries.
+      std::lock_guard lk(pending_mu_);
+      pending_.emplace(lock_path(lock), std::string(entry_id));
     }
-    if (!path && is_uncertain(id)) {
-      auto children = get_children(lp);
-      if (!children) return fail(children.error());
-      auto prefix = zk::entry_prefix(id);
-      for (auto& name : *children) {
-        if (name.starts_with(prefix)) path = lp + "/" + name;
-      }
-    }
-    if (path) {
-      auto u = conn_->acquire();
-      if (!u) return fail(u.error());
-      int rc = zoo_delete(u->zh(), path->c_str(), -1);
-      if (rc != ZOK && rc != ZNONODE) return fail(conn_->error(rc, "delete", *path));
-    }
-    std::lock_guard lk(mu_);
-    own_.erase(id);
-    uncertain_.erase(id);
-    if (path) forget(lp, path->substr(lp.size() + 1));
-    return {};
+    return r;
   }
 
   result<void> wait(std::string_view lock, const entry& awaited, steady::time_point deadline,
                     std::stop_token stop) override {
     auto lp = lock_path(lock);
-    std::optional<std::string> name;
-    {
-      std::lock_guard lk(mu_);
-      if (auto it = cache_.find(lp); it != cache_.end()) {
-        auto prefix = zk::entry_prefix(awaited.id);
-        for (auto& [n, m] : it->second) {
-          if (n.starts_with(prefix)) name = n;
-        }
-      }
-    }
+    auto name = cache_.child_with_prefix(lp, zk::entry_prefix(awaited.id));
     if (!name) return {};  // not seen in our last listing: let the engine list again
     return conn_->await_change(lp + "/" + *name, deadline, std::move(stop));
   }
@@ -135,6 +102,7 @@ class zk_session final : public backend_session {
     // The client pings on its own; the lease is live exactly while it is connected.
     auto now = steady::now();
     if (auto h = conn_->health(); !h) return fail(h.error());
+    retry_pending_removals();
     return now;
   }
 
@@ -169,9 +137,39 @@ class zk_session final : public backend_session {
     return base_ + "/" + zk::escape_lock_name(lock);
   }
 
-  bool is_uncertain(const std::string& id) {
-    std::lock_guard lk(mu_);
-    return uncertain_.contains(id);
+  result<void> remove_entry(const std::string& lp, const std::string& id) {
+    auto path = cache_.own_path(id);
+    if (!path && cache_.uncertain(id)) {
+      auto children = get_children(lp);
+      if (!children) return fail(children.error());
+      auto prefix = zk::entry_prefix(id);
+      for (auto& name : *children) {
+        if (name.starts_with(prefix)) path = lp + "/" + name;
+      }
+    }
+    if (path) {
+      auto u = conn_->acquire();
+      if (!u) return fail(u.error());
+      int rc = zoo_delete(u->zh(), path->c_str(), -1);
+      if (rc != ZOK && rc != ZNONODE) return fail(conn_->error(rc, "delete", *path));
+    }
+    cache_.disown(id);
+    return {};
+  }
+
+  void retry_pending_removals() {
+    std::set<std::pair<std::string, std::string>> todo;
+    {
+      std::lock_guard lk(pending_mu_);
+      todo.swap(pending_);
+    }
+    for (auto& [lp, id] : todo) {
+      auto r = remove_entry(lp, id);
+      if (!r && is_transient(r.error())) {
+        std::lock_guard lk(pending_mu_);
+        pending_.emplace(lp, id);
+      }
+    }
   }
 
   result<std::vector<std::string>> get_children(const std::string& path) {
@@ -214,10 +212,7 @@ class zk_session final : public backend_session {
     for (std::size_t i = 0; i < names.size(); ++i) {
       auto& r = (*reads)[i];
       if (r.rc != ZOK || r.stat.ephemeralOwner != conn_->identity().session_id) continue;
-      std::lock_guard lk(mu_);
-      uncertain_.erase(id);
-      own_[id] = paths[i];
-      remember(lp, names[i], {r.stat.czxid, r.stat.ctime, r.data});
+      cache_.own(id, lp, names[i], {r.stat.czxid, r.stat.ctime, r.data});
       return true;
     }
     return false;
@@ -238,10 +233,7 @@ class zk_session final : public backend_session {
       }
       if (rc == ZOK) {
         created.resize(created.find('\0'));
-        std::lock_guard lk(mu_);
-        uncertain_.erase(id);
-        own_[id] = created;
-        remember(lp, created.substr(lp.size() + 1), {st.czxid, st.ctime, info_.owner});
+        cache_.own(id, lp, created.substr(lp.size() + 1), {st.czxid, st.ctime, info_.owner});
         return {};
       }
       auto f = conn_->error(rc, "create", path);
@@ -249,10 +241,7 @@ class zk_session final : public backend_session {
         if (auto p = ensure_parent(lp); !p) return p;
         continue;
       }
-      if (is_transient(f)) {
-        std::lock_guard lk(mu_);
-        uncertain_.insert(id);
-      }
+      if (is_transient(f)) cache_.mark_uncertain(id);
       return fail(std::move(f));
     }
   }
@@ -285,19 +274,12 @@ class zk_session final : public backend_session {
     };
     std::vector<parsed> items;
     std::vector<std::string> missing;
-    {
-      std::lock_guard lk(mu_);
-      auto it = cache_.find(lp);
-      for (auto& n : *children) {
-        auto c = zk::parse_child(n);
-        if (!c) continue;
-        parsed p{std::move(*c), n, std::nullopt};
-        if (it != cache_.end()) {
-          if (auto m = it->second.find(n); m != it->second.end()) p.meta = m->second;
-        }
-        if (!p.meta) missing.push_back(lp + "/" + n);
-        items.push_back(std::move(p));
-      }
+    for (auto& n : *children) {
+      auto c = zk::parse_child(n);
+      if (!c) continue;  // not a dlock entry
+      parsed p{std::move(*c), n, cache_.meta(lp, n)};
+      if (!p.meta) missing.push_back(lp + "/" + n);
+      items.push_back(std::move(p));
     }
     auto reads = fetch(missing);
     if (!reads) return fail(reads.error());
@@ -329,26 +311,8 @@ class zk_session final : public backend_session {
       e.since = std::chrono::system_clock::time_point{std::chrono::milliseconds{p.meta->ctime_ms}};
       v.entries.push_back(std::move(e));
     }
-    std::lock_guard lk(mu_);
-    if (present.empty()) {
-      cache_.erase(lp);
-    } else {
-      if (!cache_.contains(lp) && cache_.size() >= max_cached_locks) cache_.clear();
-      cache_[lp] = std::map<std::string, child_meta>(present.begin(), present.end());
-    }
+    cache_.replace(lp, std::move(present));
     return v;
-  }
-
-  // Callers hold mu_.
-  void remember(const std::string& lp, const std::string& name, child_meta m) {
-    if (!cache_.contains(lp) && cache_.size() >= max_cached_locks) cache_.clear();
-    cache_[lp][name] = std::move(m);
-  }
-  void forget(const std::string& lp, const std::string& name) {
-    auto it = cache_.find(lp);
-    if (it == cache_.end()) return;
-    it->second.erase(name);
-    if (it->second.empty()) cache_.erase(it);
   }
 
   std::unique_ptr<connection> conn_;
@@ -356,11 +320,9 @@ class zk_session final : public backend_session {
   session_info info_;
   struct ACL secure_acl_[2]{};
   struct ACL_vector acl_ {};
-
-  std::mutex mu_;
-  std::map<std::string, std::map<std::string, child_meta>> cache_;  // lock path -> children
-  std::map<std::string, std::string> own_;                          // entry id -> node path
-  std::set<std::string> uncertain_;  // entry ids whose create may have been applied
+  zk::session_cache cache_;
+  std::mutex pending_mu_;
+  std::set<std::pair<std::string, std::string>> pending_;  // (lock path, entry id) to delete
 };
 
 result<std::chrono::milliseconds> duration_param(const url& u, std::string_view key,
