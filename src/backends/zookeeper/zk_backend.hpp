@@ -1,6 +1,15 @@
 #pragma once
 // zk://[user:password@]host1:2181,host2:2181/chroot?session_timeout=10s&connect_timeout=5s
 // -- ZooKeeper through the libzookeeper-mt C client. The ZooKeeper session is the lease.
+//
+//  - session_timeout: the session timeout asked for (default: the session's ttl); the server
+//    clamps it to [minSessionTimeout, maxSessionTimeout] and the granted value is the TTL.
+//  - connect_timeout: how long opening waits for a session (default: request_timeout).
+//  - /chroot: locks live under <chroot>/dlock (created on demand).
+//  - user:password: digest credentials; nodes are then created world-readable, with all
+//    rights for the creator's identity only. ZooKeeper checks a delete against the parent's
+//    ACL, so clients sharing a lock name must share the identity that created its node.
+//  - DLOCK_ZK_DEBUG (environment): let the C client's log through to stderr.
 
 #include <cstdint>
 #include <memory>
