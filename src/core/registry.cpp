@@ -3,6 +3,7 @@
 #include <string_view>
 
 #include "backends/memory/memory_backend.hpp"
+#include "backends/redis/redis_backend.hpp"
 #include "backends/sqlite/sqlite_backend.hpp"
 
 namespace dlock::detail {
@@ -17,6 +18,8 @@ struct scheme_entry {
 constexpr scheme_entry schemes[] = {
     {"memory", &open_memory},
     {"sqlite", &open_sqlite},
+    {"redis", &open_redis},
+    {"redlock", &open_redis},
 };
 
 }  // namespace
