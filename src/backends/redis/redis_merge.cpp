@@ -90,15 +90,31 @@ merge_result merge_views(const std::vector<std::optional<node_view>>& views,
       continue;
     }
     if (split && s.holds > 0 && &s != winner) out.resubmit.push_back(id);
-    // Wait on the entry that blocks us on the first server where we do not hold.
+    // Of the entries that block us (one per server where we do not hold), wait on the one
+    // closest to being removed: the one holding on most servers (the majority holder, when
+    // there is one), then the one blocking us on most servers. Its removal pushes a token on
+    // the server we pick; the tokens of the others stay for the next wait.
     entry blocker;
     blocker.id = std::string(recheck_id);
+    std::map<std::string, std::pair<std::size_t, std::size_t>, std::less<>> candidates;
     for (const auto& v : pv) {
       auto pos = find_entry(v.entries, id);
       if (!pos || v.holds[*pos]) continue;
-      blocker = v.entries[*decide(v.entries, *pos).wait_on];
-      out.wait_node.emplace_back(blocker.id, v.server);
-      break;
+      const auto& b = v.entries[*decide(v.entries, *pos).wait_on];
+      auto [c, fresh] = candidates.try_emplace(b.id, v.server, 0);
+      ++c->second.second;
+      auto best = candidates.find(blocker.id);
+      auto rank = [&](const std::string& x, std::size_t blocks) {
+        auto a = all.find(x);
+        return std::pair{a == all.end() ? 0 : a->second.holds, blocks};
+      };
+      if (best == candidates.end() ||
+          rank(b.id, c->second.second) > rank(blocker.id, best->second.second)) {
+        blocker = b;
+      }
+    }
+    if (auto c = candidates.find(blocker.id); c != candidates.end()) {
+      out.wait_node.emplace_back(blocker.id, c->second.first);
     }
     if (blocker.id == recheck_id) blocker.kind = entry_kind::exclusive;
     waiting.push_back(std::move(blocker));
