@@ -171,7 +171,9 @@ result<void> session::remove_everywhere(std::string_view lock, std::string_view 
     it->second.erase(std::string(id));
     if (it->second.empty()) mine_.erase(it);
   }
-  if (ok < nodes_.size()) leftover_[std::string(lock)].insert(std::string(id));
+  // Only tidiness: close() deletes the session key, after which any script purges the entry.
+  if (ok < nodes_.size() && leftover_.size() < 1000)
+    leftover_[std::string(lock)].insert(std::string(id));
   if (!redlock() && !replies[0]) return fail(replies[0].error());
   if (ok < quorum()) return fail(quorum_failure("remove", replies, 0));
   return {};
