@@ -16,3 +16,4 @@ set_target_properties(zookeeper::zookeeper_mt PROPERTIES
   INTERFACE_INCLUDE_DIRECTORIES ${ZOOKEEPER_INCLUDE_DIR}
   # The synchronous API is declared only for the multi-threaded library.
   INTERFACE_COMPILE_DEFINITIONS THREADED)
+pkg_check_modules(hiredis REQUIRED IMPORTED_TARGET hiredis)

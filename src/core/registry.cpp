@@ -3,6 +3,7 @@
 #include <string_view>
 
 #include "backends/memory/memory_backend.hpp"
+#include "backends/redis/redis_backend.hpp"
 #include "backends/sqlite/sqlite_backend.hpp"
 #include "backends/zookeeper/zk_backend.hpp"
 
@@ -19,6 +20,8 @@ constexpr scheme_entry schemes[] = {
     {"memory", &open_memory},
     {"sqlite", &open_sqlite},
     {"zk", &open_zookeeper},
+    {"redis", &open_redis},
+    {"redlock", &open_redis},
 };
 
 }  // namespace

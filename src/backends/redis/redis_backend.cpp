@@ -1,0 +1,229 @@
+// Session lifetime, renewal, waiting and listing for redis:// and redlock:// (the queue
+// operations are in redis_queue.cpp).
+#include "backends/redis/redis_backend.hpp"
+
+#include <hiredis/hiredis.h>
+
+#include <algorithm>
+#include <condition_variable>
+#include <random>
+
+#include "backends/redis/redis_session.hpp"
+
+namespace dlock::detail {
+namespace {
+
+std::atomic<std::uint64_t> pushed_wakeups{0};
+std::atomic<std::uint64_t> timed_out_wakeups{0};
+
+// SCAN MATCH treats these as glob syntax; a prefix or name may contain them literally.
+std::string glob_escape(std::string_view s) {
+  std::string out;
+  for (char c : s) {
+    if (c == '*' || c == '?' || c == '[' || c == ']' || c == '\\') out += '\\';
+    out += c;
+  }
+  return out;
+}
+
+void sleep_interruptibly(std::chrono::milliseconds d, std::stop_token stop) {
+  std::mutex m;
+  std::condition_variable_any cv;
+  std::unique_lock lk(m);
+  cv.wait_for(lk, stop, d, [] { return false; });
+}
+
+}  // namespace
+
+redis_wake_counts redis_wakeups() noexcept {
+  return {pushed_wakeups.load(), timed_out_wakeups.load()};
+}
+
+namespace redis {
+
+session::session(config cfg, session_info info) : cfg_(std::move(cfg)), info_(std::move(info)) {
+  for (const auto& t : cfg_.servers) {
+    owned_.push_back(std::make_unique<node>(t));
+    nodes_.push_back(owned_.back().get());
+  }
+}
+
+std::string session::key(char type, std::string_view name) const {
+  std::string k = cfg_.prefix;
+  k += type;
+  k += ':';
+  k += name;
+  return k;
+}
+
+std::chrono::milliseconds session::wake_ttl() const {
+  return std::max(info_.ttl, std::chrono::milliseconds{1000});
+}
+
+result<void> session::check_open() const {
+  if (closed_) return fail(errc::session_closed, "redis session " + info_.id + " is closed");
+  return {};
+}
+
+failure session::quorum_failure(std::string_view what,
+                                const std::vector<result<reply_ptr>>& replies,
+                                std::size_t expired) const {
+  if (expired > nodes_.size() - quorum()) {
+    return {make_error_code(errc::session_expired), "redlock session " + info_.id + " expired on " +
+                                                        std::to_string(expired) + " of " +
+                                                        std::to_string(nodes_.size()) + " servers"};
+  }
+  std::string detail;
+  std::optional<errc> final_code;
+  for (const auto& r : replies) {
+    if (r) continue;
+    detail += (detail.empty() ? "" : "; ") + r.error().message;
+    if (!final_code && !is_transient(r.error()))
+      final_code = static_cast<errc>(r.error().code.value());
+  }
+  auto code = final_code.value_or(errc::backend_unavailable);
+  return {make_error_code(code), "redlock " + std::string(what) + ": fewer than " +
+                                     std::to_string(quorum()) + " of " +
+                                     std::to_string(nodes_.size()) + " servers agreed" +
+                                     (detail.empty() ? "" : " (" + detail + ")")};
+}
+
+result<void> session::start() {
+  std::vector<request> reqs(nodes_.size(), request{nullptr,
+                                                   {"SET", key('s', info_.id), info_.owner, "PX",
+                                                    std::to_string(info_.ttl.count())}});
+  auto replies = run_all(nodes_, reqs);
+  std::size_t ok = std::ranges::count_if(replies, [](const auto& r) { return r.has_value(); });
+  if (!redlock() && !replies[0]) return fail(replies[0].error());
+  if (ok >= quorum()) return {};
+  std::vector<request> undo(nodes_.size(), request{nullptr, {"DEL", key('s', info_.id)}});
+  (void)run_all(nodes_, undo);
+  return fail(quorum_failure("open", replies, 0));
+}
+
+result<steady::time_point> session::keep_alive() {
+  if (auto r = check_open(); !r) return fail(r.error());
+  auto sent = steady::now();
+  // PEXPIRE never creates a key: a lapsed session stays lapsed.
+  std::vector<request> reqs(
+      nodes_.size(),
+      request{nullptr, {"PEXPIRE", key('s', info_.id), std::to_string(info_.ttl.count())}});
+  auto replies = run_all(nodes_, reqs);
+  std::size_t renewed = 0, gone = 0;
+  for (const auto& r : replies) {
+    if (!r) continue;
+    ((*r)->type == REDIS_REPLY_INTEGER && (*r)->integer == 1 ? renewed : gone) += 1;
+  }
+  if (!redlock()) {
+    if (!replies[0]) return fail(replies[0].error());
+    if (gone)
+      return fail(errc::session_expired,
+                  cfg_.servers[0].where + ": session " + info_.id + " expired (its key is gone)");
+    return sent;
+  }
+  if (renewed >= quorum()) return sent;
+  return fail(quorum_failure("keep-alive", replies, gone));
+}
+
+result<void> session::wait(std::string_view lock, const entry& awaited, steady::time_point deadline,
+                           std::stop_token stop) {
+  (void)lock;
+  if (auto r = check_open(); !r) return r;
+  if (awaited.id == recheck_id) {
+    thread_local std::minstd_rand rng{std::random_device{}()};
+    auto ms = std::uniform_int_distribution<int>(5, 25)(rng);
+    sleep_interruptibly(std::min(std::chrono::milliseconds{ms},
+                                 std::chrono::ceil<std::chrono::milliseconds>(
+                                     std::max(deadline - steady::now(), steady::duration{}))),
+                        stop);
+    return {};
+  }
+  std::size_t server = 0;
+  {
+    std::lock_guard lk(mu_);
+    if (auto it = wait_hint_.find(awaited.id); it != wait_hint_.end()) {
+      server = it->second;
+      wait_hint_.erase(it);
+    }
+  }
+  // A crashed holder's entry goes only when its session key expires, which pushes nothing:
+  // the safety net re-lists at a quarter of the TTL, or just after the holder's lease ends.
+  auto safety = std::max(info_.ttl / 4, std::chrono::milliseconds{10});
+  if (awaited.lease_left) {
+    safety = std::min(safety, *awaited.lease_left + std::chrono::milliseconds{20});
+  }
+  auto until = std::min(deadline, steady::now() + safety);
+  auto r = nodes_[server]->pop_wake(key('w', awaited.id), until, stop);
+  if (!r) return fail(r.error());
+  (*r ? pushed_wakeups : timed_out_wakeups).fetch_add(1);
+  return {};
+}
+
+void session::close() noexcept {
+  if (closed_.exchange(true)) return;
+  try {
+    std::vector<std::pair<std::string, std::string>> entries;
+    {
+      std::lock_guard lk(mu_);
+      for (auto* m : {&mine_, &leftover_}) {
+        for (auto& [lock, ids] : *m) {
+          for (auto& id : ids) entries.emplace_back(lock, id);
+        }
+      }
+      mine_.clear();
+      leftover_.clear();
+    }
+    (void)release_calls(entries, true);
+  } catch (...) {
+  }
+}
+
+result<std::vector<std::string>> session::lock_names(std::string_view prefix) {
+  if (auto r = check_open(); !r) return fail(r.error());
+  std::set<std::string> names;
+  std::size_t answered = 0;
+  failure last{};
+  const auto queue_prefix = key('q', "");
+  for (auto* n : nodes_) {
+    std::string cursor = "0";
+    bool ok = true;
+    for (int round = 0; round < 100000; ++round) {
+      auto r = n->run({nullptr,
+                       {"SCAN", cursor, "MATCH",
+                        glob_escape(queue_prefix) + glob_escape(prefix) + "*", "COUNT", "1000"}});
+      if (!r || (*r)->type != REDIS_REPLY_ARRAY || (*r)->elements != 2) {
+        last = r ? failure{make_error_code(errc::protocol_error),
+                           n->where().where + ": bad SCAN reply"}
+                 : r.error();
+        ok = false;
+        break;
+      }
+      cursor = std::string(reply_text((*r)->element[0]));
+      auto* keys = (*r)->element[1];
+      for (std::size_t i = 0; i < keys->elements; ++i) {
+        names.insert(std::string(reply_text(keys->element[i]).substr(queue_prefix.size())));
+      }
+      if (cursor == "0") break;
+    }
+    answered += ok ? 1 : 0;
+  }
+  if (answered == 0) return fail(last);
+  std::vector<std::string> out;
+  for (const auto& name : names) {
+    auto q = list(name);  // drops locks whose entries all belong to lapsed sessions
+    if (q && !q->entries.empty()) out.push_back(name);
+  }
+  return out;
+}
+
+}  // namespace redis
+
+result<std::unique_ptr<backend_session>> open_redis(const url& u, const session_info& info) {
+  auto cfg = redis::parse_config(u, info.request_timeout);
+  if (!cfg) return fail(cfg.error());
+  auto s = std::make_unique<redis::session>(std::move(*cfg), info);
+  if (auto r = s->start(); !r) return fail(r.error());
+  return s;
+}
+
+}  // namespace dlock::detail

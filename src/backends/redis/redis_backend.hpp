@@ -1,0 +1,38 @@
+#pragma once
+// redis://[user:password@]host:port[/db]?prefix=dlock:&ttl=30s -- one Redis server.
+// redlock://h1:p1,h2:p2,h3:p3[/db]?prefix=... -- Redlock over N (odd, >= 3) independent
+// masters: the same scripts on every master, an entry holds where it holds on a majority.
+//
+// What Redlock does NOT promise (say it to users plainly):
+//  - Safety depends on timing: a holder that pauses (GC, SIGSTOP, swap) past its lease, or
+//    clocks whose rates differ by more than the drift allowance (1% of the TTL + 2 ms), can
+//    overlap with the next holder. Use the fencing token at the resource.
+//  - Fencing tokens are monotonic only while a majority of the masters keeps its data: a
+//    master that restarts without persistence forgets its queue and counter, and if a
+//    majority does so before the lease runs out, two holders or a smaller token can follow.
+//    Restart an empty master only after the longest TTL in use has passed.
+//  - Not Redis Cluster, not replicas: each URL host must be an independent master; a
+//    failover to an asynchronous replica can lose the lock (and the counter) on that master.
+//  - Waiting is fair per master but not across masters: concurrent enqueues may be ordered
+//    differently; such a split is resolved by re-queueing, which costs those entries their
+//    place.
+
+#include <cstdint>
+#include <memory>
+
+#include "core/backend.hpp"
+#include "core/url.hpp"
+
+namespace dlock::detail {
+
+result<std::unique_ptr<backend_session>> open_redis(const url& u, const session_info& info);
+
+// Test hook: wake-ups of wait() in this process, by a pushed token or by the safety-net
+// timeout (the slow re-check that catches crashed holders).
+struct redis_wake_counts {
+  std::uint64_t pushed{0};
+  std::uint64_t timed_out{0};
+};
+redis_wake_counts redis_wakeups() noexcept;
+
+}  // namespace dlock::detail

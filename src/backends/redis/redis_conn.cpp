@@ -1,0 +1,152 @@
+#include "backends/redis/redis_conn.hpp"
+
+#include <hiredis/hiredis.h>
+#include <sys/socket.h>
+
+#include <cerrno>
+#include <vector>
+
+namespace dlock::detail::redis {
+namespace {
+
+timeval to_timeval(std::chrono::milliseconds ms) {
+  timeval tv{};
+  tv.tv_sec = static_cast<time_t>(ms.count() / 1000);
+  tv.tv_usec = static_cast<suseconds_t>((ms.count() % 1000) * 1000);
+  return tv;
+}
+
+bool starts_with_any(std::string_view s, std::initializer_list<std::string_view> prefixes) {
+  for (auto p : prefixes) {
+    if (s.starts_with(p)) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+void reply_free::operator()(redisReply* r) const noexcept {
+  if (r) freeReplyObject(r);
+}
+
+std::string_view reply_text(const redisReply* r) noexcept {
+  if (!r) return {};
+  if (r->type == REDIS_REPLY_STATUS || r->type == REDIS_REPLY_STRING ||
+      r->type == REDIS_REPLY_ERROR) {
+    return {r->str, r->len};
+  }
+  return {};
+}
+
+failure error_reply_failure(const target& t, std::string_view message) {
+  errc code = errc::backend_error;
+  if (starts_with_any(message, {"WRONGPASS", "NOAUTH", "NOPERM", "ERR invalid password", "ERR AUTH",
+                                "ERR Client sent AUTH", "ERR invalid username"})) {
+    code = errc::permission_denied;
+  } else if (starts_with_any(message, {"LOADING", "BUSY", "TRYAGAIN", "MASTERDOWN", "CLUSTERDOWN",
+                                       "READONLY"})) {
+    // The server is starting, running a long script or failing over: worth retrying.
+    code = errc::backend_unavailable;
+  }
+  return {make_error_code(code), t.where + ": " + std::string(message)};
+}
+
+result<std::unique_ptr<connection>> connection::open(const target& t) {
+  std::unique_ptr<connection> c(new connection(t));
+  errno = 0;
+  c->ctx_ = redisConnectWithTimeout(t.host.c_str(), t.port, to_timeval(t.timeout));
+  if (!c->ctx_) return fail(errc::backend_unavailable, t.where + ": out of memory");
+  if (c->ctx_->err) return fail(c->transport_failure());
+  if (redisSetTimeout(c->ctx_, to_timeval(t.timeout)) != REDIS_OK) {
+    return fail(c->transport_failure());
+  }
+  std::vector<std::vector<std::string>> login;
+  if (t.has_password) {
+    login.push_back(t.user.empty() ? std::vector<std::string>{"AUTH", t.password}
+                                   : std::vector<std::string>{"AUTH", t.user, t.password});
+  }
+  if (t.db != 0) login.push_back({"SELECT", std::to_string(t.db)});
+  // PING proves the peer speaks RESP before anyone relies on it.
+  login.push_back({"PING"});
+  for (auto& argv : login) {
+    auto r = c->call(argv);
+    if (!r) return fail(r.error());
+    if ((*r)->type == REDIS_REPLY_ERROR) return fail(error_reply_failure(t, reply_text(r->get())));
+    if (argv[0] == "PING" && reply_text(r->get()) != "PONG") {
+      return fail(errc::protocol_error,
+                  t.where + ": unexpected reply to PING (is this a Redis server?)");
+    }
+  }
+  return c;
+}
+
+connection::~connection() {
+  if (ctx_) redisFree(ctx_);
+}
+
+failure connection::transport_failure() {
+  broken_ = true;
+  int err = ctx_ ? ctx_->err : REDIS_ERR_OTHER;
+  std::string text = ctx_ ? ctx_->errstr : "no context";
+  timed_out_ = err == REDIS_ERR_IO && (errno == EAGAIN || errno == EWOULDBLOCK ||
+                                       errno == ETIMEDOUT || errno == EINPROGRESS);
+  if (timed_out_) {
+    text = "no answer within " + std::to_string(target_.timeout.count()) + " ms (" + text + ")";
+  }
+  if (err == REDIS_ERR_PROTOCOL) {
+    return {make_error_code(errc::protocol_error),
+            target_.where + ": not a Redis server? (" + text + ")"};
+  }
+  if (err == REDIS_ERR_EOF) text = "server closed the connection";
+  return {make_error_code(errc::backend_unavailable), target_.where + ": " + text};
+}
+
+result<void> connection::send(std::span<const std::string> argv) {
+  if (broken_) return fail(errc::backend_unavailable, target_.where + ": connection broken");
+  std::vector<const char*> ptrs;
+  std::vector<std::size_t> lens;
+  ptrs.reserve(argv.size());
+  lens.reserve(argv.size());
+  for (const auto& a : argv) {
+    ptrs.push_back(a.data());
+    lens.push_back(a.size());
+  }
+  errno = 0;
+  if (redisAppendCommandArgv(ctx_, static_cast<int>(argv.size()), ptrs.data(), lens.data()) !=
+      REDIS_OK) {
+    return fail(transport_failure());
+  }
+  int done = 0;
+  for (int rounds = 0; !done; ++rounds) {
+    if (redisBufferWrite(ctx_, &done) != REDIS_OK || rounds > 100000) {
+      return fail(transport_failure());
+    }
+  }
+  return {};
+}
+
+result<reply_ptr> connection::receive() {
+  if (broken_) return fail(errc::backend_unavailable, target_.where + ": connection broken");
+  void* raw = nullptr;
+  errno = 0;
+  if (redisGetReply(ctx_, &raw) != REDIS_OK || raw == nullptr) return fail(transport_failure());
+  return reply_ptr(static_cast<redisReply*>(raw));
+}
+
+result<reply_ptr> connection::call(std::span<const std::string> argv) {
+  if (auto s = send(argv); !s) return fail(s.error());
+  return receive();
+}
+
+result<void> connection::set_timeout(std::chrono::milliseconds t) {
+  if (broken_) return fail(errc::backend_unavailable, target_.where + ": connection broken");
+  if (redisSetTimeout(ctx_, to_timeval(t)) != REDIS_OK) return fail(transport_failure());
+  return {};
+}
+
+void connection::interrupt() noexcept {
+  broken_ = true;
+  if (ctx_ && ctx_->fd >= 0) ::shutdown(ctx_->fd, SHUT_RDWR);
+}
+
+}  // namespace dlock::detail::redis

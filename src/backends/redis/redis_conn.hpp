@@ -1,0 +1,65 @@
+#pragma once
+// One synchronous hiredis connection: connect with a timeout, log in (AUTH, SELECT), check
+// that the peer speaks Redis (PING), send commands, map every client error onto dlock::errc.
+// A connection is used by one thread at a time (the node's pool hands it out).
+
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <span>
+#include <string>
+
+#include "backends/redis/redis_config.hpp"
+#include "core/result.hpp"
+
+struct redisContext;
+struct redisReply;
+
+namespace dlock::detail::redis {
+
+struct reply_free {
+  void operator()(redisReply* r) const noexcept;
+};
+using reply_ptr = std::unique_ptr<redisReply, reply_free>;
+
+class connection {
+ public:
+  // Connects, authenticates, selects the database and PINGs, within t.timeout each.
+  static result<std::unique_ptr<connection>> open(const target& t);
+  ~connection();
+  connection(const connection&) = delete;
+  connection& operator=(const connection&) = delete;
+
+  // One round trip. An error reply is returned as a reply (the caller decides, e.g. NOSCRIPT);
+  // a transport failure marks the connection broken.
+  result<reply_ptr> call(std::span<const std::string> argv);
+  // Writes one command without reading its reply (to overlap round trips across servers).
+  result<void> send(std::span<const std::string> argv);
+  result<reply_ptr> receive();
+
+  result<void> set_timeout(std::chrono::milliseconds t);
+  // Makes a blocked call() return at once, from another thread (the connection is then broken).
+  void interrupt() noexcept;
+
+  bool broken() const noexcept { return broken_.load(); }
+  // True when the last failure was a timeout (the request may still be applied).
+  bool timed_out() const noexcept { return timed_out_; }
+  const target& where() const noexcept { return target_; }
+
+ private:
+  explicit connection(const target& t) : target_(t) {}
+  failure transport_failure();
+
+  target target_;
+  redisContext* ctx_{nullptr};
+  std::atomic<bool> broken_{false};
+  bool timed_out_{false};
+};
+
+// The dlock error for an error reply ("WRONGPASS ...", "LOADING ..."), naming the server.
+failure error_reply_failure(const target& t, std::string_view message);
+
+// The text of a status, string or error reply ("" for others).
+std::string_view reply_text(const redisReply* r) noexcept;
+
+}  // namespace dlock::detail::redis

@@ -1,0 +1,133 @@
+#include "backends/redis/redis_merge.hpp"
+
+#include <algorithm>
+#include <map>
+
+#include "core/verdict.hpp"
+
+namespace dlock::detail::redis {
+namespace {
+
+struct per_view {
+  std::size_t server;
+  std::vector<entry> entries;  // token = that server's score
+  std::vector<bool> holds;
+  const node_view* raw;
+};
+
+struct seen {
+  entry e;
+  std::size_t present{0};
+  std::size_t holds{0};
+};
+
+}  // namespace
+
+merge_result merge_views(const std::vector<std::optional<node_view>>& views,
+                         const std::set<std::string, std::less<>>& mine, std::size_t quorum) {
+  merge_result out;
+  std::vector<per_view> pv;
+  for (std::size_t s = 0; s < views.size(); ++s) {
+    if (!views[s] || !views[s]->session_alive) continue;
+    per_view v{s, {}, {}, &*views[s]};
+    for (const auto& ne : views[s]->entries) v.entries.push_back(ne.e);
+    for (std::size_t i = 0; i < v.entries.size(); ++i) {
+      v.holds.push_back(decide(v.entries, i).holds);
+    }
+    pv.push_back(std::move(v));
+  }
+  if (pv.empty()) return out;
+
+  std::map<std::string, seen, std::less<>> all;
+  for (const auto& v : pv) {
+    for (std::size_t i = 0; i < v.entries.size(); ++i) {
+      auto [it, fresh] = all.try_emplace(v.entries[i].id, seen{v.entries[i]});
+      it->second.e.token = std::max(it->second.e.token, v.entries[i].token);
+      ++it->second.present;
+      if (v.holds[i]) ++it->second.holds;
+    }
+  }
+  const seen* winner = nullptr;
+  bool someone_holds = false;
+  for (const auto& [id, s] : all) {
+    someone_holds = someone_holds || s.holds >= quorum;
+    if (s.holds > 0 && (!winner || s.holds > winner->holds)) winner = &s;
+  }
+  const bool split = !someone_holds && winner != nullptr;
+
+  std::vector<entry> holders;
+  std::vector<entry> waiting;
+  for (const auto& id : mine) {
+    auto it = all.find(id);
+    if (it == all.end()) continue;  // gone everywhere: the engine reports it
+    const seen& s = it->second;
+    if (s.present < quorum) out.resubmit.push_back(id);
+    if (s.holds >= quorum) {
+      grant_check g{id, 0, {}, 0};
+      std::vector<std::pair<std::size_t, std::uint64_t>> at;  // holding server, its counter
+      for (const auto& v : pv) {
+        for (std::size_t i = 0; i < v.entries.size(); ++i) {
+          if (v.entries[i].id != id || !v.holds[i]) continue;
+          auto grant = v.raw->entries[i].grant.value_or(v.entries[i].token);
+          g.token = std::max(g.token, grant);
+          at.emplace_back(v.server, v.raw->counter);
+        }
+      }
+      // The token may be reported once a majority's counters are at least the token, so the
+      // next holder (whose majority shares a server with it) gets a larger one.
+      std::size_t ok = 0;
+      for (auto& [server, counter] : at) {
+        if (counter >= g.token)
+          ++ok;
+        else
+          g.raise_on.push_back(server);
+      }
+      g.needed = ok >= quorum ? 0 : quorum - ok;
+      entry e = s.e;
+      e.token = g.token;
+      holders.push_back(std::move(e));
+      out.grants.push_back(std::move(g));
+      continue;
+    }
+    if (split && s.holds > 0 && &s != winner) out.resubmit.push_back(id);
+    // Of the entries that block us (one per server where we do not hold), wait on the one
+    // closest to being removed: the one holding on most servers (the majority holder, when
+    // there is one), then the one blocking us on most servers. Its removal pushes a token on
+    // the server we pick; the tokens of the others stay for the next wait.
+    entry blocker;
+    blocker.id = std::string(recheck_id);
+    std::map<std::string, std::pair<std::size_t, std::size_t>, std::less<>> candidates;
+    for (const auto& v : pv) {
+      auto pos = find_entry(v.entries, id);
+      if (!pos || v.holds[*pos]) continue;
+      const auto& b = v.entries[*decide(v.entries, *pos).wait_on];
+      auto [c, fresh] = candidates.try_emplace(b.id, v.server, 0);
+      ++c->second.second;
+      auto best = candidates.find(blocker.id);
+      auto rank = [&](const std::string& x, std::size_t blocks) {
+        auto a = all.find(x);
+        return std::pair{a == all.end() ? 0 : a->second.holds, blocks};
+      };
+      if (best == candidates.end() ||
+          rank(b.id, c->second.second) > rank(blocker.id, best->second.second)) {
+        blocker = b;
+      }
+    }
+    if (auto c = candidates.find(blocker.id); c != candidates.end()) {
+      out.wait_node.emplace_back(blocker.id, c->second.first);
+    }
+    if (blocker.id == recheck_id) blocker.kind = entry_kind::exclusive;
+    waiting.push_back(std::move(blocker));
+    waiting.push_back(s.e);
+  }
+  if (mine.empty() || (holders.empty() && waiting.empty())) {
+    // Status tools: the queue of the first server that answered.
+    out.entries = pv.front().entries;
+    return out;
+  }
+  out.entries = std::move(holders);
+  out.entries.insert(out.entries.end(), waiting.begin(), waiting.end());
+  return out;
+}
+
+}  // namespace dlock::detail::redis

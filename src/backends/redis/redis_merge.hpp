@@ -1,0 +1,44 @@
+#pragma once
+// Redlock's view of one lock: N servers each keep their own queue (with their own scores),
+// and an entry holds only where the recipe says so on a majority of them. This turns the
+// per-server queues into the single queue_view the engine decides on. Pure; no I/O.
+//
+// Safety: on each server at most one exclusive entry is first, entries never move, and two
+// majorities share a server, so two exclusive entries never both hold on a majority.
+// Liveness: servers may order concurrent enqueues differently, so it can happen that no entry
+// holds on a majority (a "split"); then every own entry that holds somewhere but is not the
+// split's winner (most servers, then smallest id) is re-queued at the back everywhere.
+
+#include <cstdint>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "backends/redis/redis_scripts.hpp"
+
+namespace dlock::detail::redis {
+
+// The awaited id that means "no entry to wait on; look again shortly".
+inline constexpr std::string_view recheck_id = "~recheck";
+
+struct grant_check {
+  std::string id;
+  std::uint64_t token{0};
+  std::vector<std::size_t> raise_on;  // servers whose counter must be raised to token
+  std::size_t needed{0};              // how many of those raises must succeed
+};
+
+struct merge_result {
+  std::vector<entry> entries;
+  std::vector<std::pair<std::string, std::size_t>> wait_node;  // awaited id -> server index
+  std::vector<std::string> resubmit;  // own ids to re-queue (split loser, or on too few servers)
+  std::vector<grant_check> grants;    // own holders, with the token they report
+};
+
+// views[i] is server i's queue, or nullopt if it did not answer (or lost our session).
+// `mine` are this session's entry ids in the lock.
+merge_result merge_views(const std::vector<std::optional<node_view>>& views,
+                         const std::set<std::string, std::less<>>& mine, std::size_t quorum);
+
+}  // namespace dlock::detail::redis

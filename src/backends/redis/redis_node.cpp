@@ -1,0 +1,178 @@
+#include "backends/redis/redis_node.hpp"
+
+#include <hiredis/hiredis.h>
+
+#include <cstdio>
+#include <map>
+
+namespace dlock::detail::redis {
+namespace {
+
+using steady = std::chrono::steady_clock;
+constexpr std::size_t max_idle = 16;
+
+// SHA1s of the scripts, learnt from the first SCRIPT LOAD; the same on every server.
+std::mutex sha_mu;
+std::map<std::string_view, std::string, std::less<>>& sha_cache() {
+  static std::map<std::string_view, std::string, std::less<>> m;
+  return m;
+}
+
+std::vector<std::string> with_head(std::string a, std::string_view b,
+                                   const std::vector<std::string>& rest) {
+  std::vector<std::string> out;
+  out.reserve(rest.size() + 2);
+  out.push_back(std::move(a));
+  out.emplace_back(b);
+  out.insert(out.end(), rest.begin(), rest.end());
+  return out;
+}
+
+bool is_error(const reply_ptr& r) { return r && r->type == REDIS_REPLY_ERROR; }
+
+}  // namespace
+
+result<std::unique_ptr<connection>> node::take() {
+  {
+    std::lock_guard lk(mu_);
+    if (!idle_.empty()) {
+      auto c = std::move(idle_.back());
+      idle_.pop_back();
+      return c;
+    }
+    // A server that just refused us is not dialled again at once by every caller.
+    if (steady::now() < down_until_) return fail(down_failure_);
+  }
+  auto c = connection::open(target_);
+  if (!c && is_transient(c.error())) {
+    std::lock_guard lk(mu_);
+    down_until_ = steady::now() + std::min(target_.timeout, std::chrono::milliseconds{100});
+    down_failure_ = c.error();
+  }
+  return c;
+}
+
+void node::give(std::unique_ptr<connection> c) {
+  if (!c || c->broken()) return;
+  std::lock_guard lk(mu_);
+  if (idle_.size() < max_idle) idle_.push_back(std::move(c));
+}
+
+result<void> node::send(connection& c, const request& req) {
+  if (!req.script) return c.send(req.argv);
+  std::string sha;
+  {
+    std::lock_guard lk(sha_mu);
+    if (auto it = sha_cache().find(req.script->name); it != sha_cache().end()) sha = it->second;
+  }
+  if (sha.empty()) {
+    std::vector<std::string> load{"SCRIPT", "LOAD", std::string(req.script->text)};
+    auto r = c.call(load);
+    if (!r) return fail(r.error());
+    if (is_error(*r) || (*r)->type != REDIS_REPLY_STRING) {
+      return fail(error_reply_failure(target_, reply_text(r->get())));
+    }
+    sha = std::string(reply_text(r->get()));
+    std::lock_guard lk(sha_mu);
+    sha_cache()[req.script->name] = sha;
+  }
+  return c.send(with_head("EVALSHA", sha, req.argv));
+}
+
+result<reply_ptr> node::finish(connection& c, const request& req, reply_ptr r) {
+  if (req.script && is_error(r) && reply_text(r.get()).starts_with("NOSCRIPT")) {
+    // SCRIPT FLUSH or a restart emptied the cache: EVAL sends the text and re-caches it.
+    auto again = c.call(with_head("EVAL", req.script->text, req.argv));
+    if (!again) return again;
+    r = std::move(*again);
+  }
+  if (is_error(r)) return fail(error_reply_failure(target_, reply_text(r.get())));
+  return r;
+}
+
+result<reply_ptr> node::run(const request& req) {
+  for (int attempt = 0;; ++attempt) {
+    bool reused = false;
+    {
+      std::lock_guard lk(mu_);
+      reused = !idle_.empty();
+    }
+    auto c = take();
+    if (!c) return fail(c.error());
+    auto sent = send(**c, req);
+    auto r = sent ? (*c)->receive() : result<reply_ptr>(fail(sent.error()));
+    if (r) {
+      auto out = finish(**c, req, std::move(*r));
+      give(std::move(*c));
+      return out;
+    }
+    // A pooled connection the server closed meanwhile (restart, idle timeout) fails on first
+    // use; every request here is idempotent, so one retry on a fresh connection is safe.
+    if (!reused || attempt > 0 || (*c)->timed_out() || !is_transient(r.error())) return r;
+    std::lock_guard lk(mu_);
+    idle_.clear();
+  }
+}
+
+result<bool> node::pop_wake(const std::string& key, steady::time_point until,
+                            std::stop_token stop) {
+  auto left = std::chrono::duration_cast<std::chrono::milliseconds>(until - steady::now());
+  if (left < std::chrono::milliseconds{1} || stop.stop_requested()) return false;
+  auto c = take();
+  if (!c) return fail(c.error());
+  if (auto t = (*c)->set_timeout(left + target_.timeout); !t) return fail(t.error());
+  char secs[32];
+  std::snprintf(secs, sizeof secs, "%.3f", static_cast<double>(left.count()) / 1000.0);
+  std::vector<std::string> argv{"BLPOP", key, secs};
+  std::atomic<bool> stopped{false};
+  result<reply_ptr> r = fail(errc::backend_unavailable);
+  {
+    connection* raw = c->get();
+    std::stop_callback cb(stop, [&stopped, raw] {
+      stopped = true;
+      raw->interrupt();
+    });
+    r = (*c)->call(argv);
+  }
+  if (stopped) return false;
+  if (!r) return fail(r.error());
+  if (is_error(*r)) return fail(error_reply_failure(target_, reply_text(r->get())));
+  bool woken = (*r)->type == REDIS_REPLY_ARRAY;
+  if ((*c)->set_timeout(target_.timeout)) give(std::move(*c));
+  return woken;
+}
+
+std::vector<result<reply_ptr>> run_all(std::span<node* const> nodes,
+                                       std::span<const request> reqs) {
+  std::vector<result<reply_ptr>> out;
+  out.reserve(nodes.size());
+  if (nodes.size() == 1) {
+    out.push_back(nodes[0]->run(reqs[0]));
+    return out;
+  }
+  std::vector<std::unique_ptr<connection>> conns(nodes.size());
+  for (std::size_t i = 0; i < nodes.size(); ++i) {
+    out.emplace_back(fail(errc::backend_unavailable));
+    auto c = nodes[i]->take();
+    if (!c) {
+      out[i] = fail(c.error());
+      continue;
+    }
+    if (auto s = nodes[i]->send(**c, reqs[i]); !s) {
+      out[i] = fail(s.error());
+      continue;
+    }
+    conns[i] = std::move(*c);
+  }
+  for (std::size_t i = 0; i < nodes.size(); ++i) {
+    if (!conns[i]) continue;
+    auto r = conns[i]->receive();
+    bool retry = !r && !conns[i]->timed_out() && is_transient(r.error());
+    out[i] = r ? nodes[i]->finish(*conns[i], reqs[i], std::move(*r)) : fail(r.error());
+    nodes[i]->give(std::move(conns[i]));
+    if (retry) out[i] = nodes[i]->run(reqs[i]);  // see node::run: a stale pooled connection
+  }
+  return out;
+}
+
+}  // namespace dlock::detail::redis

@@ -1,0 +1,63 @@
+#pragma once
+// One Redis server as the backend uses it: a pool of connections (so concurrent calls and
+// blocked waiters never share one), script calls by SHA with a transparent reload after
+// SCRIPT FLUSH or a restart, and the fan-out of one request per server that overlaps the
+// round trips of several servers (Redlock) without threads.
+
+#include <chrono>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <stop_token>
+#include <string>
+#include <vector>
+
+#include "backends/redis/redis_conn.hpp"
+#include "backends/redis/redis_scripts.hpp"
+
+namespace dlock::detail::redis {
+
+// A plain command (script == nullptr) or a script call whose argv is numkeys, keys, args.
+struct request {
+  const lua_script* script{nullptr};
+  std::vector<std::string> argv;
+};
+
+class node {
+ public:
+  explicit node(target t) : target_(std::move(t)) {}
+  node(const node&) = delete;
+  node& operator=(const node&) = delete;
+
+  const target& where() const noexcept { return target_; }
+
+  // One request, one round trip (plus a script load the first time or after a flush).
+  // An error reply becomes a failure.
+  result<reply_ptr> run(const request& req);
+
+  // Blocks on BLPOP `key` until a token arrives (true), `until` passes (false) or `stop` is
+  // requested (false; the connection used is then closed).
+  result<bool> pop_wake(const std::string& key, std::chrono::steady_clock::time_point until,
+                        std::stop_token stop);
+
+  // Connections are handed out one per caller and returned when healthy.
+  result<std::unique_ptr<connection>> take();
+  void give(std::unique_ptr<connection> c);
+
+ private:
+  friend std::vector<result<reply_ptr>> run_all(std::span<node* const>, std::span<const request>);
+  result<void> send(connection& c, const request& req);
+  result<reply_ptr> finish(connection& c, const request& req, reply_ptr r);
+
+  target target_;
+  std::mutex mu_;
+  std::vector<std::unique_ptr<connection>> idle_;
+  std::chrono::steady_clock::time_point down_until_{};
+  failure down_failure_;
+};
+
+// Runs reqs[i] on nodes[i] for every i, writing every request before reading any reply, so
+// N servers cost about one round trip. Each result is independent.
+std::vector<result<reply_ptr>> run_all(std::span<node* const> nodes, std::span<const request> reqs);
+
+}  // namespace dlock::detail::redis

@@ -1,0 +1,202 @@
+// Enqueue, list and remove for redis:// and redlock://: one script call per server.
+#include <hiredis/hiredis.h>
+
+#include <algorithm>
+#include <random>
+#include <thread>
+
+#include "backends/redis/redis_session.hpp"
+
+namespace dlock::detail::redis {
+namespace {
+
+std::int64_t now_ms() {
+  using namespace std::chrono;
+  return duration_cast<milliseconds>(system_clock::now().time_since_epoch()).count();
+}
+
+}  // namespace
+
+std::vector<result<reply_ptr>> session::queue_calls(std::string_view lock,
+                                                    std::optional<add_request> add) {
+  std::vector<std::string> argv{"4",
+                                key('q', lock),
+                                key('m', lock),
+                                key('f', lock),
+                                key('s', info_.id),
+                                cfg_.prefix,
+                                std::to_string(wake_ttl().count()),
+                                "0",
+                                redlock() ? "1" : "0",
+                                add ? std::string(add->id) : std::string(),
+                                add && add->kind == entry_kind::shared ? "s" : "x",
+                                info_.id,
+                                std::to_string(now_ms()),
+                                info_.owner};
+  {
+    std::lock_guard lk(mu_);
+    if (auto it = at_least_.find(lock); it != at_least_.end()) argv[7] = std::to_string(it->second);
+    if (redlock()) {
+      if (auto it = mine_.find(lock); it != mine_.end())
+        argv.insert(argv.end(), it->second.begin(), it->second.end());
+    }
+  }
+  std::vector<request> reqs(nodes_.size(), request{&queue_script, std::move(argv)});
+  return run_all(nodes_, reqs);
+}
+
+result<queue_view> session::queue_round(std::string_view lock, std::optional<add_request> add,
+                                        bool may_resubmit) {
+  if (auto r = check_open(); !r) return fail(r.error());
+  auto sent = steady::now();
+  auto replies = queue_calls(lock, add);
+  std::vector<std::optional<node_view>> views(nodes_.size());
+  std::size_t accepted = 0, expired = 0;
+  std::uint64_t counter = 0;
+  for (std::size_t i = 0; i < nodes_.size(); ++i) {
+    if (!replies[i]) continue;
+    auto v = parse_queue_reply(nodes_[i]->where(), replies[i]->get());
+    if (!v) {
+      replies[i] = fail(v.error());
+      continue;
+    }
+    if (!v->session_alive) {
+      ++expired;
+      continue;
+    }
+    counter = std::max(counter, v->counter);
+    views[i] = std::move(*v);
+    ++accepted;
+  }
+  if (!redlock()) {
+    if (!replies[0]) return fail(replies[0].error());
+    if (!views[0]) {
+      return fail(errc::session_expired,
+                  cfg_.servers[0].where + ": session " + info_.id + " expired (its key is gone)");
+    }
+    queue_view out{{}, sent};
+    for (auto& ne : views[0]->entries) out.entries.push_back(std::move(ne.e));
+    return out;
+  }
+  // Redlock: a majority must have answered well within the lease.
+  auto drift = info_.ttl / 100 + std::chrono::milliseconds{2};
+  bool in_time = steady::now() - sent < info_.ttl - drift;
+  if (accepted < quorum() || !in_time) {
+    if (add) (void)remove_everywhere(lock, add->id);  // partial grants go, by entry id
+    if (!in_time && accepted >= quorum()) {
+      return fail(errc::backend_unavailable, "redlock enqueue took longer than the lease");
+    }
+    return fail(quorum_failure(add ? "enqueue" : "list", replies, expired));
+  }
+  id_set mine;
+  {
+    std::lock_guard lk(mu_);
+    auto& best = at_least_[std::string(lock)];
+    best = std::max(best, counter);
+    if (at_least_.size() > 10000) at_least_.clear();  // a cache; correctness does not need it
+    if (auto it = mine_.find(lock); it != mine_.end()) mine = it->second;
+  }
+  auto merged = merge_views(views, mine, quorum());
+  if (may_resubmit && !merged.resubmit.empty()) {
+    // Re-queue at the back everywhere, after a random pause so that the losers of a split
+    // do not collide again.
+    thread_local std::minstd_rand rng{std::random_device{}()};
+    for (const auto& id : merged.resubmit) {
+      if (auto r = remove_everywhere(lock, id); !r) return fail(r.error());
+      std::lock_guard lk(mu_);
+      mine_[std::string(lock)].insert(id);
+    }
+    std::this_thread::sleep_for(
+        std::chrono::milliseconds{std::uniform_int_distribution<int>(0, 20)(rng)});
+    for (const auto& id : merged.resubmit) {
+      auto kind = entry_kind::exclusive;
+      for (auto& v : views) {
+        if (!v) continue;
+        for (auto& ne : v->entries) {
+          if (ne.e.id == id) kind = ne.e.kind;
+        }
+      }
+      if (auto r = queue_round(lock, add_request{id, kind}, false); !r) return r;
+    }
+    return queue_round(lock, std::nullopt, false);
+  }
+  if (auto r = settle_grants(lock, merged.grants); !r) return fail(r.error());
+  {
+    std::lock_guard lk(mu_);
+    if (wait_hint_.size() > 10000) wait_hint_.clear();
+    for (auto& [id, server] : merged.wait_node) wait_hint_[id] = server;
+  }
+  return queue_view{std::move(merged.entries), sent};
+}
+
+result<void> session::settle_grants(std::string_view lock, const std::vector<grant_check>& grants) {
+  for (const auto& g : grants) {
+    if (g.needed == 0) continue;
+    std::vector<node*> targets;
+    std::vector<request> reqs;
+    for (auto s : g.raise_on) {
+      targets.push_back(nodes_[s]);
+      reqs.push_back({&raise_script, {"1", key('f', lock), std::to_string(g.token)}});
+    }
+    auto replies = run_all(targets, reqs);
+    std::size_t ok = std::ranges::count_if(replies, [](const auto& r) { return r.has_value(); });
+    if (ok < g.needed) return fail(quorum_failure("fencing counter update", replies, 0));
+  }
+  return {};
+}
+
+std::vector<result<reply_ptr>> session::release_calls(
+    const std::vector<std::pair<std::string, std::string>>& entries, bool drop_session) {
+  std::vector<std::string> keys,
+      args{cfg_.prefix, std::to_string(wake_ttl().count()), info_.id, drop_session ? "1" : "0"};
+  for (const auto& [lock, id] : entries) {
+    keys.push_back(key('q', lock));
+    keys.push_back(key('m', lock));
+    args.push_back(id);
+  }
+  if (drop_session) keys.push_back(key('s', info_.id));
+  std::vector<std::string> argv{std::to_string(keys.size())};
+  argv.insert(argv.end(), keys.begin(), keys.end());
+  argv.insert(argv.end(), args.begin(), args.end());
+  std::vector<request> reqs(nodes_.size(), request{&release_script, std::move(argv)});
+  return run_all(nodes_, reqs);
+}
+
+result<void> session::remove_everywhere(std::string_view lock, std::string_view id) {
+  auto replies = release_calls({{std::string(lock), std::string(id)}}, false);
+  std::size_t ok = std::ranges::count_if(replies, [](const auto& r) { return r.has_value(); });
+  std::lock_guard lk(mu_);
+  auto it = mine_.find(lock);
+  if (it != mine_.end()) {
+    it->second.erase(std::string(id));
+    if (it->second.empty()) mine_.erase(it);
+  }
+  // Only tidiness: close() deletes the session key, after which any script purges the entry.
+  if (ok < nodes_.size() && leftover_.size() < 1000)
+    leftover_[std::string(lock)].insert(std::string(id));
+  if (!redlock() && !replies[0]) return fail(replies[0].error());
+  if (ok < quorum()) return fail(quorum_failure("remove", replies, 0));
+  return {};
+}
+
+result<queue_view> session::enqueue(std::string_view lock, entry_kind kind,
+                                    std::string_view entry_id) {
+  if (auto r = check_open(); !r) return fail(r.error());
+  {
+    // Recorded before sending: if the reply is lost, close() still removes the entry.
+    std::lock_guard lk(mu_);
+    mine_[std::string(lock)].insert(std::string(entry_id));
+  }
+  return queue_round(lock, add_request{entry_id, kind}, true);
+}
+
+result<queue_view> session::list(std::string_view lock) {
+  return queue_round(lock, std::nullopt, true);
+}
+
+result<void> session::remove(std::string_view lock, std::string_view entry_id) {
+  if (auto r = check_open(); !r) return r;
+  return remove_everywhere(lock, entry_id);
+}
+
+}  // namespace dlock::detail::redis

@@ -1,0 +1,228 @@
+#include "backends/redis/redis_scripts.hpp"
+
+#include <hiredis/hiredis.h>
+
+#include <charconv>
+
+namespace dlock::detail::redis {
+namespace {
+
+// Shared by both scripts: how many entries wait on the entry at position i of ids/kinds
+// (the recipes of verdict.hpp: an exclusive entry waits on its predecessor; a shared one on
+// the last exclusive entry before it), and the push of that many wake tokens.
+constexpr std::string_view lua_common = R"lua(
+local function count_waiters(kinds, i, n)
+  local c = 0
+  for j = i + 1, n do
+    if kinds[j] ~= 's' then
+      if j == i + 1 then c = c + 1 end
+      return c
+    end
+    if kinds[i] ~= 's' then c = c + 1 else return c end
+  end
+  return c
+end
+local function wake(prefix, id, n, ttl)
+  if n > 0 then
+    local key = prefix .. 'w:' .. id
+    for _ = 1, n do redis.call('RPUSH', key, '1') end
+    redis.call('PEXPIRE', key, ttl)
+  end
+end
+)lua";
+
+constexpr std::string_view queue_text = R"lua(
+local q, m, f, own = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local prefix, wake_ttl = ARGV[1], tonumber(ARGV[2])
+local at_least, bump, add_id = tonumber(ARGV[3]), ARGV[4] == '1', ARGV[5]
+local function next_token()
+  local c = tonumber(redis.call('GET', f) or '0')
+  if c < at_least then redis.call('SET', f, string.format('%d', at_least)) end
+  return redis.call('INCR', f)
+end
+local raw = redis.call('ZRANGE', q, 0, -1, 'WITHSCORES')
+local ids, scores = {}, {}
+for i = 1, #raw, 2 do
+  ids[#ids + 1] = raw[i]
+  scores[#scores + 1] = raw[i + 1]
+end
+local metas = {}
+for i = 1, #ids, 500 do
+  local chunk = {}
+  for j = i, math.min(i + 499, #ids) do chunk[#chunk + 1] = ids[j] end
+  local got = redis.call('HMGET', m, unpack(chunk))
+  for j = 1, #got do metas[#metas + 1] = got[j] end
+end
+local ttls = {}
+local function session_ttl(sid)
+  if ttls[sid] == nil then ttls[sid] = redis.call('PTTL', prefix .. 's:' .. sid) end
+  return ttls[sid]
+end
+local kinds, sids, created, grants, owners, live = {}, {}, {}, {}, {}, {}
+for i = 1, #ids do
+  live[i] = false
+  if metas[i] then
+    local k, s, c, g, o = string.match(metas[i], '^(%a)|(%x+)|(%d*)|(%d*)|(.*)$')
+    if k then
+      kinds[i], sids[i], created[i], grants[i], owners[i] = k, s, c, g, o
+      live[i] = session_ttl(s) ~= -2
+    end
+  end
+end
+local kept = {}
+for i = 1, #ids do
+  if live[i] then
+    kept[#kept + 1] = i
+  else
+    wake(prefix, ids[i], count_waiters(kinds, i, #ids), wake_ttl)
+    redis.call('ZREM', q, ids[i])
+    redis.call('HDEL', m, ids[i])
+  end
+end
+if add_id ~= '' then
+  if redis.call('EXISTS', own) == 0 then return {0} end
+  local present = false
+  for _, i in ipairs(kept) do
+    if ids[i] == add_id then present = true end
+  end
+  if not present then
+    local t = next_token()
+    redis.call('ZADD', q, t, add_id)
+    local n = #ids + 1
+    ids[n], scores[n], kinds[n], sids[n] = add_id, string.format('%d', t), ARGV[6], ARGV[7]
+    created[n], grants[n], owners[n] = ARGV[8], '', ARGV[9]
+    redis.call('HSET', m, add_id, kinds[n] .. '|' .. sids[n] .. '|' .. created[n] .. '||' .. owners[n])
+    kept[#kept + 1] = n
+  end
+end
+if bump then
+  local mine = {}
+  if add_id ~= '' then mine[add_id] = true end
+  for a = 10, #ARGV do mine[ARGV[a]] = true end
+  local exclusive_seen = false
+  for p, i in ipairs(kept) do
+    local holds = (kinds[i] == 's' and not exclusive_seen) or p == 1
+    if kinds[i] ~= 's' then exclusive_seen = true end
+    if holds and mine[ids[i]] and grants[i] == '' then
+      grants[i] = string.format('%d', next_token())
+      redis.call('HSET', m, ids[i], kinds[i] .. '|' .. sids[i] .. '|' .. created[i] .. '|' ..
+                 grants[i] .. '|' .. owners[i])
+    end
+  end
+end
+local out = {1, tonumber(redis.call('GET', f) or '0')}
+for _, i in ipairs(kept) do
+  local t = session_ttl(sids[i])
+  out[#out + 1] = ids[i]
+  out[#out + 1] = scores[i]
+  out[#out + 1] = kinds[i]
+  out[#out + 1] = sids[i]
+  out[#out + 1] = created[i]
+  out[#out + 1] = grants[i]
+  out[#out + 1] = owners[i]
+  out[#out + 1] = t
+end
+return out
+)lua";
+
+constexpr std::string_view release_text = R"lua(
+local prefix, wake_ttl, sid, drop = ARGV[1], tonumber(ARGV[2]), ARGV[3], ARGV[4] == '1'
+local removed = 0
+for p = 1, #ARGV - 4 do
+  local q, m, id = KEYS[2 * p - 1], KEYS[2 * p], ARGV[4 + p]
+  local meta = redis.call('HGET', m, id)
+  local kind, owner = nil, nil
+  if meta then kind, owner = string.match(meta, '^(%a)|(%x+)|') end
+  if owner == sid then
+    local rank = redis.call('ZRANK', q, id)
+    local n = 0
+    if rank then
+      local kinds, count = {kind}, 1
+      local start, done = rank + 1, false
+      while not done do
+        local next_ids = redis.call('ZRANGE', q, start, start + 15)
+        if #next_ids == 0 then break end
+        local next_metas = redis.call('HMGET', m, unpack(next_ids))
+        for j = 1, #next_ids do
+          count = count + 1
+          kinds[count] = next_metas[j] and string.sub(next_metas[j], 1, 1) or 'x'
+          if kinds[count] ~= 's' or kind ~= 's' then done = true break end
+        end
+        start = start + 16
+      end
+      n = count_waiters(kinds, 1, count)
+    end
+    redis.call('ZREM', q, id)
+    redis.call('HDEL', m, id)
+    wake(prefix, id, n, wake_ttl)
+    removed = removed + 1
+  end
+end
+if drop then redis.call('DEL', KEYS[#KEYS]) end
+return removed
+)lua";
+
+constexpr std::string_view raise_text = R"lua(
+local c = tonumber(redis.call('GET', KEYS[1]) or '0')
+local x = tonumber(ARGV[1])
+if c < x then
+  redis.call('SET', KEYS[1], ARGV[1])
+  c = x
+end
+return c
+)lua";
+
+const std::string queue_full = std::string(lua_common) + std::string(queue_text);
+const std::string release_full = std::string(lua_common) + std::string(release_text);
+
+std::optional<std::uint64_t> to_u64(std::string_view s) {
+  std::uint64_t v = 0;
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc{} || p != s.data() + s.size()) return std::nullopt;
+  return v;
+}
+
+}  // namespace
+
+const lua_script queue_script{"queue", queue_full};
+const lua_script release_script{"release", release_full};
+const lua_script raise_script{"raise", raise_text};
+
+result<node_view> parse_queue_reply(const target& where, const redisReply* r) {
+  auto bad = [&](std::string_view why) {
+    return fail(errc::protocol_error,
+                where.where + ": malformed queue reply (" + std::string(why) + ")");
+  };
+  if (!r || r->type != REDIS_REPLY_ARRAY || r->elements < 1) return bad("not an array");
+  node_view v;
+  if (r->element[0]->type != REDIS_REPLY_INTEGER) return bad("status");
+  if (r->element[0]->integer == 0) {
+    v.session_alive = false;
+    return v;
+  }
+  if (r->elements < 2 || (r->elements - 2) % 8 != 0) return bad("length");
+  v.counter = static_cast<std::uint64_t>(r->element[1]->integer);
+  for (std::size_t i = 2; i < r->elements; i += 8) {
+    auto field = [&](std::size_t k) { return reply_text(r->element[i + k]); };
+    node_entry ne;
+    ne.e.id = std::string(field(0));
+    auto token = to_u64(field(1));
+    if (!token) return bad("token");
+    ne.e.token = *token;
+    ne.e.kind = field(2) == "s" ? entry_kind::shared : entry_kind::exclusive;
+    ne.session = std::string(field(3));
+    if (auto ms = to_u64(field(4))) {
+      ne.e.since = std::chrono::system_clock::time_point{std::chrono::milliseconds{*ms}};
+    }
+    if (auto g = to_u64(field(5))) ne.grant = *g;
+    ne.e.owner = std::string(field(6));
+    auto* ttl = r->element[i + 7];
+    if (ttl->type == REDIS_REPLY_INTEGER && ttl->integer >= 0) {
+      ne.e.lease_left = std::chrono::milliseconds{ttl->integer};
+    }
+    v.entries.push_back(std::move(ne));
+  }
+  return v;
+}
+
+}  // namespace dlock::detail::redis

@@ -1,0 +1,55 @@
+#pragma once
+// The Lua scripts (run by EVALSHA, reloaded on NOSCRIPT) and the parsing of their replies.
+//
+// Keys under the prefix P (lock names reach Redis only as KEYS/ARGV):
+//   P s:<session>  string, PX ttl: the session's lease; value = owner text
+//   P q:<lock>     sorted set: entry id -> score (the token assigned at enqueue)
+//   P m:<lock>     hash: entry id -> "kind|session|created_ms|grant|owner"
+//   P f:<lock>     counter: the lock's fencing counter; never expires (see README)
+//   P w:<entry>    list: one wake token per waiter of a removed entry, PX-expiring
+// An entry lives while its session key does; scripts purge entries of vanished sessions.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "backends/redis/redis_conn.hpp"
+#include "core/backend.hpp"
+
+namespace dlock::detail::redis {
+
+struct lua_script {
+  std::string_view name;
+  std::string_view text;
+};
+
+// KEYS q m f s_own; ARGV prefix wake_ttl at_least bump add_id kind sid created owner own_ids...
+// Purges dead entries (waking their waiters), adds add_id unless present (or returns {0} if
+// the own session key is gone), with bump=1 assigns a grant number to each own entry that
+// holds on this server, and returns {1, counter, entries (8 fields each)...}.
+extern const lua_script queue_script;
+// KEYS (q m)... [s_own]; ARGV prefix wake_ttl sid drop_session id...: removes own entries
+// (one id per key pair), pushes one wake token per waiter of each, optionally DELs s_own.
+extern const lua_script release_script;
+// KEYS f; ARGV x: raises the fencing counter to at least x; returns the counter.
+extern const lua_script raise_script;
+
+// One entry as one server stores it.
+struct node_entry {
+  entry e;  // token = the server's score
+  std::string session;
+  std::optional<std::uint64_t> grant;  // Redlock: the server's grant number, once it held
+};
+
+struct node_view {
+  bool session_alive{true};  // false: the own session key is gone on this server
+  std::uint64_t counter{0};
+  std::vector<node_entry> entries;
+};
+
+// Parses a queue_script reply; protocol_error if it has the wrong shape.
+result<node_view> parse_queue_reply(const target& where, const redisReply* r);
+
+}  // namespace dlock::detail::redis

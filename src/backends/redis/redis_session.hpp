@@ -1,0 +1,74 @@
+#pragma once
+// The backend_session over one Redis server or N Redlock masters (see redis_backend.hpp).
+// One uncontended acquire is one queue_script call and one release one release_script call;
+// with N masters both go to every master at once (run_all) and need a majority.
+
+#include <atomic>
+#include <map>
+#include <mutex>
+#include <set>
+
+#include "backends/redis/redis_config.hpp"
+#include "backends/redis/redis_merge.hpp"
+#include "backends/redis/redis_node.hpp"
+#include "core/backend.hpp"
+
+namespace dlock::detail::redis {
+
+class session final : public backend_session {
+ public:
+  session(config cfg, session_info info);
+  // Creates the session key on every server (a majority for Redlock).
+  result<void> start();
+
+  capabilities caps() const noexcept override { return {reach::network, true, false}; }
+  result<queue_view> enqueue(std::string_view lock, entry_kind kind,
+                             std::string_view entry_id) override;
+  result<queue_view> list(std::string_view lock) override;
+  result<void> remove(std::string_view lock, std::string_view entry_id) override;
+  result<void> wait(std::string_view lock, const entry& awaited, steady::time_point deadline,
+                    std::stop_token stop) override;
+  result<steady::time_point> keep_alive() override;
+  void close() noexcept override;
+  result<std::vector<std::string>> lock_names(std::string_view prefix) override;
+
+ private:
+  using id_set = std::set<std::string, std::less<>>;
+  struct add_request {
+    std::string_view id;
+    entry_kind kind;
+  };
+
+  std::string key(char type, std::string_view name) const;
+  std::size_t quorum() const noexcept { return nodes_.size() / 2 + 1; }
+  bool redlock() const noexcept { return nodes_.size() > 1; }
+  std::chrono::milliseconds wake_ttl() const;
+
+  // One queue_script call on every server, turned into the engine's view.
+  result<queue_view> queue_round(std::string_view lock, std::optional<add_request> add,
+                                 bool may_resubmit);
+  std::vector<result<reply_ptr>> queue_calls(std::string_view lock, std::optional<add_request> add);
+  result<void> settle_grants(std::string_view lock, const std::vector<grant_check>& grants);
+  // release_script with the given (lock, id) pairs on every server; the replies per server.
+  std::vector<result<reply_ptr>> release_calls(
+      const std::vector<std::pair<std::string, std::string>>& entries, bool drop_session);
+  result<void> remove_everywhere(std::string_view lock, std::string_view id);
+  // Majority bookkeeping for Redlock: the failure to report when fewer than a quorum agreed.
+  failure quorum_failure(std::string_view what, const std::vector<result<reply_ptr>>& replies,
+                         std::size_t expired) const;
+  result<void> check_open() const;
+
+  config cfg_;
+  session_info info_;
+  std::vector<std::unique_ptr<node>> owned_;
+  std::vector<node*> nodes_;
+  std::atomic<bool> closed_{false};
+
+  mutable std::mutex mu_;
+  std::map<std::string, id_set, std::less<>> mine_;             // lock -> own entry ids
+  std::map<std::string, id_set, std::less<>> leftover_;         // removed on too few servers
+  std::map<std::string, std::uint64_t, std::less<>> at_least_;  // lock -> highest counter seen
+  std::map<std::string, std::size_t, std::less<>> wait_hint_;   // awaited id -> server
+};
+
+}  // namespace dlock::detail::redis

@@ -1,0 +1,46 @@
+// The conformance suite on redlock:// over three independent redis-servers.
+#include <algorithm>
+
+#include "conformance/suite.hpp"
+#include "support/redis_server.hpp"
+
+namespace dlock::test {
+namespace {
+
+std::vector<std::unique_ptr<redis_server>>& servers() {
+  static std::vector<std::unique_ptr<redis_server>> s = [] {
+    std::vector<std::unique_ptr<redis_server>> v;
+    for (int i = 0; i < 3; ++i) v.push_back(std::make_unique<redis_server>());
+    return v;
+  }();
+  return s;
+}
+
+class redlock_fixture : public backend_fixture {
+ public:
+  std::string url() override {
+    std::string hosts;
+    for (auto& s : servers()) hosts += (hosts.empty() ? "" : ",") + s->address();
+    return "redlock://" + hosts + "?ttl=2s&prefix=" + prefix_;
+  }
+  // The most entries any master stores (a partial entry counts too).
+  std::size_t raw_entries(const std::string& lock) override {
+    long long most = 0;
+    for (auto& s : servers()) most = std::max(most, s->integer({"ZCARD", prefix_ + "q:" + lock}));
+    return static_cast<std::size_t>(most);
+  }
+  void expire(const dlock::session& s) override {
+    for (auto& srv : servers()) srv->command({"DEL", prefix_ + "s:" + s.id()});
+  }
+
+ private:
+  std::string prefix_ = "c" + random_suffix() + ":";
+};
+
+INSTANTIATE_TEST_SUITE_P(redlock, conformance,
+                         ::testing::Values(fixture_param{
+                             "redlock", [] { return std::make_unique<redlock_fixture>(); }}),
+                         param_name);
+
+}  // namespace
+}  // namespace dlock::test

@@ -1,0 +1,121 @@
+// Misconfiguration: wrong password, nothing listening, something that is not Redis.
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <dlock/dlock.hpp>
+#include <thread>
+
+#include "support/redis_server.hpp"
+
+namespace dlock::test {
+namespace {
+
+using namespace std::chrono_literals;
+
+const dlock::session_options quick{.request_timeout = 500ms, .retry = {.max_attempts = 1}};
+
+// A TCP listener on loopback that answers every connection with `banner` (or nothing).
+class fake_server {
+ public:
+  explicit fake_server(std::string banner) : banner_(std::move(banner)) {
+    fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ::bind(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a);
+    socklen_t len = sizeof a;
+    ::getsockname(fd_, reinterpret_cast<sockaddr*>(&a), &len);
+    port_ = ntohs(a.sin_port);
+    ::listen(fd_, 16);
+    thread_ = std::jthread([this](std::stop_token st) {
+      while (!st.stop_requested()) {
+        int c = ::accept(fd_, nullptr, nullptr);
+        if (c < 0) return;
+        if (!banner_.empty()) (void)::write(c, banner_.data(), banner_.size());
+        clients_.push_back(c);
+      }
+    });
+  }
+  ~fake_server() {
+    thread_.request_stop();
+    ::shutdown(fd_, SHUT_RDWR);
+    ::close(fd_);
+    thread_.join();
+    for (int c : clients_) ::close(c);
+  }
+  std::uint16_t port() const { return port_; }
+
+ private:
+  std::string banner_;
+  int fd_{-1};
+  std::uint16_t port_{0};
+  std::vector<int> clients_;
+  std::jthread thread_;
+};
+
+std::error_code open_error(const std::string& url, std::string* what = nullptr) {
+  try {
+    auto s = dlock::session::open(url, quick);
+    return {};
+  } catch (const dlock::system_error& e) {
+    if (what) *what = e.what();
+    return e.code();
+  }
+}
+
+TEST(redis_errors, a_wrong_password_is_permission_denied_and_creates_nothing) {
+  redis_server srv({.password = "right-one",
+                    .extra_args = {"--user", "alice", "on", ">alices-pw", "~*", "&*", "+@all"}});
+  std::string what;
+  EXPECT_EQ(open_error("redis://:wrong-one@" + srv.address(), &what),
+            dlock::errc::permission_denied);
+  EXPECT_NE(what.find(srv.address()), std::string::npos) << what;
+  EXPECT_EQ(what.find("wrong-one"), std::string::npos) << "password leaked: " << what;
+  EXPECT_EQ(open_error("redis://" + srv.address()), dlock::errc::permission_denied);
+  EXPECT_EQ(open_error("redis://alice:nope@" + srv.address()), dlock::errc::permission_denied);
+  EXPECT_TRUE(srv.keys("*").empty());
+
+  // The right credentials work, for the default user and for an ACL user.
+  for (auto url : {"redis://:right-one@" + srv.address() + "/3?prefix=ok:",
+                   "redis://alice:alices-pw@" + srv.address() + "/3?prefix=ok:"}) {
+    auto s = dlock::session::open(url, quick);
+    dlock::mutex m(s, "x");
+    m.lock();
+    m.unlock();
+  }
+}
+
+TEST(redis_errors, nothing_listening_is_backend_unavailable_naming_the_address) {
+  auto port = free_port();
+  std::string what;
+  EXPECT_EQ(open_error("redis://127.0.0.1:" + std::to_string(port), &what),
+            dlock::errc::backend_unavailable);
+  EXPECT_NE(what.find("127.0.0.1:" + std::to_string(port)), std::string::npos) << what;
+}
+
+TEST(redis_errors, a_port_that_is_not_redis_is_a_clear_error) {
+  fake_server http("HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n");
+  std::string what;
+  EXPECT_EQ(open_error("redis://127.0.0.1:" + std::to_string(http.port()), &what),
+            dlock::errc::protocol_error);
+  EXPECT_NE(what.find("127.0.0.1:" + std::to_string(http.port())), std::string::npos) << what;
+
+  fake_server silent("");
+  auto started = std::chrono::steady_clock::now();
+  EXPECT_EQ(open_error("redis://127.0.0.1:" + std::to_string(silent.port()), &what),
+            dlock::errc::backend_unavailable);
+  EXPECT_LT(std::chrono::steady_clock::now() - started, 30s) << "a silent peer must not hang";
+}
+
+TEST(redis_errors, redlock_urls_need_an_odd_number_of_at_least_three_servers) {
+  EXPECT_EQ(open_error("redlock://127.0.0.1:1,127.0.0.1:2"), dlock::errc::invalid_argument);
+  EXPECT_EQ(open_error("redlock://127.0.0.1:1"), dlock::errc::invalid_argument);
+  EXPECT_EQ(open_error("redis://127.0.0.1:1,127.0.0.1:2"), dlock::errc::invalid_argument);
+  EXPECT_EQ(open_error("redis://127.0.0.1:1/notanumber"), dlock::errc::invalid_argument);
+}
+
+}  // namespace
+}  // namespace dlock::test

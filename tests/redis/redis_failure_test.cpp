@@ -1,0 +1,135 @@
+// Faults on redis:// and redlock://: a paused holder, script cache flushes, restarts,
+// and Redlock masters dying during a hold.
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <dlock/dlock.hpp>
+#include <thread>
+
+#include "support/process.hpp"
+#include "support/redis_server.hpp"
+
+namespace dlock::test {
+namespace {
+
+using namespace std::chrono_literals;
+
+std::uint64_t token_of(const std::optional<std::string>& line) {
+  if (!line || !line->starts_with("granted ")) return 0;
+  return std::stoull(line->substr(8));
+}
+
+TEST(redis_faults, a_stale_holder_is_told_it_lost_and_its_release_spares_the_new_holder) {
+  redis_server srv;
+  const std::string prefix = "p:";
+  const auto url = "redis://" + srv.address() + "?ttl=1s&prefix=" + prefix;
+  child_process stale({DLOCK_TEST_WORKER, "hold", url, "res"});
+  auto stale_token = token_of(stale.wait_for_line("granted", 20s));
+  ASSERT_GT(stale_token, 0u);
+  stale.signal(SIGSTOP);
+
+  auto s = dlock::session::open(url);
+  dlock::mutex m(s, "res");
+  ASSERT_TRUE(m.try_lock_for(10s)) << "the paused holder's lease did not end";
+  EXPECT_GT(m.token().value, stale_token);
+
+  stale.signal(SIGCONT);
+  EXPECT_TRUE(stale.wait_for_line("lost", 10s).has_value());
+  stale.write_stdin("release\n");
+  EXPECT_TRUE(stale.wait_for_line("released", 10s).has_value());
+  // The stale release removed nothing of ours: our entry is still the only one.
+  auto members = srv.command({"ZRANGE", prefix + "q:res", "0", "-1"});
+  ASSERT_EQ(members.size(), 1u);
+  EXPECT_TRUE(members[0].starts_with(s.id()));
+  EXPECT_TRUE(m.is_held());
+  m.unlock();
+}
+
+TEST(redis_faults, script_flush_and_restarts_between_calls_do_not_break_acquire_or_release) {
+  redis_server srv;
+  const auto url = "redis://" + srv.address() + "?ttl=5s&prefix=r:";
+  auto s = dlock::session::open(url);
+  dlock::mutex m(s, "x");
+  m.lock();
+  m.unlock();
+  srv.command({"SCRIPT", "FLUSH"});
+  m.lock();
+  auto t1 = m.token().value;
+  srv.command({"SCRIPT", "FLUSH"});
+  std::error_code ec;
+  m.unlock(ec);
+  EXPECT_FALSE(ec) << ec.message();
+  EXPECT_EQ(srv.integer({"EXISTS", "r:q:x"}), 0);
+
+  // A restart that keeps the data (SHUTDOWN SAVE): the same session carries on.
+  srv.restart(true);
+  m.lock();
+  EXPECT_GT(m.token().value, t1);
+  m.unlock(ec);
+  EXPECT_FALSE(ec) << ec.message();
+  EXPECT_EQ(s.state(), dlock::session_state::live);
+
+  // A restart that loses the data ends the old session (its lease is gone) ...
+  srv.restart(false);
+  EXPECT_FALSE(m.try_lock_until(std::chrono::steady_clock::now() + 10s, {}, ec));
+  EXPECT_EQ(ec, dlock::errc::session_expired) << ec.message();
+  ASSERT_TRUE([&] {
+    for (int i = 0; i < 500 && s.state() != dlock::session_state::expired; ++i)
+      std::this_thread::sleep_for(20ms);
+    return s.state() == dlock::session_state::expired;
+  }());
+  // ... and a new session works at once.
+  auto fresh = dlock::session::open(url);
+  dlock::mutex f(fresh, "x");
+  f.lock();
+  f.unlock(ec);
+  EXPECT_FALSE(ec) << ec.message();
+}
+
+struct five_masters {
+  std::vector<std::unique_ptr<redis_server>> servers;
+  five_masters() {
+    for (int i = 0; i < 5; ++i) servers.push_back(std::make_unique<redis_server>());
+  }
+  std::string url(const std::string& query) const {
+    std::string hosts;
+    for (auto& s : servers) hosts += (hosts.empty() ? "" : ",") + s->address();
+    return "redlock://" + hosts + "?" + query;
+  }
+};
+
+TEST(redlock_faults, a_hold_survives_one_dead_master_and_no_quorum_fails_cleanly) {
+  five_masters m5;
+  auto s = dlock::session::open(m5.url("ttl=1s&prefix=rl:"));
+  dlock::mutex m(s, "job");
+  m.lock();
+  auto token = m.token().value;
+  m5.servers[1]->kill();
+  // Three TTLs: the lease is renewed on the four survivors.
+  std::this_thread::sleep_for(3s);
+  EXPECT_TRUE(m.is_held());
+  EXPECT_EQ(s.state(), dlock::session_state::live);
+  std::error_code ec;
+  m.unlock(ec);
+  EXPECT_FALSE(ec) << ec.message();
+  m.lock();
+  EXPECT_GT(m.token().value, token);
+  m.unlock();
+
+  auto other = dlock::session::open(m5.url("ttl=1s&prefix=rl:"),
+                                    {.request_timeout = 300ms, .retry = {.max_attempts = 2}});
+  dlock::mutex n(other, "fresh");
+  m5.servers[2]->kill();
+  m5.servers[3]->kill();
+  // Two of five left: no quorum, so no grant, and nothing partial left on the survivors.
+  EXPECT_FALSE(n.try_lock_until(std::chrono::steady_clock::now() + 1s, {}, ec));
+  EXPECT_TRUE(ec) << "no quorum must be an error or a timeout";
+  EXPECT_FALSE(n.is_held());
+  for (int i : {0, 4}) {
+    EXPECT_TRUE(m5.servers[i]->keys("rl:q:*").empty()) << "partial queue entry on master " << i;
+    EXPECT_TRUE(m5.servers[i]->keys("rl:m:*").empty()) << "partial entry data on master " << i;
+  }
+}
+
+}  // namespace
+}  // namespace dlock::test

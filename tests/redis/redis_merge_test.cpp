@@ -1,0 +1,76 @@
+// Redlock's merge of per-master queues (pure; no server).
+#include "backends/redis/redis_merge.hpp"
+
+#include <gtest/gtest.h>
+
+namespace dlock::detail::redis {
+namespace {
+
+// A master's queue from ids in order; scores 1, 2, ...; grant = score for the head.
+node_view queue(std::initializer_list<const char*> ids, std::uint64_t counter = 0) {
+  node_view v;
+  std::uint64_t score = 0;
+  for (const char* id : ids) {
+    node_entry ne;
+    ne.e.id = id;
+    ne.e.token = ++score;
+    if (score == 1) ne.grant = score;
+    v.entries.push_back(std::move(ne));
+  }
+  v.counter = counter ? counter : score;
+  return v;
+}
+
+using views = std::vector<std::optional<node_view>>;
+
+TEST(redlock_merge, an_entry_first_on_a_majority_holds_with_the_largest_grant) {
+  views v{queue({"a", "b"}), queue({"a", "b"}), queue({"b", "a"})};
+  auto m = merge_views(v, {"a"}, 2);
+  ASSERT_EQ(m.entries.size(), 1u);
+  EXPECT_EQ(m.entries[0].id, "a");
+  ASSERT_EQ(m.grants.size(), 1u);
+  EXPECT_EQ(m.grants[0].needed, 0u);
+  EXPECT_TRUE(m.resubmit.empty());
+}
+
+TEST(redlock_merge, a_waiter_waits_on_the_majority_holder_not_on_a_minority_head) {
+  // c is first on master 0 only; x holds on masters 1 and 2 and blocks b there.
+  views v{queue({"c", "b"}), queue({"x", "b", "c"}), queue({"x", "b", "c"})};
+  auto m = merge_views(v, {"b"}, 2);
+  ASSERT_EQ(m.entries.size(), 2u);
+  EXPECT_EQ(m.entries[0].id, "x");
+  EXPECT_EQ(m.entries[1].id, "b");
+  ASSERT_EQ(m.wait_node.size(), 1u);
+  EXPECT_EQ(m.wait_node[0].second, 1u);
+  EXPECT_TRUE(m.resubmit.empty());
+}
+
+TEST(redlock_merge, a_split_requeues_every_partial_holder_but_the_winner) {
+  views v{queue({"a", "b", "c"}), queue({"b", "c", "a"}), queue({"c", "a", "b"})};
+  EXPECT_TRUE(merge_views(v, {"a"}, 2).resubmit.empty()) << "a wins: smallest id";
+  EXPECT_EQ(merge_views(v, {"b"}, 2).resubmit, std::vector<std::string>{"b"});
+  EXPECT_EQ(merge_views(v, {"c"}, 2).resubmit, std::vector<std::string>{"c"});
+}
+
+TEST(redlock_merge, a_grant_waits_for_a_majority_of_counters_to_reach_its_token) {
+  auto lagging = queue({"a"}, 1);
+  auto ahead = queue({"a"}, 9);
+  ahead.entries[0].grant = 9;
+  views v{ahead, lagging, lagging};
+  auto m = merge_views(v, {"a"}, 2);
+  ASSERT_EQ(m.grants.size(), 1u);
+  EXPECT_EQ(m.grants[0].token, 9u);
+  EXPECT_EQ(m.entries[0].token, 9u);
+  EXPECT_EQ(m.grants[0].needed, 1u);
+  EXPECT_EQ(m.grants[0].raise_on, (std::vector<std::size_t>{1, 2}));
+}
+
+TEST(redlock_merge, an_entry_on_too_few_masters_is_requeued) {
+  views v{queue({"a"}), queue({}), std::nullopt};
+  auto m = merge_views(v, {"a"}, 2);
+  EXPECT_EQ(m.resubmit, std::vector<std::string>{"a"});
+  EXPECT_TRUE(m.grants.empty());
+}
+
+}  // namespace
+}  // namespace dlock::detail::redis

@@ -1,0 +1,122 @@
+// Wake-ups and cleanup on redis://: one release wakes one waiter; churn leaves no keys.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <dlock/dlock.hpp>
+#include <mutex>
+#include <thread>
+
+#include "backends/redis/redis_backend.hpp"
+#include "support/redis_server.hpp"
+
+namespace dlock::test {
+namespace {
+
+using namespace std::chrono_literals;
+
+redis_server& server() {
+  static redis_server s;
+  return s;
+}
+
+template <class Pred>
+bool eventually(Pred pred, std::chrono::milliseconds timeout = 30s) {
+  auto until = std::chrono::steady_clock::now() + timeout;
+  while (!pred()) {
+    if (std::chrono::steady_clock::now() > until) return false;
+    std::this_thread::sleep_for(2ms);
+  }
+  return true;
+}
+
+TEST(redis_wakeups, one_release_wakes_exactly_one_of_a_hundred_waiters_in_fifo_order) {
+  constexpr int waiters = 100;
+  const std::string prefix = "w" + random_suffix() + ":";
+  // A long TTL keeps the safety-net re-check (ttl/4) out of the count.
+  const auto url = "redis://" + server().address() + "?ttl=60s&prefix=" + prefix;
+  auto holder_session = dlock::session::open(url);
+  auto waiter_session = dlock::session::open(url);
+  dlock::mutex holder(holder_session, "hot");
+  holder.lock();
+  auto queued = [&] { return server().integer({"ZCARD", prefix + "q:hot"}); };
+
+  std::mutex order_mu;
+  std::vector<int> order;
+  std::atomic<int> holding{0};
+  std::atomic<bool> go_on{false};
+  std::vector<std::jthread> threads;
+  for (int i = 0; i < waiters; ++i) {
+    threads.emplace_back([&, i] {
+      dlock::mutex m(waiter_session, "hot");
+      m.lock();
+      {
+        std::lock_guard lk(order_mu);
+        order.push_back(i);
+      }
+      ++holding;
+      while (!go_on) std::this_thread::sleep_for(1ms);
+      m.unlock();
+    });
+    // One at a time, so arrival order is known.
+    ASSERT_TRUE(eventually([&] { return queued() == i + 2; })) << "waiter " << i << " not queued";
+  }
+  auto before = dlock::detail::redis_wakeups();
+  holder.unlock();
+  ASSERT_TRUE(eventually([&] { return holding.load() == 1; }));
+  std::this_thread::sleep_for(200ms);  // room for any wrongly woken waiter to show up
+  auto after_one = dlock::detail::redis_wakeups();
+  EXPECT_EQ(after_one.pushed - before.pushed, 1u) << "one release must wake one waiter";
+  EXPECT_EQ(after_one.timed_out - before.timed_out, 0u);
+  EXPECT_EQ(holding.load(), 1);
+
+  go_on = true;
+  ASSERT_TRUE(eventually([&] { return holding.load() == waiters; }, 120s));
+  threads.clear();
+  auto after_all = dlock::detail::redis_wakeups();
+  // Each of the 100 handoffs woke exactly its successor.
+  EXPECT_EQ(after_all.pushed - before.pushed, static_cast<std::uint64_t>(waiters));
+  std::vector<int> expected(waiters);
+  for (int i = 0; i < waiters; ++i) expected[i] = i;
+  EXPECT_EQ(order, expected);
+  EXPECT_EQ(queued(), 0);
+}
+
+TEST(redis_cleanup, ten_thousand_release_reacquire_cycles_leave_no_key_behind) {
+  const std::string prefix = "k" + random_suffix() + ":";
+  auto s = dlock::session::open("redis://" + server().address() + "?ttl=5s&prefix=" + prefix);
+  dlock::mutex m(s, "churn");
+  std::uint64_t last = 0;
+  for (int i = 0; i < 10000; ++i) {
+    m.lock();
+    ASSERT_GT(m.token().value, last);
+    last = m.token().value;
+    m.unlock();
+  }
+  // While the session lives: its lease key and the lock's fencing counter only.
+  auto live = server().keys(prefix + "*");
+  std::sort(live.begin(), live.end());
+  EXPECT_EQ(live, (std::vector<std::string>{prefix + "f:churn", prefix + "s:" + s.id()}));
+  s.close();
+  // After close: nothing with a TTL; the fencing counter stays (it must outlive holders so
+  // that tokens keep increasing) and never expires.
+  EXPECT_EQ(server().keys(prefix + "*"), std::vector<std::string>{prefix + "f:churn"});
+  EXPECT_EQ(server().integer({"PTTL", prefix + "f:churn"}), -1);
+  EXPECT_EQ(server().integer({"GET", prefix + "f:churn"}), static_cast<long long>(last));
+}
+
+TEST(redis_cleanup, an_abandoned_wait_leaves_no_wake_list_or_entry) {
+  const std::string prefix = "a" + random_suffix() + ":";
+  const auto url = "redis://" + server().address() + "?ttl=5s&prefix=" + prefix;
+  auto a = dlock::session::open(url);
+  auto b = dlock::session::open(url);
+  dlock::mutex ma(a, "x"), mb(b, "x");
+  ma.lock();
+  EXPECT_FALSE(mb.try_lock_for(100ms));
+  ma.unlock();
+  a.close();
+  b.close();
+  EXPECT_EQ(server().keys(prefix + "*"), std::vector<std::string>{prefix + "f:x"});
+}
+
+}  // namespace
+}  // namespace dlock::test
