@@ -3,6 +3,8 @@
 #include <string_view>
 
 #include "backends/memory/memory_backend.hpp"
+#include "backends/mysql/mysql_backend.hpp"
+#include "backends/postgres/postgres_backend.hpp"
 #include "backends/sqlite/sqlite_backend.hpp"
 
 namespace dlock::detail {
@@ -15,8 +17,8 @@ struct scheme_entry {
 
 // One line per backend.
 constexpr scheme_entry schemes[] = {
-    {"memory", &open_memory},
-    {"sqlite", &open_sqlite},
+    {"memory", &open_memory},       {"sqlite", &open_sqlite}, {"postgres", &open_postgres},
+    {"postgresql", &open_postgres}, {"mysql", &open_mysql},   {"mariadb", &open_mysql},
 };
 
 }  // namespace
