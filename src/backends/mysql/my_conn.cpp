@@ -82,6 +82,9 @@ result<conn> conn::open(const target& t, std::chrono::milliseconds timeout) {
                           t.has_password ? t.password.c_str() : nullptr, t.db.c_str(), t.port,
                           nullptr, flags)) {
     auto f = map_error(mysql_errno(m), mysql_sqlstate(m), mysql_error(m), t.where);
+    if (mysql_errno(m) == ER_DBACCESS_DENIED_ERROR) {
+      f.message += ": database '" + t.db + "' does not exist or this user may not use it";
+    }
     mysql_close(m);
     return fail(f);
   }
