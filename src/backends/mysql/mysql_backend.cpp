@@ -137,8 +137,8 @@ class mysql_session final : public backend_session {
  private:
   // Polling starts fast (a handoff is often quick) and backs off to a cap, so a long wait
   // costs one query per ~max_pause.
-  static constexpr std::chrono::microseconds first_pause{2'000};
-  static constexpr std::chrono::microseconds max_pause{64'000};
+  static constexpr std::chrono::microseconds first_pause{1'000};
+  static constexpr std::chrono::microseconds max_pause{16'000};
 
   // The connection, reconnected if the last one broke. Caller holds mu_.
   result<my::conn*> connection() {
