@@ -178,8 +178,11 @@ result<std::unique_ptr<backend_session>> open_mysql(const url& u, const session_
   if (db.empty() || db.find('/') != std::string::npos) {
     return bad("name a database: mysql://user:password@host:port/db");
   }
+  // mode=advisory (pg_advisory_lock / GET_LOCK) is not built: connection-scoped locks
+  // break behind transaction-pooling proxies and across replication failover.
   if (auto mode = u.param("mode", "lease"); mode != "lease") {
-    return bad("mode '" + mode + "' is not supported (want mode=lease)");
+    return fail(errc::unsupported,
+                "URL '" + u.redacted + "': mode '" + mode + "' is not supported (want mode=lease)");
   }
   my::target t;
   if (!u.hosts.empty()) {

@@ -183,8 +183,11 @@ result<std::unique_ptr<backend_session>> open_postgres(const url& u, const sessi
   if (!pg::valid_schema_name(schema)) {
     return bad("schema '" + schema + "' must be lower-case letters, digits and '_' (at most 63)");
   }
+  // mode=advisory (pg_advisory_lock / GET_LOCK) is not built: connection-scoped locks
+  // break behind transaction-pooling proxies and across replication failover.
   if (auto mode = u.param("mode", "lease"); mode != "lease") {
-    return bad("mode '" + mode + "' is not supported (want mode=lease)");
+    return fail(errc::unsupported,
+                "URL '" + u.redacted + "': mode '" + mode + "' is not supported (want mode=lease)");
   }
   std::string db = u.path.size() > 1 ? u.path.substr(1) : std::string{};
   if (db.find('/') != std::string::npos) return bad("want postgres://user:password@host:port/db");
