@@ -17,3 +17,5 @@ set_target_properties(zookeeper::zookeeper_mt PROPERTIES
   # The synchronous API is declared only for the multi-threaded library.
   INTERFACE_COMPILE_DEFINITIONS THREADED)
 pkg_check_modules(hiredis REQUIRED IMPORTED_TARGET hiredis)
+pkg_check_modules(LIBPQ REQUIRED IMPORTED_TARGET libpq)
+pkg_check_modules(LIBMARIADB REQUIRED IMPORTED_TARGET libmariadb)

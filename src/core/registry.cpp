@@ -3,6 +3,8 @@
 #include <string_view>
 
 #include "backends/memory/memory_backend.hpp"
+#include "backends/mysql/mysql_backend.hpp"
+#include "backends/postgres/postgres_backend.hpp"
 #include "backends/redis/redis_backend.hpp"
 #include "backends/sqlite/sqlite_backend.hpp"
 #include "backends/zookeeper/zk_backend.hpp"
@@ -22,6 +24,10 @@ constexpr scheme_entry schemes[] = {
     {"zk", &open_zookeeper},
     {"redis", &open_redis},
     {"redlock", &open_redis},
+    {"postgres", &open_postgres},
+    {"postgresql", &open_postgres},
+    {"mysql", &open_mysql},
+    {"mariadb", &open_mysql},
 };
 
 }  // namespace

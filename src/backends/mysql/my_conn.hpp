@@ -1,0 +1,85 @@
+#pragma once
+// One libmariadb connection (MariaDB and MySQL servers) running prepared statements only:
+// every value travels as a bound parameter, never inside SQL text. Statements are prepared
+// once per connection and cached; a broken connection is closed and the owner reconnects on
+// its next call (auto-reconnect is off: it would silently drop session state mid-call).
+
+#include <mysql.h>
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <utility>
+#include <variant>
+#include <vector>
+
+#include "core/result.hpp"
+
+namespace dlock::detail::my {
+
+struct target {
+  std::string host;  // empty: localhost
+  unsigned port{3306};
+  std::string user;
+  std::string password;
+  bool has_password{false};
+  std::string db;
+  std::string where;  // "mysql user@host:port/db", for messages
+};
+
+using param = std::variant<std::string, std::int64_t>;
+
+// The rows of the first result set that had columns, as text, and the affected-row count.
+struct outcome {
+  std::vector<std::vector<std::optional<std::string>>> rows;
+  std::uint64_t affected{0};
+
+  std::int64_t i64(std::size_t row, std::size_t col) const;
+  std::string text(std::size_t row, std::size_t col) const { return rows[row][col].value_or(""); }
+};
+
+class conn {
+ public:
+  // Failures: permission_denied (access denied, account locked), invalid_argument (unknown
+  // database), backend_unavailable (refused, timed out, shutting down).
+  static result<conn> open(const target& t, std::chrono::milliseconds timeout);
+
+  conn(conn&& o) noexcept
+      : m_(std::exchange(o.m_, nullptr)),
+        where_(std::move(o.where_)),
+        stmts_(std::move(o.stmts_)) {}
+  conn& operator=(conn&&) = delete;
+  conn(const conn&) = delete;
+  ~conn() { close(); }
+
+  // Runs `sql` as a prepared statement with `params` bound (CALLs included: every result
+  // set is read).
+  result<outcome> run(const std::string& sql, const std::vector<param>& params);
+  // Runs parameterless SQL (DDL) through the text protocol, discarding any rows.
+  result<outcome> exec(const std::string& sql);
+
+  bool usable() const { return m_ != nullptr; }
+  void close();
+  const std::string& where() const { return where_; }
+
+ private:
+  conn(MYSQL* m, std::string where) : m_(m), where_(std::move(where)) {}
+  failure error(unsigned code, const char* state, const char* msg);
+  result<MYSQL_STMT*> prepared(const std::string& sql);
+  result<outcome> read_results(MYSQL_STMT* s);
+  void drop(const std::string& sql);
+
+  MYSQL* m_{nullptr};
+  std::string where_;
+  std::map<std::string, MYSQL_STMT*> stmts_;
+};
+
+// Maps a client or server error onto a dlock failure naming `where`.
+failure map_error(unsigned code, std::string_view sqlstate, std::string_view msg,
+                  std::string_view where);
+// True for errors after which the connection cannot be used again.
+bool connection_lost(unsigned code);
+
+}  // namespace dlock::detail::my

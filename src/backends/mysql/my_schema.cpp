@@ -1,0 +1,138 @@
+#include "backends/mysql/my_schema.hpp"
+
+#include <mysqld_error.h>
+
+namespace dlock::detail::my {
+namespace {
+
+// The server's clock as UTC milliseconds (the connection's time_zone is +00:00).
+#define DLOCK_NOW "CAST(UNIX_TIMESTAMP(NOW(6)) * 1000 AS SIGNED)"
+
+const char* const ddl[] = {
+    "CREATE TABLE IF NOT EXISTS dlock_meta(k VARCHAR(64) PRIMARY KEY, v VARCHAR(255) NOT NULL)"
+    " ENGINE=InnoDB",
+    "CREATE TABLE IF NOT EXISTS dlock_sessions(id VARBINARY(64) PRIMARY KEY,"
+    " owner VARBINARY(1024) NOT NULL, expires_ms BIGINT NOT NULL) ENGINE=InnoDB",
+    "CREATE TABLE IF NOT EXISTS dlock_fences(name VARBINARY(1024) PRIMARY KEY,"
+    " fence BIGINT NOT NULL) ENGINE=InnoDB",
+    "CREATE TABLE IF NOT EXISTS dlock_entries(id VARBINARY(255) PRIMARY KEY,"
+    " name VARBINARY(1024) NOT NULL, kind TINYINT NOT NULL, token BIGINT NOT NULL,"
+    " session VARBINARY(64) NOT NULL, created_ms BIGINT NOT NULL,"
+    " UNIQUE KEY name_token(name, token), KEY by_session(session)) ENGINE=InnoDB",
+    "DROP PROCEDURE IF EXISTS dlock_queue",
+    // The live queue of one lock; entries of lapsed sessions are deleted on the way.
+    "CREATE PROCEDURE dlock_queue(IN p_name VARBINARY(1024))\n"
+    "BEGIN\n"
+    "  DECLARE t BIGINT DEFAULT " DLOCK_NOW
+    ";\n"
+    "  IF EXISTS (SELECT 1 FROM dlock_entries e LEFT JOIN dlock_sessions s ON s.id = e.session\n"
+    "             WHERE e.name = p_name AND (s.id IS NULL OR s.expires_ms <= t)) THEN\n"
+    "    DELETE e FROM dlock_entries e LEFT JOIN dlock_sessions s ON s.id = e.session\n"
+    "    WHERE e.name = p_name AND (s.id IS NULL OR s.expires_ms <= t);\n"
+    "  END IF;\n"
+    "  SELECT e.id, e.kind, e.token, e.created_ms, s.owner, s.expires_ms - t\n"
+    "  FROM dlock_entries e JOIN dlock_sessions s ON s.id = e.session\n"
+    "  WHERE e.name = p_name AND s.expires_ms > t ORDER BY e.token;\n"
+    "END",
+    "DROP PROCEDURE IF EXISTS dlock_enqueue",
+    // Idempotent on the entry id. The fence row stays locked until COMMIT, so tokens commit
+    // in order and queue order is token order.
+    "CREATE PROCEDURE dlock_enqueue(IN p_session VARBINARY(64), IN p_name VARBINARY(1024),\n"
+    "                               IN p_id VARBINARY(255), IN p_kind TINYINT)\n"
+    "BEGIN\n"
+    "  DECLARE t BIGINT;\n"
+    "  DECLARE EXIT HANDLER FOR SQLEXCEPTION BEGIN ROLLBACK; RESIGNAL; END;\n"
+    "  IF NOT EXISTS (SELECT 1 FROM dlock_sessions\n"
+    "                 WHERE id = p_session AND expires_ms > " DLOCK_NOW
+    ") THEN\n"
+    "    SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = 'dlock session expired';\n"
+    "  END IF;\n"
+    "  IF NOT EXISTS (SELECT 1 FROM dlock_entries WHERE id = p_id) THEN\n"
+    "    START TRANSACTION;\n"
+    "    INSERT INTO dlock_fences(name, fence) VALUES (p_name, 1)\n"
+    "      ON DUPLICATE KEY UPDATE fence = fence + 1;\n"
+    "    SELECT fence INTO t FROM dlock_fences WHERE name = p_name;\n"
+    "    INSERT INTO dlock_entries(id, name, kind, token, session, created_ms)\n"
+    "      VALUES (p_id, p_name, p_kind, t, p_session, " DLOCK_NOW
+    ");\n"
+    "    COMMIT;\n"
+    "  END IF;\n"
+    "  CALL dlock_queue(p_name);\n"
+    "END",
+    "INSERT IGNORE INTO dlock_meta(k, v) VALUES ('schema_version', '1')",
+};
+
+// The stored version, 0 if there is none yet.
+result<long long> stored_version(conn& c) {
+  auto r = c.exec("SELECT v FROM dlock_meta WHERE k = 'schema_version'");
+  if (!r) {
+    if (r.error().message.find("(error " + std::to_string(ER_NO_SUCH_TABLE)) != std::string::npos)
+      return 0;
+    return fail(r.error());
+  }
+  return r->rows.empty() ? 0 : r->i64(0, 0);
+}
+
+}  // namespace
+
+const std::string statements::purge_sessions =
+    "DELETE s, e FROM dlock_sessions s LEFT JOIN dlock_entries e ON e.session = s.id"
+    " WHERE s.expires_ms <= " DLOCK_NOW;
+const std::string statements::open_session =
+    "INSERT INTO dlock_sessions(id, owner, expires_ms) VALUES (?, ?, " DLOCK_NOW
+    " + ?)"
+    " ON DUPLICATE KEY UPDATE id = id";
+const std::string statements::enqueue = "CALL dlock_enqueue(?, ?, ?, ?)";
+const std::string statements::list = "CALL dlock_queue(?)";
+const std::string statements::remove =
+    "DELETE FROM dlock_entries WHERE name = ? AND id = ? AND session = ?";
+const std::string statements::keep_alive = "UPDATE dlock_sessions SET expires_ms = " DLOCK_NOW
+                                           " + ?"
+                                           " WHERE id = ? AND expires_ms > " DLOCK_NOW;
+const std::string statements::close_entries = "DELETE FROM dlock_entries WHERE session = ?";
+const std::string statements::close_session = "DELETE FROM dlock_sessions WHERE id = ?";
+const std::string statements::lock_names =
+    "SELECT DISTINCT e.name FROM dlock_entries e JOIN dlock_sessions s ON s.id = e.session"
+    " WHERE s.expires_ms > " DLOCK_NOW
+    " AND SUBSTRING(e.name, 1, ?) = CAST(? AS BINARY) ORDER BY e.name";
+const std::string statements::alive =
+    "SELECT s.expires_ms - " DLOCK_NOW
+    " FROM dlock_entries e JOIN dlock_sessions s ON s.id = e.session"
+    " WHERE e.id = ? AND s.expires_ms > " DLOCK_NOW;
+
+result<void> ensure_schema(conn& c) {
+  auto check = [&]() -> result<bool> {
+    auto v = stored_version(c);
+    if (!v) return fail(v.error());
+    if (*v > schema_version) {
+      return fail(errc::backend_error, c.where() + ": dlock schema version " + std::to_string(*v) +
+                                           " is newer than this dlock understands (" +
+                                           std::to_string(schema_version) + ")");
+    }
+    return *v == schema_version;
+  };
+  auto done = check();
+  if (!done || *done) return done ? result<void>{} : fail(done.error());
+  auto locked = c.exec("SELECT GET_LOCK('dlock_schema', 30)");
+  if (!locked) return fail(locked.error());
+  if (locked->rows.empty() || locked->i64(0, 0) != 1) {
+    return fail(errc::backend_unavailable, c.where() + ": another client is creating the schema");
+  }
+  result<void> out;
+  if (done = check(); !done) {
+    out = fail(done.error());
+  } else if (!*done) {
+    for (const char* sql : ddl) {
+      if (auto r = c.exec(sql); !r) {
+        out = fail(failure{r.error().code, r.error().message + " (creating dlock's tables)"});
+        break;
+      }
+    }
+  }
+  if (c.usable()) (void)c.exec("SELECT RELEASE_LOCK('dlock_schema')");
+  return out;
+}
+
+#undef DLOCK_NOW
+
+}  // namespace dlock::detail::my

@@ -1,0 +1,36 @@
+#pragma once
+// dlock's tables and procedures in the MySQL/MariaDB database of the URL, and the statements
+// the backend runs. The design is SQLite's (sqlite_backend.cpp) and PostgreSQL's
+// (pg_schema.hpp): dlock_sessions (one lease row per session), dlock_fences (per-lock
+// fencing counter), dlock_entries (the queue, ordered by token). Expiries are UTC
+// milliseconds computed by the server's clock (NOW(6)) in the same statement. Names and ids
+// are VARBINARY: stored and compared byte for byte, whatever the server's collation.
+
+#include <string>
+
+#include "backends/mysql/my_conn.hpp"
+
+namespace dlock::detail::my {
+
+inline constexpr int schema_version = 1;
+
+// Statement texts; parameters in the order documented.
+struct statements {
+  static const std::string purge_sessions;  // ()
+  static const std::string open_session;    // (session, owner, ttl_ms)
+  static const std::string enqueue;         // (session, name, entry id, kind) -> queue rows
+  static const std::string list;            // (name) -> queue rows
+  static const std::string remove;          // (name, entry id, session)
+  static const std::string keep_alive;      // (ttl_ms, session) -> affected 0 or 1
+  static const std::string close_entries;   // (session)
+  static const std::string close_session;   // (session)
+  static const std::string lock_names;      // (prefix length, prefix) -> names
+  static const std::string alive;           // (entry id) -> lease_ms, if alive
+};
+// Queue rows: id, kind, token, created_ms, owner, lease_ms -- live entries in token order.
+
+// Creates tables and procedures on first use; concurrent first uses are serialized by
+// GET_LOCK. backend_error if the stored schema is newer than this dlock understands.
+result<void> ensure_schema(conn& c);
+
+}  // namespace dlock::detail::my

@@ -1,0 +1,203 @@
+// The MySQL/MariaDB backend: the SQLite backend's design (my_schema.hpp) on a server. Lock
+// statements run on dlock's own connection, each in its own short transaction; a connection
+// that broke is replaced on the next call, and the session's lease row outlives it, so a
+// dropped connection makes holds suspect (failed renewals) and lost only if the lease
+// lapses before a renewal gets through. MySQL has no LISTEN/NOTIFY: waiters poll the one
+// entry they wait for, backing off with jitter up to a cap.
+#include "backends/mysql/mysql_backend.hpp"
+
+#include <condition_variable>
+#include <mutex>
+#include <random>
+
+#include "backends/mysql/my_conn.hpp"
+#include "backends/mysql/my_schema.hpp"
+
+namespace dlock::detail {
+namespace {
+
+using std::chrono::milliseconds;
+using stmts = my::statements;
+
+queue_view to_queue(const my::outcome& r, steady::time_point sent) {
+  queue_view v;
+  v.sent_at = sent;
+  v.entries.reserve(r.rows.size());
+  for (std::size_t i = 0; i < r.rows.size(); ++i) {
+    entry e;
+    e.id = r.text(i, 0);
+    e.kind = r.i64(i, 1) == 1 ? entry_kind::shared : entry_kind::exclusive;
+    e.token = static_cast<std::uint64_t>(r.i64(i, 2));
+    e.since = std::chrono::system_clock::time_point{milliseconds{r.i64(i, 3)}};
+    e.owner = r.text(i, 4);
+    e.lease_left = milliseconds{r.i64(i, 5)};
+    v.entries.push_back(std::move(e));
+  }
+  return v;
+}
+
+class mysql_session final : public backend_session {
+ public:
+  mysql_session(my::target t, session_info info) : target_(std::move(t)), info_(std::move(info)) {}
+  ~mysql_session() override { close(); }
+
+  result<void> start() {
+    std::lock_guard lk(mu_);
+    auto c = connection();
+    if (!c) return fail(c.error());
+    if (auto r = my::ensure_schema(**c); !r) return r;
+    // Lapsed sessions of crashed clients go first; they can never be renewed.
+    if (auto r = (*c)->run(stmts::purge_sessions, {}); !r) return fail(r.error());
+    auto owner = info_.owner.substr(0, 1000);
+    auto r = (*c)->run(stmts::open_session, {info_.id, owner, info_.ttl.count()});
+    if (!r) return fail(r.error());
+    opened_ = true;
+    return {};
+  }
+
+  capabilities caps() const noexcept override { return {reach::network, false, true}; }
+
+  result<queue_view> enqueue(std::string_view lock, entry_kind kind, std::string_view id) override {
+    auto sent = steady::now();
+    auto r = run(stmts::enqueue, {info_.id, std::string(lock), std::string(id),
+                                  std::int64_t{kind == entry_kind::shared ? 1 : 0}});
+    if (!r) return fail(r.error());
+    return to_queue(*r, sent);
+  }
+
+  result<queue_view> list(std::string_view lock) override {
+    auto sent = steady::now();
+    auto r = run(stmts::list, {std::string(lock)});
+    if (!r) return fail(r.error());
+    return to_queue(*r, sent);
+  }
+
+  result<void> remove(std::string_view lock, std::string_view id) override {
+    auto r = run(stmts::remove, {std::string(lock), std::string(id), info_.id});
+    if (!r) return fail(r.error());
+    return {};
+  }
+
+  result<void> wait(std::string_view, const entry& awaited, steady::time_point deadline,
+                    std::stop_token stop) override {
+    thread_local std::minstd_rand rng{std::random_device{}()};
+    auto pause = first_pause;
+    while (!stop.stop_requested() && steady::now() < deadline) {
+      auto nap = std::chrono::microseconds{
+          std::uniform_int_distribution<long long>(pause.count() / 2, pause.count())(rng)};
+      std::mutex m;
+      std::condition_variable_any cv;
+      std::unique_lock sl(m);
+      cv.wait_until(sl, stop, std::min(deadline, steady::now() + nap), [] { return false; });
+      if (stop.stop_requested()) break;
+      auto r = run(stmts::alive, {awaited.id});
+      if (!r) return fail(r.error());
+      if (r->rows.empty()) return {};
+      pause = std::min(pause * 2, max_pause);
+    }
+    return {};
+  }
+
+  result<steady::time_point> keep_alive() override {
+    auto sent = steady::now();
+    auto r = run(stmts::keep_alive, {info_.ttl.count(), info_.id});
+    if (!r) return fail(r.error());
+    if (r->affected == 0) {
+      return fail(errc::session_expired,
+                  target_.where + ": session " + info_.id + " expired (lease lapsed)");
+    }
+    return sent;
+  }
+
+  void close() noexcept override {
+    std::lock_guard lk(mu_);
+    if (closed_) return;
+    closed_ = !opened_;  // nothing was created on the server
+    // One attempt, with one reconnect: the lease frees whatever this misses.
+    for (int attempt = 0; attempt < 2 && !closed_; ++attempt) {
+      auto c = connection();
+      if (c && (*c)->run(stmts::close_entries, {info_.id}) &&
+          (*c)->run(stmts::close_session, {info_.id})) {
+        break;
+      }
+    }
+    conn_.reset();
+    closed_ = true;
+  }
+
+  result<std::vector<std::string>> lock_names(std::string_view prefix) override {
+    auto r =
+        run(stmts::lock_names, {static_cast<std::int64_t>(prefix.size()), std::string(prefix)});
+    if (!r) return fail(r.error());
+    std::vector<std::string> out;
+    for (std::size_t i = 0; i < r->rows.size(); ++i) out.push_back(r->text(i, 0));
+    return out;
+  }
+
+ private:
+  // Polling starts fast (a handoff is often quick) and backs off to a cap, so a long wait
+  // costs one query per ~max_pause.
+  static constexpr std::chrono::microseconds first_pause{1'000};
+  static constexpr std::chrono::microseconds max_pause{16'000};
+
+  // The connection, reconnected if the last one broke. Caller holds mu_.
+  result<my::conn*> connection() {
+    if (closed_) return fail(errc::session_closed, target_.where + ": session closed");
+    if (!conn_ || !conn_->usable()) {
+      conn_.reset();
+      auto c = my::conn::open(target_, info_.request_timeout);
+      if (!c) return fail(c.error());
+      conn_.emplace(std::move(*c));
+    }
+    return &*conn_;
+  }
+
+  result<my::outcome> run(const std::string& sql, const std::vector<my::param>& params) {
+    std::lock_guard lk(mu_);
+    auto c = connection();
+    if (!c) return fail(c.error());
+    return (*c)->run(sql, params);
+  }
+
+  my::target target_;
+  session_info info_;
+  std::mutex mu_;
+  std::optional<my::conn> conn_;
+  bool opened_{false};
+  bool closed_{false};
+};
+
+}  // namespace
+
+result<std::unique_ptr<backend_session>> open_mysql(const url& u, const session_info& info) {
+  auto bad = [&](const std::string& what) {
+    return fail(errc::invalid_argument, "URL '" + u.redacted + "': " + what);
+  };
+  if (u.hosts.size() > 1) return bad("one host only (want mysql://user:password@host:port/db)");
+  std::string db = u.path.size() > 1 ? u.path.substr(1) : std::string{};
+  if (db.empty() || db.find('/') != std::string::npos) {
+    return bad("name a database: mysql://user:password@host:port/db");
+  }
+  // mode=advisory (pg_advisory_lock / GET_LOCK) is not built: connection-scoped locks
+  // break behind transaction-pooling proxies and across replication failover.
+  if (auto mode = u.param("mode", "lease"); mode != "lease") {
+    return fail(errc::unsupported,
+                "URL '" + u.redacted + "': mode '" + mode + "' is not supported (want mode=lease)");
+  }
+  my::target t;
+  if (!u.hosts.empty()) {
+    t.host = u.hosts[0].host;
+    if (u.hosts[0].port) t.port = u.hosts[0].port;
+  }
+  t.user = u.user;
+  t.password = u.password;
+  t.has_password = u.has_password;
+  t.db = db;
+  t.where = "mysql " + (u.user.empty() ? "" : u.user + "@") +
+            (t.host.empty() ? "localhost" : t.host) + ":" + std::to_string(t.port) + "/" + db;
+  auto s = std::make_unique<mysql_session>(std::move(t), info);
+  if (auto r = s->start(); !r) return fail(r.error());
+  return s;
+}
+
+}  // namespace dlock::detail

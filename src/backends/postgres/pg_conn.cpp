@@ -1,0 +1,211 @@
+#include "backends/postgres/pg_conn.hpp"
+
+#include <poll.h>
+
+#include <cerrno>
+#include <cstdlib>
+
+namespace dlock::detail::pg {
+namespace {
+
+using std::chrono::milliseconds;
+using steady = std::chrono::steady_clock;
+
+std::string trimmed(const char* s) {
+  std::string out = s ? s : "";
+  while (!out.empty() && (out.back() == '\n' || out.back() == ' ')) out.pop_back();
+  return out;
+}
+
+bool contains(const std::string& s, std::string_view part) {
+  return s.find(part) != std::string::npos;
+}
+
+// libpq reports a failed connection only as text; the server's SQLSTATE is not exposed.
+failure connect_failure(PGconn* c, const std::string& where) {
+  auto msg = trimmed(PQerrorMessage(c));
+  auto text = where + ": " + msg;
+  if (contains(msg, "password authentication failed") || contains(msg, "no password supplied") ||
+      contains(msg, "is not permitted to log in") || contains(msg, "pg_hba.conf") ||
+      (contains(msg, "role \"") && contains(msg, "does not exist"))) {
+    return {make_error_code(errc::permission_denied), text};
+  }
+  if (contains(msg, "database \"") && contains(msg, "does not exist")) {
+    return {make_error_code(errc::invalid_argument), text};
+  }
+  return {make_error_code(errc::backend_unavailable), text};
+}
+
+int remaining_ms(steady::time_point deadline) {
+  auto left = std::chrono::ceil<milliseconds>(deadline - steady::now()).count();
+  return left <= 0 ? 0 : static_cast<int>(std::min<long long>(left, 1 << 30));
+}
+
+// Waits until fd is ready for `events` or the deadline passes; false on timeout.
+bool wait_fd(int fd, short events, steady::time_point deadline) {
+  for (;;) {
+    int left = remaining_ms(deadline);
+    if (left == 0) return false;
+    pollfd p{fd, events, 0};
+    int n = ::poll(&p, 1, left);
+    if (n > 0) return true;
+    if (n < 0 && errno != EINTR) return true;  // let libpq report the error
+  }
+}
+
+}  // namespace
+
+std::int64_t rows::i64(int row, int col) const {
+  return std::strtoll(PQgetvalue(r_.get(), row, col), nullptr, 10);
+}
+
+std::int64_t rows::affected() const { return std::strtoll(PQcmdTuples(r_.get()), nullptr, 10); }
+
+failure map_error(const PGresult* r, std::string_view where) {
+  const char* state_c = PQresultErrorField(r, PG_DIAG_SQLSTATE);
+  std::string state = state_c ? state_c : "";
+  auto msg = std::string(where) + ": " + trimmed(PQresultErrorField(r, PG_DIAG_MESSAGE_PRIMARY)) +
+             (state.empty() ? "" : " (SQLSTATE " + state + ")");
+  auto code = errc::backend_error;
+  auto cls = state.substr(0, 2);
+  if (state == session_expired_state) {
+    code = errc::session_expired;
+  } else if (cls == "08" || cls == "53" || state == "57P01" || state == "57P02" ||
+             state == "57P03" || state == "57014" || state == "40001" || state == "40P01" ||
+             state == "55P03" || state == "55006") {
+    code = errc::backend_unavailable;  // connection, resources, shutdown, timeouts, conflicts
+  } else if (cls == "28" || state == "42501") {
+    code = errc::permission_denied;
+  } else if (state == "3D000" || state == "3F000" || cls == "22") {
+    code = errc::invalid_argument;
+  }
+  return {make_error_code(code), msg};
+}
+
+result<conn> conn::open(const target& t, milliseconds timeout) {
+  std::vector<const char*> keys, values;
+  for (const auto& [k, v] : t.params) {
+    keys.push_back(k.c_str());
+    values.push_back(v.c_str());
+  }
+  keys.push_back(nullptr);
+  values.push_back(nullptr);
+  PGconn* c = PQconnectStartParams(keys.data(), values.data(), 0);
+  if (!c) return fail(errc::backend_error, t.where + ": libpq could not allocate a connection");
+  auto deadline = steady::now() + timeout;
+  auto st = PQstatus(c) == CONNECTION_BAD ? PGRES_POLLING_FAILED : PGRES_POLLING_WRITING;
+  while (st != PGRES_POLLING_OK) {
+    if (st == PGRES_POLLING_FAILED) {
+      auto f = connect_failure(c, t.where);
+      PQfinish(c);
+      return fail(f);
+    }
+    if (!wait_fd(PQsocket(c), st == PGRES_POLLING_READING ? POLLIN : POLLOUT, deadline)) {
+      PQfinish(c);
+      return fail(errc::backend_unavailable,
+                  t.where + ": no connection within " + std::to_string(timeout.count()) + " ms");
+    }
+    st = PQconnectPoll(c);
+  }
+  // NOTICEs (e.g. "trigger does not exist, skipping" from idempotent DDL) are not errors;
+  // libpq would print them to stderr.
+  PQsetNoticeProcessor(
+      c, [](void*, const char*) {}, nullptr);
+  return conn(c, t.where, timeout);
+}
+
+conn& conn::operator=(conn&& o) noexcept {
+  if (this != &o) {
+    close();
+    c_ = std::exchange(o.c_, nullptr);
+    where_ = std::move(o.where_);
+    timeout_ = o.timeout_;
+    prepared_ = std::move(o.prepared_);
+  }
+  return *this;
+}
+
+void conn::close() {
+  if (c_) PQfinish(c_);
+  c_ = nullptr;
+  prepared_.clear();
+}
+
+failure conn::broken(std::string_view what) {
+  auto msg = where_ + ": " + std::string(what) + ": " +
+             (c_ ? trimmed(PQerrorMessage(c_)) : std::string("not connected"));
+  close();
+  return {make_error_code(errc::backend_unavailable), msg};
+}
+
+bool conn::consume() { return c_ && PQconsumeInput(c_) == 1 && PQstatus(c_) == CONNECTION_OK; }
+
+std::vector<std::string> conn::take_notifications() {
+  std::vector<std::string> out;
+  while (PGnotify* n = c_ ? PQnotifies(c_) : nullptr) {
+    out.emplace_back(n->relname);
+    PQfreemem(n);
+  }
+  return out;
+}
+
+result<rows> conn::await(steady::time_point deadline, std::string_view what) {
+  std::optional<failure> error;
+  std::optional<rows> last;
+  for (;;) {
+    while (PQisBusy(c_)) {
+      if (!wait_fd(PQsocket(c_), POLLIN, deadline)) {
+        close();
+        return fail(errc::backend_unavailable, where_ + ": " + std::string(what) +
+                                                   ": no reply within " +
+                                                   std::to_string(timeout_.count()) + " ms");
+      }
+      if (!PQconsumeInput(c_)) return fail(broken(what));
+    }
+    PGresult* r = PQgetResult(c_);
+    if (!r) break;
+    auto status = PQresultStatus(r);
+    if (status == PGRES_FATAL_ERROR || status == PGRES_BAD_RESPONSE) {
+      if (!error) error = map_error(r, where_);
+      PQclear(r);
+    } else {
+      last.emplace(r);
+    }
+  }
+  if (PQstatus(c_) != CONNECTION_OK) {
+    auto f = broken(what);
+    if (error) f.message = error->message;  // the server's reason (e.g. terminated) is clearer
+    return fail(f);
+  }
+  if (error) return fail(*error);
+  if (!last) return fail(errc::protocol_error, where_ + ": " + std::string(what) + ": no result");
+  return std::move(*last);
+}
+
+result<rows> conn::run(const statement& s, const std::vector<std::string>& params) {
+  if (!usable()) return fail(errc::backend_unavailable, where_ + ": not connected");
+  auto deadline = steady::now() + timeout_;
+  if (!prepared_.contains(s.name)) {
+    if (!PQsendPrepare(c_, s.name.c_str(), s.sql.c_str(), 0, nullptr)) {
+      return fail(broken("prepare " + s.name));
+    }
+    if (auto r = await(deadline, "prepare " + s.name); !r) return r;
+    prepared_.insert(s.name);
+  }
+  std::vector<const char*> values;
+  values.reserve(params.size());
+  for (const auto& p : params) values.push_back(p.c_str());
+  if (!PQsendQueryPrepared(c_, s.name.c_str(), static_cast<int>(values.size()), values.data(),
+                           nullptr, nullptr, 0)) {
+    return fail(broken(s.name));
+  }
+  return await(deadline, s.name);
+}
+
+result<rows> conn::exec(const std::string& sql) {
+  if (!usable()) return fail(errc::backend_unavailable, where_ + ": not connected");
+  if (!PQsendQuery(c_, sql.c_str())) return fail(broken("query"));
+  return await(steady::now() + timeout_, "query");
+}
+
+}  // namespace dlock::detail::pg

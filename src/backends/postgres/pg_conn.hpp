@@ -1,0 +1,101 @@
+#pragma once
+// One libpq connection with a deadline on every request. libpq's blocking calls have no
+// timeout of their own (connect_timeout is in whole seconds and a hung server blocks
+// PQexec forever), so requests are sent asynchronously and awaited with poll(); a request
+// that misses its deadline closes the connection, and the owner reconnects on its next call.
+
+#include <libpq-fe.h>
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "core/result.hpp"
+
+namespace dlock::detail::pg {
+
+// What to connect to. The password only ever travels inside `params`; `where` is for messages.
+struct target {
+  std::vector<std::pair<std::string, std::string>> params;  // libpq keyword -> value
+  std::string where;                                        // "postgres host:port/db"
+};
+
+class rows {
+ public:
+  explicit rows(PGresult* r) : r_(r, &PQclear) {}
+  int count() const { return PQntuples(r_.get()); }
+  bool null(int row, int col) const { return PQgetisnull(r_.get(), row, col) != 0; }
+  std::string text(int row, int col) const {
+    return {PQgetvalue(r_.get(), row, col),
+            static_cast<std::size_t>(PQgetlength(r_.get(), row, col))};
+  }
+  std::int64_t i64(int row, int col) const;
+  // Rows an INSERT/UPDATE/DELETE touched.
+  std::int64_t affected() const;
+
+ private:
+  std::unique_ptr<PGresult, decltype(&PQclear)> r_;
+};
+
+// A statement prepared once per connection, on first use, under `name`.
+struct statement {
+  std::string name;
+  std::string sql;
+};
+
+class conn {
+ public:
+  // Connects within `timeout`. Failures: permission_denied (bad password, unknown role),
+  // invalid_argument (no such database), backend_unavailable (refused, timed out, starting).
+  static result<conn> open(const target& t, std::chrono::milliseconds timeout);
+
+  conn(conn&& o) noexcept
+      : c_(std::exchange(o.c_, nullptr)),
+        where_(std::move(o.where_)),
+        timeout_(o.timeout_),
+        prepared_(std::move(o.prepared_)) {}
+  conn& operator=(conn&& o) noexcept;
+  conn(const conn&) = delete;
+  ~conn() { close(); }
+
+  // Runs `s` with text parameters. A broken connection or a missed deadline closes this
+  // connection (usable() turns false) and fails with backend_unavailable.
+  result<rows> run(const statement& s, const std::vector<std::string>& params);
+  // Runs parameterless SQL (DDL, LISTEN) through the simple protocol; may hold several
+  // statements.
+  result<rows> exec(const std::string& sql);
+
+  bool usable() const { return c_ && PQstatus(c_) == CONNECTION_OK; }
+  void close();
+  int socket() const { return c_ ? PQsocket(c_) : -1; }
+  // Reads what the server sent without blocking; false if the connection broke.
+  bool consume();
+  // Channels of the notifications received so far (each once per notification).
+  std::vector<std::string> take_notifications();
+  const std::string& where() const { return where_; }
+
+ private:
+  conn(PGconn* c, std::string where, std::chrono::milliseconds timeout)
+      : c_(c), where_(std::move(where)), timeout_(timeout) {}
+  result<rows> await(std::chrono::steady_clock::time_point deadline, std::string_view what);
+  failure broken(std::string_view what);
+
+  PGconn* c_{nullptr};
+  std::string where_;
+  std::chrono::milliseconds timeout_{};
+  std::set<std::string> prepared_;
+};
+
+// Maps an error result onto a dlock failure naming `where`.
+failure map_error(const PGresult* r, std::string_view where);
+
+// SQLSTATE of the error dlock's own functions raise when the session's lease has lapsed.
+inline constexpr std::string_view session_expired_state = "DL001";
+
+}  // namespace dlock::detail::pg

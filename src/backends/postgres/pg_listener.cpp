@@ -1,0 +1,167 @@
+#include "backends/postgres/pg_listener.hpp"
+
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <cerrno>
+
+namespace dlock::detail::pg {
+
+listener::listener(target t, std::chrono::milliseconds timeout, statements stmts)
+    : target_(std::move(t)), timeout_(timeout), stmts_(std::move(stmts)) {}
+
+void listener::wake_reader() {
+  if (wake_fd_ < 0) return;
+  std::uint64_t one = 1;
+  (void)!::write(wake_fd_, &one, sizeof one);
+}
+
+result<void> listener::connect_locked() {
+  if (stopping_) return fail(errc::session_closed, target_.where + ": session closed");
+  if (conn_ && conn_->usable()) return {};
+  auto c = conn::open(target_, timeout_);
+  if (!c) return fail(c.error());
+  conn_ = std::move(*c);
+  // A new connection listens on nothing: every subscription taken before is void.
+  by_id_.clear();
+  id_by_channel_.clear();
+  stale_channels_ = false;
+  ++epoch_;
+  cv_.notify_all();
+  if (wake_fd_ < 0) {
+    wake_fd_ = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    if (wake_fd_ < 0) return fail(errc::backend_error, target_.where + ": eventfd failed");
+    reader_ = std::thread([this] { read_loop(); });
+  }
+  wake_reader();  // the reader polls the new socket
+  return {};
+}
+
+// After every request on the connection: deliver what arrived meanwhile and, if the
+// request broke the connection, wake everyone (waiters re-check; the reader drops the fd).
+void listener::after_request_locked() {
+  dispatch_locked();
+  if (!conn_ || !conn_->usable()) {
+    conn_.reset();
+    ++epoch_;
+    cv_.notify_all();
+    wake_reader();
+  }
+}
+
+void listener::dispatch_locked() {
+  if (!conn_) return;
+  bool any = false;
+  for (const auto& ch : conn_->take_notifications()) {
+    auto it = id_by_channel_.find(ch);
+    if (it == id_by_channel_.end()) continue;
+    ++by_id_[it->second].notified;
+    any = true;
+  }
+  if (any) cv_.notify_all();
+}
+
+result<listener::ticket> listener::subscribe(const std::string& id) {
+  std::lock_guard lk(mu_);
+  if (auto r = connect_locked(); !r) return fail(r.error());
+  auto it = by_id_.find(id);
+  if (it != by_id_.end()) {  // another waiter of this session already listens
+    ++it->second.refs;
+    return ticket{id, it->second.notified, epoch_};
+  }
+  bool reset = stale_channels_ && by_id_.empty();
+  auto r = conn_->run(stmts_.listen, {id, reset ? "true" : "false"});
+  if (!r) {
+    after_request_locked();
+    return fail(r.error());
+  }
+  if (reset) {
+    id_by_channel_.clear();
+    stale_channels_ = false;
+  }
+  auto channel = r->text(0, 0);
+  auto& st = by_id_[id];
+  st.channel = channel;
+  st.refs = 1;
+  id_by_channel_[channel] = id;
+  auto t = ticket{id, st.notified, epoch_};
+  after_request_locked();
+  return t;
+}
+
+result<std::optional<std::chrono::milliseconds>> listener::alive(const std::string& id) {
+  std::lock_guard lk(mu_);
+  if (auto r = connect_locked(); !r) return fail(r.error());
+  auto r = conn_->run(stmts_.alive, {id});
+  after_request_locked();
+  if (!r) return fail(r.error());
+  if (r->count() == 0) return std::optional<std::chrono::milliseconds>{};
+  return std::optional{std::chrono::milliseconds{r->i64(0, 0)}};
+}
+
+void listener::wait(const ticket& t, std::chrono::steady_clock::time_point until,
+                    std::stop_token stop) {
+  std::unique_lock lk(mu_);
+  cv_.wait_until(lk, stop, until, [&] {
+    if (stopping_ || epoch_ != t.epoch) return true;
+    auto it = by_id_.find(t.id);
+    return it == by_id_.end() || it->second.notified != t.seen;
+  });
+}
+
+void listener::unsubscribe(const ticket& t) {
+  std::lock_guard lk(mu_);
+  if (t.epoch != epoch_) return;  // the connection it belonged to is gone
+  auto it = by_id_.find(t.id);
+  if (it == by_id_.end() || --it->second.refs > 0) return;
+  // Left LISTENing: dropped by the next subscribe that finds no wait in progress, which
+  // costs no extra round trip. A stray notification for it is ignored.
+  by_id_.erase(it);
+  stale_channels_ = true;
+}
+
+void listener::read_loop() {
+  for (;;) {
+    int fd = -1;
+    {
+      std::lock_guard lk(mu_);
+      if (stopping_) return;
+      if (conn_ && conn_->usable()) fd = conn_->socket();
+    }
+    pollfd p[2] = {{wake_fd_, POLLIN, 0}, {fd, POLLIN, 0}};
+    if (::poll(p, 2, -1) < 0 && errno != EINTR) return;
+    if (p[0].revents & POLLIN) {
+      std::uint64_t v;
+      (void)!::read(wake_fd_, &v, sizeof v);
+    }
+    std::lock_guard lk(mu_);
+    if (stopping_) return;
+    if (fd < 0 || !(p[1].revents & (POLLIN | POLLHUP | POLLERR))) continue;
+    if (!conn_ || conn_->socket() != fd) continue;  // replaced meanwhile
+    if (!conn_->consume()) {
+      conn_.reset();
+      ++epoch_;
+      cv_.notify_all();
+      continue;
+    }
+    dispatch_locked();
+  }
+}
+
+void listener::close() noexcept {
+  {
+    std::lock_guard lk(mu_);
+    if (stopping_) return;
+    stopping_ = true;
+    cv_.notify_all();
+    wake_reader();
+  }
+  if (reader_.joinable()) reader_.join();
+  std::lock_guard lk(mu_);
+  conn_.reset();
+  if (wake_fd_ >= 0) ::close(wake_fd_);
+  wake_fd_ = -1;
+}
+
+}  // namespace dlock::detail::pg

@@ -1,0 +1,75 @@
+#pragma once
+// The second connection of a PostgreSQL session: it LISTENs for the removal of the entries
+// this session's waiters wait on. Removing an entry fires a trigger that NOTIFYs a channel
+// named after that entry only, so a release wakes only the waiters of that entry (O(1)).
+// A reader thread (started on first use) polls the socket; waiters sleep on a condition
+// variable. The connection opens lazily, so a session that never waits never opens it.
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <stop_token>
+#include <string>
+#include <thread>
+
+#include "backends/postgres/pg_conn.hpp"
+#include "backends/postgres/pg_schema.hpp"
+
+namespace dlock::detail::pg {
+
+class listener {
+ public:
+  listener(target t, std::chrono::milliseconds timeout, statements stmts);
+  listener(const listener&) = delete;
+  ~listener() { close(); }
+
+  struct ticket {
+    std::string id;
+    std::uint64_t seen{0};   // notifications on the entry's channel when subscribed
+    std::uint64_t epoch{0};  // connection incarnation when subscribed
+  };
+
+  // LISTENs for the removal of entry `id` (connecting first if needed). Notifications that
+  // arrive after this returns are never missed.
+  result<ticket> subscribe(const std::string& id);
+  // The lease left of entry `id`'s session, or nullopt if the entry is gone or lapsed.
+  result<std::optional<std::chrono::milliseconds>> alive(const std::string& id);
+  // Blocks until the entry's channel is notified, the connection breaks, `until` passes or
+  // `stop` is requested.
+  void wait(const ticket& t, std::chrono::steady_clock::time_point until, std::stop_token stop);
+  void unsubscribe(const ticket& t);
+  void close() noexcept;
+
+ private:
+  struct channel_state {
+    std::string channel;
+    int refs{0};
+    std::uint64_t notified{0};
+  };
+
+  result<void> connect_locked();
+  void after_request_locked();
+  void dispatch_locked();
+  void wake_reader();
+  void read_loop();
+
+  target target_;
+  std::chrono::milliseconds timeout_;
+  statements stmts_;
+
+  std::mutex mu_;
+  std::condition_variable_any cv_;
+  std::optional<conn> conn_;
+  std::map<std::string, channel_state> by_id_;
+  std::map<std::string, std::string> id_by_channel_;
+  bool stale_channels_{false};  // LISTENs left over from finished waits
+  std::uint64_t epoch_{0};
+  bool stopping_{false};
+  int wake_fd_{-1};  // eventfd: tells the reader the socket changed or it must stop
+  std::thread reader_;
+};
+
+}  // namespace dlock::detail::pg

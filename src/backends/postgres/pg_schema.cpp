@@ -1,0 +1,169 @@
+#include "backends/postgres/pg_schema.hpp"
+
+namespace dlock::detail::pg {
+namespace {
+
+// "@S" stands for the quoted schema name.
+constexpr const char* ddl = R"sql(
+BEGIN;
+SELECT pg_advisory_xact_lock(7234315448311949163);
+CREATE SCHEMA IF NOT EXISTS @S;
+CREATE TABLE IF NOT EXISTS @S.meta(key text PRIMARY KEY, value text NOT NULL);
+CREATE TABLE IF NOT EXISTS @S.sessions(
+  id text PRIMARY KEY, owner text NOT NULL, expires timestamptz NOT NULL);
+CREATE TABLE IF NOT EXISTS @S.fences(name text PRIMARY KEY, fence bigint NOT NULL);
+CREATE TABLE IF NOT EXISTS @S.entries(
+  id text PRIMARY KEY, name text NOT NULL, kind smallint NOT NULL, token bigint NOT NULL,
+  session text NOT NULL, created timestamptz NOT NULL, UNIQUE (name, token));
+CREATE INDEX IF NOT EXISTS entries_session ON @S.entries(session);
+
+-- One channel per entry, so a release wakes only the waiters of that entry.
+CREATE OR REPLACE FUNCTION @S.channel(p_id text) RETURNS text
+LANGUAGE sql IMMUTABLE AS $$ SELECT 'dlock_' || md5(p_id) $$;
+
+CREATE OR REPLACE FUNCTION @S.entry_gone() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  PERFORM pg_notify(@S.channel(OLD.id), '');
+  RETURN NULL;
+END $$;
+DROP TRIGGER IF EXISTS entry_gone ON @S.entries;
+CREATE TRIGGER entry_gone AFTER DELETE ON @S.entries
+  FOR EACH ROW EXECUTE FUNCTION @S.entry_gone();
+
+-- p_reset drops the LISTENs of finished waits in the same round trip.
+CREATE OR REPLACE FUNCTION @S.listen(p_id text, p_reset boolean) RETURNS text
+LANGUAGE plpgsql AS $$
+DECLARE ch text := @S.channel(p_id);
+BEGIN
+  IF p_reset THEN
+    UNLISTEN *;
+  END IF;
+  EXECUTE format('LISTEN %I', ch);
+  RETURN ch;
+END $$;
+
+-- The live queue of one lock; entries of lapsed sessions are deleted on the way.
+CREATE OR REPLACE FUNCTION @S.queue(p_name text)
+RETURNS TABLE(r_id text, r_kind smallint, r_token bigint, r_created_ms bigint, r_owner text,
+              r_lease_ms bigint)
+LANGUAGE plpgsql AS $$
+DECLARE t timestamptz := clock_timestamp();
+BEGIN
+  IF EXISTS (SELECT 1 FROM @S.entries e LEFT JOIN @S.sessions s ON s.id = e.session
+             WHERE e.name = p_name AND (s.id IS NULL OR s.expires <= t)) THEN
+    DELETE FROM @S.entries e WHERE e.name = p_name AND NOT EXISTS (
+      SELECT 1 FROM @S.sessions s WHERE s.id = e.session AND s.expires > t);
+  END IF;
+  RETURN QUERY
+    SELECT e.id, e.kind, e.token, (extract(epoch FROM e.created) * 1000)::bigint, s.owner,
+           (extract(epoch FROM (s.expires - t)) * 1000)::bigint
+    FROM @S.entries e JOIN @S.sessions s ON s.id = e.session
+    WHERE e.name = p_name AND s.expires > t ORDER BY e.token;
+END $$;
+
+-- Idempotent on the entry id: a retry after a lost reply finds the entry it created. The
+-- fence row stays locked until commit, so tokens commit in order and queue order is token
+-- order.
+CREATE OR REPLACE FUNCTION @S.enqueue(p_session text, p_name text, p_id text, p_kind smallint)
+RETURNS TABLE(r_id text, r_kind smallint, r_token bigint, r_created_ms bigint, r_owner text,
+              r_lease_ms bigint)
+LANGUAGE plpgsql AS $$
+DECLARE t bigint;
+BEGIN
+  PERFORM 1 FROM @S.sessions s WHERE s.id = p_session AND s.expires > clock_timestamp();
+  IF NOT FOUND THEN
+    RAISE EXCEPTION USING ERRCODE = 'DL001', MESSAGE = 'dlock session ' || p_session || ' expired';
+  END IF;
+  PERFORM 1 FROM @S.entries e WHERE e.id = p_id;
+  IF NOT FOUND THEN
+    INSERT INTO @S.fences AS f(name, fence) VALUES (p_name, 1)
+      ON CONFLICT (name) DO UPDATE SET fence = f.fence + 1 RETURNING f.fence INTO t;
+    INSERT INTO @S.entries(id, name, kind, token, session, created)
+      VALUES (p_id, p_name, p_kind, t, p_session, clock_timestamp());
+  END IF;
+  RETURN QUERY SELECT * FROM @S.queue(p_name);
+END $$;
+
+INSERT INTO @S.meta(key, value) VALUES ('schema_version', '1') ON CONFLICT (key) DO NOTHING;
+COMMIT;
+)sql";
+
+std::string with_schema(std::string sql, const std::string& schema) {
+  const std::string quoted = "\"" + schema + "\"";
+  for (auto pos = sql.find("@S"); pos != std::string::npos; pos = sql.find("@S", pos)) {
+    sql.replace(pos, 2, quoted);
+    pos += quoted.size();
+  }
+  return sql;
+}
+
+}  // namespace
+
+bool valid_schema_name(const std::string& schema) {
+  if (schema.empty() || schema.size() > 63 || (schema[0] >= '0' && schema[0] <= '9')) return false;
+  for (char c : schema) {
+    if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_')) return false;
+  }
+  return true;
+}
+
+statements make_statements(const std::string& schema) {
+  auto s = [&](const char* name, const char* sql) {
+    return statement{std::string("dlock_") + name, with_schema(sql, schema)};
+  };
+  return {
+      s("open_session",
+        "WITH old AS (DELETE FROM @S.sessions WHERE expires <= clock_timestamp() RETURNING id),"
+        " gone AS (DELETE FROM @S.entries e USING old WHERE e.session = old.id)"
+        " INSERT INTO @S.sessions(id, owner, expires)"
+        " VALUES ($1, $2, clock_timestamp() + $3::float8 * interval '1 millisecond')"
+        " ON CONFLICT (id) DO NOTHING"),
+      s("enqueue", "SELECT * FROM @S.enqueue($1, $2, $3, $4::smallint)"),
+      s("list", "SELECT * FROM @S.queue($1)"),
+      s("remove", "DELETE FROM @S.entries WHERE name = $1 AND id = $2 AND session = $3"),
+      s("keep_alive",
+        "UPDATE @S.sessions SET expires = clock_timestamp() + $2::float8 * interval '1 millisecond'"
+        " WHERE id = $1 AND expires > clock_timestamp()"),
+      s("close",
+        "WITH gone AS (DELETE FROM @S.entries WHERE session = $1)"
+        " DELETE FROM @S.sessions WHERE id = $1"),
+      s("lock_names",
+        "SELECT DISTINCT e.name COLLATE \"C\" AS n FROM @S.entries e"
+        " JOIN @S.sessions s ON s.id = e.session"
+        " WHERE s.expires > clock_timestamp() AND starts_with(e.name, $1) ORDER BY n"),
+      s("alive",
+        "SELECT (extract(epoch FROM (s.expires - clock_timestamp())) * 1000)::bigint"
+        " FROM @S.entries e JOIN @S.sessions s ON s.id = e.session"
+        " WHERE e.id = $1 AND s.expires > clock_timestamp()"),
+      s("listen", "SELECT @S.listen($1, $2::boolean)"),
+  };
+}
+
+result<void> ensure_schema(conn& c, const std::string& schema) {
+  // The common case costs one query; DDL (and its locks) only on first use.
+  // A missing schema or table is an error here, and the reason to run the DDL below.
+  auto check =
+      c.exec(with_schema("SELECT value FROM @S.meta WHERE key = 'schema_version'", schema));
+  if (check && check->count() == 1) {
+    auto version = check->i64(0, 0);
+    if (version == schema_version) return {};
+    if (version > schema_version) {
+      return fail(errc::backend_error, c.where() + ": schema \"" + schema + "\" has version " +
+                                           std::to_string(version) +
+                                           ", newer than this dlock understands (" +
+                                           std::to_string(schema_version) + ")");
+    }
+  } else if (!check && is_transient(check.error())) {
+    return fail(check.error());
+  }
+  if (!c.usable()) return fail(errc::backend_unavailable, c.where() + ": connection lost");
+  auto r = c.exec(with_schema(ddl, schema));
+  if (!r) {
+    if (c.usable()) (void)c.exec("ROLLBACK");
+    return fail(
+        failure{r.error().code, r.error().message + " (creating schema \"" + schema + "\")"});
+  }
+  return {};
+}
+
+}  // namespace dlock::detail::pg

@@ -1,0 +1,45 @@
+#pragma once
+// dlock's tables and functions in one PostgreSQL schema (default "dlock"), and the
+// statements the backend runs against them. The design is SQLite's (sqlite_backend.cpp):
+//   sessions(id, owner, expires)  -- one lease row per session
+//   fences(name, fence)           -- per-lock fencing counter, never reset
+//   entries(id, name, kind, token, session, created)  -- the queue, ordered by token
+// with every expiry computed by the database's clock_timestamp() (now() would be the
+// transaction's start), and server-side functions so that uncontended acquire and release
+// are one round trip each.
+
+#include <string>
+
+#include "backends/postgres/pg_conn.hpp"
+
+namespace dlock::detail::pg {
+
+inline constexpr int schema_version = 1;
+
+// Every statement the backend runs; parameters are $1.. in the order documented.
+struct statements {
+  statement open_session;  // (session, owner, ttl_ms); also purges lapsed sessions
+  statement enqueue;       // (session, name, entry id, kind) -> queue rows
+  statement list;          // (name) -> queue rows
+  statement remove;        // (name, entry id, session); the trigger notifies waiters
+  statement keep_alive;    // (session, ttl_ms) -> affected 0 or 1
+  statement close;         // (session)
+  statement lock_names;    // (prefix) -> names
+  statement alive;         // (entry id) -> lease_ms of the entry's session, if alive
+  statement listen;        // (entry id, reset) -> channel; LISTENs on it
+};
+// Queue rows: id, kind, token, created_ms, owner, lease_ms -- live entries in token order.
+
+// `schema` must already be a valid identifier (see valid_schema_name).
+statements make_statements(const std::string& schema);
+
+// Lower-case letters, digits and '_', not starting with a digit, at most 63 bytes, so it
+// needs no quoting rules beyond double quotes.
+bool valid_schema_name(const std::string& schema);
+
+// Creates the schema on first use, idempotently and safely against concurrent first uses
+// (an advisory transaction lock serializes them). backend_error if the stored schema is
+// newer than this dlock understands.
+result<void> ensure_schema(conn& c, const std::string& schema);
+
+}  // namespace dlock::detail::pg

@@ -1,0 +1,277 @@
+// Faults every SQL backend must survive, against a real server (see sql_admin.hpp): the
+// server killing a holder's connection, a server restart under a holder and a waiter, hostile
+// lock names, and bad credentials / database / address.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <dlock/dlock.hpp>
+#include <functional>
+#include <mutex>
+#include <thread>
+
+#include "sql/sql_admin.hpp"
+#include "support/net.hpp"
+
+namespace dlock::test {
+namespace {
+
+using namespace std::chrono_literals;
+
+// Polls `pred` every 10 ms until it holds or `timeout` passes.
+bool eventually(const std::function<bool()>& pred, std::chrono::milliseconds timeout) {
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (pred()) return true;
+    std::this_thread::sleep_for(10ms);
+  }
+  return pred();
+}
+
+// Retries outlast a server restart, so the tests see the backend's behaviour, not the
+// default retry budget running out.
+session_options patient(std::chrono::milliseconds request_timeout = 2s) {
+  return {.request_timeout = request_timeout, .retry = {.max_attempts = 1000}};
+}
+
+class sql_faults : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    // The "dlock" user creates the schema, so the other test users find it.
+    static std::once_flag once;
+    std::call_once(once, [] { session::open(admin().url("dlock", "secret")).close(); });
+  }
+  std::string name(const std::string& stem) { return stem + "-" + random_suffix(); }
+};
+
+// A waiter in its own thread; records what it saw at the moment it was granted.
+struct waiter {
+  std::atomic<bool> done{false};
+  bool granted{false};
+  bool other_held_at_grant{true};
+  fencing_token token{};
+  std::error_code error;
+  std::thread thread;
+
+  waiter(session s, std::string lock, hold other, std::chrono::seconds timeout) {
+    thread = std::thread([this, s, lock, other, timeout] {
+      mutex m(s, lock);
+      try {
+        granted = m.try_lock_for(timeout);
+        if (granted) {
+          other_held_at_grant = other.is_held();
+          token = m.token();
+          m.unlock();
+        }
+      } catch (const dlock::system_error& e) {
+        error = e.code();
+      }
+      done = true;
+    });
+  }
+  ~waiter() {
+    if (thread.joinable()) thread.join();
+  }
+};
+
+TEST_F(sql_faults, killed_and_locked_out_holder_is_told_then_waiter_gets_larger_token) {
+  auto& a = admin();
+  a.create_user("holder_a", "pw_a");
+  auto holder = session::open(a.url("holder_a", "pw_a", "ttl=2s"), patient(1s));
+  auto other = session::open(a.url("dlock", "secret", "ttl=2s"), patient());
+  auto lock = name("killed");
+  mutex h(holder, lock);
+  h.lock();
+  auto hold = h.current_hold();
+  auto first = h.token();
+  waiter w(other, lock, hold, 60s);
+
+  a.set_login("holder_a", false);
+  EXPECT_GE(a.kill_connections("holder_a"), 1);
+  // Suspect as soon as a renewal fails, lost when the lease runs out.
+  EXPECT_TRUE(eventually([&] { return hold.suspect_token().stop_requested(); }, 20s));
+  EXPECT_TRUE(eventually([&] { return hold.lost_token().stop_requested(); }, 20s));
+  EXPECT_FALSE(hold.is_held());
+  w.thread.join();
+  a.set_login("holder_a", true);
+  EXPECT_TRUE(w.granted) << w.error.message();
+  EXPECT_FALSE(w.other_held_at_grant) << "the waiter was granted while the holder still held";
+  EXPECT_GT(w.token, first);
+  std::error_code ec;
+  h.unlock(ec);
+  EXPECT_EQ(ec, dlock::errc::lock_lost);
+}
+
+TEST_F(sql_faults, killed_connection_is_replaced_and_the_hold_survives) {
+  auto& a = admin();
+  a.create_user("holder_b", "pw_b");
+  auto holder = session::open(a.url("holder_b", "pw_b", "ttl=3s"), patient(1s));
+  auto other = session::open(a.url("dlock", "secret", "ttl=3s"), patient());
+  auto lock = name("reconnect");
+  mutex h(holder, lock);
+  h.lock();
+  auto hold = h.current_hold();
+  auto first = h.token();
+
+  EXPECT_GE(a.kill_connections("holder_b"), 1);
+  // The next renewal fails (suspect); the one after reconnects and renews (held again).
+  EXPECT_TRUE(eventually([&] { return hold.suspect_token().stop_requested(); }, 20s));
+  auto before = hold.valid_until();
+  EXPECT_TRUE(eventually(
+      [&] { return hold.state() == hold_state::held && hold.valid_until() > before; }, 20s));
+  EXPECT_TRUE(hold.is_held());
+  mutex m(other, lock);
+  EXPECT_FALSE(m.try_lock());
+  std::error_code ec;
+  h.unlock(ec);
+  EXPECT_FALSE(ec) << ec.message();
+  ASSERT_TRUE(m.try_lock_for(10s));
+  EXPECT_GT(m.token(), first);
+  m.unlock();
+}
+
+TEST_F(sql_faults, restart_within_the_lease_keeps_holder_and_waiter_consistent) {
+  auto& a = admin();
+  auto holder = session::open(a.url("dlock", "secret", "ttl=15s"), patient());
+  auto other = session::open(a.url("dlock", "secret", "ttl=15s"), patient());
+  auto lock = name("restart");
+  mutex h(holder, lock);
+  h.lock();
+  auto hold = h.current_hold();
+  auto first = h.token();
+  waiter w(other, lock, hold, 120s);
+  std::this_thread::sleep_for(300ms);  // let it queue (not required for correctness)
+
+  a.stop();
+  std::this_thread::sleep_for(1s);
+  a.start();
+  // A renewal after the restart got through: the lease row survived with the server.
+  auto before = hold.valid_until();
+  EXPECT_TRUE(eventually(
+      [&] { return hold.state() == hold_state::held && hold.valid_until() > before; }, 30s));
+  EXPECT_TRUE(hold.is_held());
+  EXPECT_FALSE(w.done) << "the waiter finished while the holder held: " << w.error.message();
+  std::error_code ec;
+  h.unlock(ec);
+  EXPECT_FALSE(ec) << ec.message();
+  w.thread.join();
+  EXPECT_TRUE(w.granted) << w.error.message();
+  EXPECT_GT(w.token, first);
+  // Tokens survive the restart: a new session's token is larger still.
+  auto third = session::open(a.url("dlock", "secret", "ttl=15s"), patient());
+  mutex m(third, lock);
+  ASSERT_TRUE(m.try_lock_for(10s));
+  EXPECT_GT(m.token(), w.token);
+  m.unlock();
+}
+
+TEST_F(sql_faults, outage_longer_than_the_lease_loses_everything_and_tokens_go_on) {
+  auto& a = admin();
+  auto holder = session::open(a.url("dlock", "secret", "ttl=2s"), patient(1s));
+  auto other = session::open(a.url("dlock", "secret", "ttl=2s"), patient(1s));
+  auto lock = name("outage");
+  mutex h(holder, lock);
+  h.lock();
+  auto hold = h.current_hold();
+  auto first = h.token();
+  waiter w(other, lock, hold, 60s);
+  std::this_thread::sleep_for(300ms);
+
+  a.stop();
+  EXPECT_TRUE(eventually([&] { return hold.lost_token().stop_requested(); }, 20s));
+  EXPECT_FALSE(hold.is_held());
+  w.thread.join();
+  EXPECT_FALSE(w.granted) << "granted although its own session lapsed during the outage";
+  a.start();
+  EXPECT_TRUE(eventually([&] { return holder.state() == session_state::expired; }, 20s));
+  auto fresh = session::open(a.url("dlock", "secret", "ttl=2s"), patient());
+  mutex m(fresh, lock);
+  ASSERT_TRUE(m.try_lock_for(10s));
+  EXPECT_GT(m.token(), first);
+  m.unlock();
+  EXPECT_EQ(a.entry_rows(lock), 0u) << "lapsed entries were not purged";
+}
+
+TEST_F(sql_faults, hostile_and_unicode_names_are_stored_and_found_verbatim) {
+  auto& a = admin();
+  auto s1 = session::open(a.url("dlock", "secret", "ttl=5s"));
+  auto s2 = session::open(a.url("dlock", "secret", "ttl=5s"));
+  std::string cjk;
+  for (int i = 0; i < 85; ++i) cjk += "\xe5\x90\x8d";  // 85 x U+540D = 255 bytes
+  const std::vector<std::string> names = {
+      "it's",
+      "semi;colon",
+      "'; DROP TABLE dlock_entries; --",
+      "'); DELETE FROM entries; --",
+      "double \"quoted\"",
+      "back\\slash %_ wild",
+      "Ünïcødé 🔒 ключ",
+      std::string(255, 'n'),
+      cjk,
+      "Case",
+      "case",
+      "trailing space ",
+  };
+  for (const auto& n : names) {
+    SCOPED_TRACE(n);
+    mutex m1(s1, n);
+    mutex m2(s2, n);
+    ASSERT_TRUE(m1.try_lock());
+    EXPECT_EQ(a.stored_names(n), std::vector<std::string>{n});
+    EXPECT_FALSE(m2.try_lock());
+    auto first = m1.token();
+    m1.unlock();
+    ASSERT_TRUE(m2.try_lock());
+    EXPECT_GT(m2.token(), first);
+    m2.unlock();
+  }
+  // Names differing only in case or trailing space are different locks.
+  mutex upper(s1, "Case "), lower(s2, "case ");
+  ASSERT_TRUE(upper.try_lock());
+  EXPECT_TRUE(lower.try_lock());
+}
+
+TEST_F(sql_faults, wrong_password_is_permission_denied_and_creates_nothing) {
+  auto& a = admin();
+  auto sessions = a.session_rows();
+  try {
+    session::open(a.url("dlock", "not-the-pw-4711"), {.request_timeout = 2s});
+    FAIL() << "opened with a wrong password";
+  } catch (const dlock::system_error& e) {
+    EXPECT_EQ(e.code(), dlock::errc::permission_denied) << e.what();
+    EXPECT_EQ(std::string(e.what()).find("not-the-pw-4711"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(a.session_rows(), sessions);
+}
+
+TEST_F(sql_faults, missing_database_is_a_clear_final_error) {
+  try {
+    session::open(admin().url_missing_db(), {.request_timeout = 2s});
+    FAIL() << "opened a database that does not exist";
+  } catch (const dlock::system_error& e) {
+    // MySQL answers "access denied to database" to a user without rights on it whether or
+    // not it exists (not to reveal which databases exist).
+    EXPECT_TRUE(e.code() == dlock::errc::invalid_argument ||
+                e.code() == dlock::errc::backend_error ||
+                e.code() == dlock::errc::permission_denied)
+        << e.what();
+    EXPECT_NE(std::string(e.what()).find("no_such_db"), std::string::npos) << e.what();
+    EXPECT_EQ(std::string(e.what()).find("secret"), std::string::npos) << e.what();
+  }
+}
+
+TEST_F(sql_faults, server_down_is_backend_unavailable) {
+  auto port = std::to_string(free_port());  // nothing listens there
+  auto url = admin().url("dlock", "secret");
+  auto colon = url.rfind(':');
+  url = url.substr(0, colon + 1) + port + url.substr(url.find('/', colon));
+  try {
+    session::open(url, {.request_timeout = 1s, .retry = {.max_attempts = 1}});
+    FAIL() << "opened a session on a port where no server listens";
+  } catch (const dlock::system_error& e) {
+    EXPECT_EQ(e.code(), dlock::errc::backend_unavailable) << e.what();
+    EXPECT_EQ(std::string(e.what()).find("secret"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace dlock::test

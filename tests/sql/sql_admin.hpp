@@ -1,0 +1,40 @@
+#pragma once
+// What the SQL fault tests (fault_tests.cpp) need from a server, so that one set of test
+// bodies runs against PostgreSQL (postgres_admin.cpp) and MariaDB (mysql_admin.cpp). Each
+// test executable links one implementation; its server starts once per executable.
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+namespace dlock::test {
+
+class sql_admin {
+ public:
+  virtual ~sql_admin() = default;
+  // A dlock URL for `user`:`password` on the test database, with `query` appended.
+  virtual std::string url(const std::string& user, const std::string& password,
+                          const std::string& query = "") = 0;
+  // The same server, a database that does not exist.
+  virtual std::string url_missing_db() = 0;
+  // A login that may use dlock's tables (created before by the "dlock" user).
+  virtual void create_user(const std::string& user, const std::string& password) = 0;
+  // Refuses (false) or allows new logins of `user`; open connections are not touched.
+  virtual void set_login(const std::string& user, bool allowed) = 0;
+  // Terminates every connection of `user` from the server side; returns how many.
+  virtual int kill_connections(const std::string& user) = 0;
+  // Clean stop and start on the same port.
+  virtual void stop() = 0;
+  virtual void start() = 0;
+  // Names in the entries table byte-equal to `name` (read back from the server).
+  virtual std::vector<std::string> stored_names(const std::string& name) = 0;
+  // Rows of the entries table for `lock`, lapsed ones included.
+  virtual std::size_t entry_rows(const std::string& lock) = 0;
+  // Rows of the sessions table.
+  virtual std::size_t session_rows() = 0;
+};
+
+// The server of this test executable, started on first use.
+sql_admin& admin();
+
+}  // namespace dlock::test

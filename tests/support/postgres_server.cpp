@@ -1,0 +1,120 @@
+#include "support/postgres_server.hpp"
+
+#include <libpq-fe.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+
+#include "support/process.hpp"
+
+namespace dlock::test {
+namespace {
+
+const std::string bin = "/usr/lib/postgresql/15/bin/";
+
+void check(const std::pair<int, std::string>& r, const std::string& what) {
+  if (r.first != 0) {
+    throw std::runtime_error(what + " failed (status " + std::to_string(r.first) + "):\n" +
+                             r.second);
+  }
+}
+
+}  // namespace
+
+std::vector<std::string> postgres_server::as_postgres(std::vector<std::string> argv) const {
+  if (::geteuid() == 0) argv.insert(argv.begin(), {"runuser", "-u", "postgres", "--"});
+  return argv;
+}
+
+std::string postgres_server::log() const {
+  std::ifstream f(dir_.path() + "/server.log");
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+postgres_server::postgres_server() {
+  for (const char* tool : {"initdb", "pg_ctl", "postgres"}) {
+    if (!std::filesystem::exists(bin + tool)) {
+      throw std::runtime_error("PostgreSQL 15 is not installed: missing " + bin + tool +
+                               " (apt-get install postgresql)");
+    }
+  }
+  port_ = free_port();
+  check(run_command(as_postgres({bin + "initdb", "-D", dir_.path() + "/data", "-U", "postgres",
+                                 "--auth-local=trust", "--auth-host=scram-sha-256", "-E", "UTF8",
+                                 "--locale=C", "--no-sync"}),
+                    std::chrono::seconds{120}),
+        "initdb");
+  start();
+  query("CREATE ROLE dlock LOGIN PASSWORD 'secret'", {}, "postgres");
+  query("CREATE DATABASE dlock OWNER dlock", {}, "postgres");
+}
+
+postgres_server::~postgres_server() {
+  if (running_) {
+    (void)run_command(
+        as_postgres({bin + "pg_ctl", "-D", dir_.path() + "/data", "-m", "immediate", "-w", "stop"}),
+        std::chrono::seconds{30});
+  }
+}
+
+void postgres_server::start() {
+  // fsync off: a test server need not survive a power cut (a clean stop still writes all).
+  auto opts = "-p " + std::to_string(port_) + " -k " + dir_.path() +
+              " -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=400";
+  auto r =
+      run_command(as_postgres({bin + "pg_ctl", "-D", dir_.path() + "/data", "-l",
+                               dir_.path() + "/server.log", "-o", opts, "-w", "-t", "60", "start"}),
+                  std::chrono::seconds{90});
+  if (r.first != 0) throw std::runtime_error("pg_ctl start failed:\n" + r.second + log());
+  running_ = true;
+}
+
+void postgres_server::stop() {
+  check(run_command(as_postgres({bin + "pg_ctl", "-D", dir_.path() + "/data", "-m", "fast", "-w",
+                                 "-t", "60", "stop"}),
+                    std::chrono::seconds{90}),
+        "pg_ctl stop");
+  running_ = false;
+}
+
+std::string postgres_server::url(const std::string& query) const {
+  return "postgres://dlock:secret@127.0.0.1:" + std::to_string(port_) + "/dlock" +
+         (query.empty() ? "" : "?" + query);
+}
+
+std::vector<std::string> postgres_server::query(const std::string& sql,
+                                                const std::vector<std::string>& params,
+                                                const std::string& db) const {
+  auto port = std::to_string(port_);
+  const char* keys[] = {"host", "port", "user", "dbname", "connect_timeout", nullptr};
+  const char* values[] = {dir_.path().c_str(), port.c_str(), "postgres", db.c_str(), "10", nullptr};
+  PGconn* c = PQconnectdbParams(keys, values, 0);
+  if (PQstatus(c) != CONNECTION_OK) {
+    std::string msg = PQerrorMessage(c);
+    PQfinish(c);
+    throw std::runtime_error("admin connection to postgres failed: " + msg);
+  }
+  std::vector<const char*> p;
+  for (const auto& s : params) p.push_back(s.c_str());
+  PGresult* r = PQexecParams(c, sql.c_str(), static_cast<int>(p.size()), nullptr, p.data(), nullptr,
+                             nullptr, 0);
+  auto st = PQresultStatus(r);
+  if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK) {
+    std::string msg = PQresultErrorMessage(r);
+    PQclear(r);
+    PQfinish(c);
+    throw std::runtime_error("admin query '" + sql + "' failed: " + msg);
+  }
+  std::vector<std::string> out;
+  for (int i = 0; i < PQntuples(r); ++i) out.emplace_back(PQgetvalue(r, i, 0));
+  PQclear(r);
+  PQfinish(c);
+  return out;
+}
+
+}  // namespace dlock::test
