@@ -19,6 +19,7 @@ struct section {
   ending how{ending::open};
   bool lost_seen{false};
   std::vector<const event*> writes;
+  std::vector<std::int64_t> checks;  // when a loss-signal check that said "held" started
 };
 
 std::string at(const event& e) {
@@ -93,6 +94,12 @@ class checker {
         case step::write:
           on_write(cur == none ? nullptr : &sections_[cur], *e);
           break;
+        case step::checked:
+          if (cur == none)
+            add("bad_sequence", "check outside a critical section, " + at(*e));
+          else
+            sections_[cur].checks.push_back(e->ns);
+          break;
         case step::lost:
           if (cur == none) break;  // a loss noticed after the section ended changes nothing
           sections_[cur].lost_seen = true;
@@ -162,6 +169,14 @@ class checker {
       const auto& a = sections_[i];
       for (std::size_t j = i + 1; j < sections_.size() && sections_[j].start < a.end; ++j) {
         const auto& b = sections_[j];
+        for (auto t : a.checks) {
+          if (t > b.start) {
+            add("held_after_regrant",
+                a.worker + " (token " + std::to_string(a.token) + ") was told it held at " +
+                    std::to_string(t) + " ns, after " + b.worker + " was granted token " +
+                    std::to_string(b.token) + " at " + std::to_string(b.start) + " ns");
+          }
+        }
         if (a.how == ending::released) {
           add("overlap", a.worker + " (token " + std::to_string(a.token) + ") released at " +
                              std::to_string(a.end) + " ns but " + b.worker + " (token " +

@@ -11,6 +11,8 @@
 //  - stale_write_accepted: the older of two overlapping sections (one that ended by loss,
 //    kill or crash) had a write ACCEPTED after the newer one's grant. A refused write is
 //    what fencing is for and is allowed.
+//  - held_after_regrant: a holder's loss-signal check said "held" although it started after
+//    another holder's grant -- the holder was not told in time (stale or not, refused or not).
 //  - write_after_lost: a holder wrote after it had seen its own loss signal.
 //  - wrong_token / write_outside_section / bad_sequence / unterminated: a worker broke the
 //    acquire -> read -> write -> release protocol (worker or driver bug).

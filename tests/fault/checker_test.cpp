@@ -41,6 +41,7 @@ class builder {
     ev(w, step::acquire_start);
     ev(w, step::granted, token);
     ev(w, step::read, 0, value);
+    ev(w, step::checked, token);
     write(w, token, value + 1, true);
     ev(w, step::released, token);
   }
@@ -156,6 +157,21 @@ TEST(Checker, CatchesStaleWriteAcceptedAfterNewerGrant) {
   EXPECT_TRUE(std::ranges::count(r, "stale_write_accepted")) << testing::PrintToString(r);
   // The lost increment is caught on the register's side too.
   EXPECT_TRUE(std::ranges::count(r, "lost_update")) << testing::PrintToString(r);
+}
+
+TEST(Checker, CatchesHolderToldItHeldAfterAnotherWasGranted) {
+  builder b;
+  b.ev("a", step::acquire_start);
+  b.ev("a", step::granted, 1);
+  b.ev("a", step::read, 0, 0);
+  b.ev("a", step::stopped);
+  b.section("b", 2, 0);
+  b.ev("a", step::continued);
+  b.ev("a", step::checked, 1);  // is_held() said yes: a lie, b was granted before
+  b.write("a", 1, 1, false);    // the fence saved the data, not the library
+  b.ev("a", step::lost, 1);
+  b.ev("a", step::released, 1);
+  EXPECT_EQ(rules(check(b.h)), R{"held_after_regrant"});
 }
 
 TEST(Checker, CatchesWriteAfterOwnLossSignal) {

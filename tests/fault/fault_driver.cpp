@@ -180,9 +180,15 @@ class run {
         w->proc->signal(SIGSTOP);
         driver_event(*w, step::stopped, {}, ns);
         // Resume only once a newer holder wrote: the fence must then refuse a stale write.
-        pump_until(b_.ttl() + 3s, [&] {
-          return view_.first_grant_after(ns, target) && view_.newer_write_accepted(h->token, ns);
-        });
+        // If the stop caught the holder inside the register's transaction, the new holder
+        // cannot read or write until it resumes: wait for its write only briefly then.
+        bool granted = pump_until(b_.ttl() + 3s,
+                                  [&] { return view_.first_grant_after(ns, target).has_value(); });
+        if (!granted) note("stop " + std::to_string(k) + ": no newer grant within TTL + 3 s");
+        if (granted && !pump_until(1s, [&] { return view_.newer_write_accepted(h->token, ns); }))
+          note("stop " + std::to_string(k) +
+               ": newer holder could not write (stopped in the "
+               "register's transaction?)");
         w = slot_of(target);
         if (w) {
           driver_event(*w, step::continued);
@@ -239,6 +245,7 @@ class run {
   }
 
   void stop_all() {
+    auto from = steady::now();
     stopping_ = true;
     for (auto& w : slots_) {
       if (!w.proc || w.status) continue;
@@ -262,6 +269,9 @@ class run {
       finished_.push_back(std::move(w));
     }
     slots_.clear();
+    if (auto took = steady::now() - from; took > b_.ttl())
+      note("stopping the workers took " +
+           std::to_string(std::chrono::duration_cast<ms>(took).count()) + " ms");
   }
 
   void judge() {
@@ -296,9 +306,17 @@ class run {
     if (!b_.multi_process()) {
       r_.orphans = in_process_orphans_;
     } else {
-      auto until = steady::now() + b_.ttl() + 1s;
-      while ((r_.orphans = b_.orphans(lock_)) > 0 && steady::now() < until)
+      auto from = steady::now();
+      auto first = r_.orphans = b_.orphans(lock_);
+      while (r_.orphans > 0 && steady::now() < from + b_.ttl() + 1s) {
         std::this_thread::sleep_for(100ms);
+        r_.orphans = b_.orphans(lock_);
+      }
+      if (first > 0) {
+        note(std::to_string(first) + " entries of dead sessions right after the run, " +
+             std::to_string(r_.orphans) + " after " +
+             std::to_string(std::chrono::duration_cast<ms>(steady::now() - from).count()) + " ms");
+      }
     }
   }
 

@@ -8,10 +8,11 @@
 namespace dlock::fault {
 namespace {
 
-constexpr std::array<std::pair<step, const char*>, 11> names{{
+constexpr std::array<std::pair<step, const char*>, 12> names{{
     {step::acquire_start, "acquire_start"},
     {step::granted, "granted"},
     {step::read, "read"},
+    {step::checked, "checked"},
     {step::write, "write"},
     {step::lost, "lost"},
     {step::released, "released"},
@@ -57,6 +58,7 @@ std::string format(const event& e) {
       std::to_string(e.ns) + " " + e.worker + " " + std::to_string(e.pid) + " " + to_string(e.what);
   switch (e.what) {
     case step::granted:
+    case step::checked:
     case step::lost:
     case step::released:
       s += " token=" + std::to_string(e.token);
@@ -110,6 +112,7 @@ std::optional<event> parse(std::string_view line) {
   }
   switch (e.what) {
     case step::granted:
+    case step::checked:
     case step::lost:
     case step::released:
       if (!has_token) return std::nullopt;

@@ -25,6 +25,7 @@ enum class step {
   acquire_start,
   granted,   // token
   read,      // value, accepted (a holder's read passes the fence too)
+  checked,   // token; the holder's loss-signal check said "held" (stamped before the check)
   write,     // token, value, accepted
   lost,      // token; the holder saw its loss signal (or unlock said lock_lost)
   released,  // token

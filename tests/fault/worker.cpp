@@ -41,7 +41,7 @@ struct config {
   int threads{1};
   long max_ops{1'000'000};
   double max_seconds{60};
-  int pause_min_ms{10}, pause_max_ms{30};
+  int pause_min_ms{15}, pause_max_ms{40};
   bool late_check{false};
 };
 
@@ -184,8 +184,11 @@ class contender {
 
  private:
   bool still_held(const dlock::hold& h, dlock::mutex& m) {
-    if (h.is_held() && !h.lost_token().stop_requested()) return true;
-    auto ns = monotonic_ns();
+    auto ns = monotonic_ns();  // before the check: a "held" answer was true at least until ns
+    if (h.is_held() && !h.lost_token().stop_requested()) {
+      put_at(ns, step::checked, h.token().value);
+      return true;
+    }
     put_at(ns, step::lost, h.token().value, 0, false, "check");
     std::error_code ec;
     m.unlock(ec);
