@@ -228,12 +228,13 @@ int main(int argc, char** argv) {
   event_log log(c.log);
   std::stop_source stop;
   // stdin EOF is the driver's "stop": detached, since a blocking read cannot be interrupted.
-  std::thread([&stop] {
+  std::thread([stop]() mutable {  // a copy shares the state and outlives main's scope
     char buf[64];
     while (::read(0, buf, sizeof buf) > 0) {
     }
     stop.request_stop();
-  }).detach();
+  })
+      .detach();
 
   std::vector<std::unique_ptr<contender>> cs;
   for (int i = 0; i < c.threads; ++i) {

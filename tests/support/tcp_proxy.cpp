@@ -125,9 +125,9 @@ void tcp_proxy::run(std::stop_token stop) {
   auto& conns = loop_->conns;
   auto kill_conn = [&](loop::conn& c, bool rst) {
     if (rst) {
+      ++resets_;  // counted first: a client may see the RST before this thread runs on
       close_rst(c.client);
       close_rst(c.server);
-      ++resets_;
     } else {
       ::close(c.client);
       if (c.server >= 0) ::close(c.server);
@@ -220,15 +220,15 @@ void tcp_proxy::run(std::stop_token stop) {
       if (fd >= 0) {
         ++accepted_;
         if (m == mode::reset) {
-          close_rst(fd);
           ++resets_;
+          close_rst(fd);
         } else {
           int up = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
           auto a = loopback(upstream_);
           if (up < 0 || ::connect(up, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
             if (up >= 0) ::close(up);
-            close_rst(fd);  // the server is down: the client sees a reset
             ++resets_;
+            close_rst(fd);  // the server is down: the client sees a reset
           } else {
             set_nonblocking(up);
             conns.push_back({fd, up, {}, {}, false, false});
