@@ -21,5 +21,7 @@ install(FILES ${CMAKE_CURRENT_BINARY_DIR}/dlockConfig.cmake
               ${CMAKE_CURRENT_BINARY_DIR}/dlockConfigVersion.cmake
         DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/dlock)
 
+# Relocatable: the prefix is found relative to the .pc file itself.
+file(RELATIVE_PATH DLOCK_PC_TO_PREFIX "/${CMAKE_INSTALL_LIBDIR}/pkgconfig" "/")
 configure_file(cmake/dlock.pc.in ${CMAKE_CURRENT_BINARY_DIR}/dlock.pc @ONLY)
 install(FILES ${CMAKE_CURRENT_BINARY_DIR}/dlock.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)

@@ -7,6 +7,7 @@
 #include <dlock/dlock.hpp>
 #include <functional>
 #include <memory>
+#include <ostream>
 #include <string>
 
 namespace dlock::test {
@@ -35,6 +36,7 @@ using fixture_factory = std::function<std::unique_ptr<backend_fixture>()>;
 struct fixture_param {
   std::string name;
   fixture_factory make;
+  friend void PrintTo(const fixture_param& p, std::ostream* os) { *os << p.name; }
 };
 
 }  // namespace dlock::test

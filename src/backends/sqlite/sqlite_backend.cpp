@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "backends/sqlite/local_process.hpp"
+#include "backends/sqlite/local_wake.hpp"
 #include "backends/sqlite/sqlite_db.hpp"
 
 namespace dlock::detail {
@@ -49,7 +50,8 @@ std::int64_t now_ms() {
 
 class sqlite_session final : public backend_session {
  public:
-  sqlite_session(db d, session_info info) : db_(std::move(d)), info_(std::move(info)) {}
+  sqlite_session(db d, session_info info)
+      : db_(std::move(d)), info_(std::move(info)), wake_(db_.path()) {}
 
   result<void> start() {
     std::lock_guard lk(mu_);
@@ -129,29 +131,41 @@ class sqlite_session final : public backend_session {
     std::lock_guard lk(mu_);
     auto s = db_.prepare("DELETE FROM dlock_entries WHERE name = ?1 AND id = ?2 AND session = ?3");
     if (!s) return fail(s.error());
-    return s->bind(1, lock).bind(2, id).bind(3, info_.id).run();
+    if (auto r = s->bind(1, lock).bind(2, id).bind(3, info_.id).run(); !r) return r;
+    if (db_.changes() > 0) wake_.notify(id);
+    return {};
   }
 
   result<void> wait(std::string_view lock, const entry& awaited, steady::time_point deadline,
                     std::stop_token stop) override {
-    // No cross-process wake-up in SQLite: poll whether the awaited entry is alive, backing
-    // off 1 ms -> 32 ms with jitter, so waiting never spins hot.
+    // Woken by the remover through local_wake; the poll (backing off with jitter, so
+    // waiting never spins hot) is the safety net for holders that crash or lose their lease.
     thread_local std::minstd_rand rng{std::random_device{}()};
+    auto listener = wake_.listen(awaited.id);  // before the check: no lost wake-up
+    const auto cap = std::chrono::microseconds{listener.bound() ? 200'000 : 32'000};
     auto pause = std::chrono::microseconds{1000};
     while (!stop.stop_requested() && steady::now() < deadline) {
+      {
+        std::lock_guard lk(mu_);
+        auto q = read_queue(lock);
+        if (!q) return fail(q.error());
+        bool present = false;
+        for (auto& e : q->entries) present = present || e.id == awaited.id;
+        if (!present) return {};
+      }
       auto jittered = std::chrono::microseconds{
           std::uniform_int_distribution<long long>(pause.count() / 2, pause.count())(rng)};
-      std::mutex m;
-      std::condition_variable_any cv;
-      std::unique_lock sl(m);
-      cv.wait_until(sl, stop, std::min(deadline, steady::now() + jittered), [] { return false; });
-      std::lock_guard lk(mu_);
-      auto q = read_queue(lock);
-      if (!q) return fail(q.error());
-      bool present = false;
-      for (auto& e : q->entries) present = present || e.id == awaited.id;
-      if (!present) return {};
-      pause = std::min(pause * 2, std::chrono::microseconds{32'000});
+      auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - steady::now());
+      auto timeout = std::min(std::chrono::ceil<std::chrono::milliseconds>(jittered), left);
+      if (listener.bound()) {
+        if (listener.wait(timeout, stop)) return {};
+      } else {
+        std::mutex m;
+        std::condition_variable_any cv;
+        std::unique_lock sl(m);
+        cv.wait_for(sl, stop, timeout, [] { return false; });
+      }
+      pause = std::min(pause * 2, cap);
     }
     return {};
   }
@@ -175,7 +189,9 @@ class sqlite_session final : public backend_session {
     std::lock_guard lk(mu_);
     if (closed_) return;
     for (int attempt = 0; attempt < 5; ++attempt) {
-      auto r = write_txn([&]() -> result<void> { return delete_session(info_.id); });
+      std::vector<std::string> removed;
+      auto r = write_txn([&]() -> result<void> { return delete_session(info_.id, removed); });
+      if (r) notify_all(removed);
       if (r || !is_transient(r.error())) break;
       std::this_thread::sleep_for(std::chrono::milliseconds{10 << attempt});
     }
@@ -221,7 +237,21 @@ class sqlite_session final : public backend_session {
     return {};
   }
 
-  result<void> delete_session(const std::string& id) {
+  void notify_all(const std::vector<std::string>& entry_ids) {
+    for (auto& id : entry_ids) wake_.notify(id);
+  }
+
+  // Deletes session `id` and its entries, appending the removed entry ids to `removed`.
+  result<void> delete_session(const std::string& id, std::vector<std::string>& removed) {
+    auto ids = db_.prepare("SELECT id FROM dlock_entries WHERE session = ?1");
+    if (!ids) return fail(ids.error());
+    ids->bind(1, id);
+    for (;;) {
+      auto row = ids->step();
+      if (!row) return fail(row.error());
+      if (!*row) break;
+      removed.push_back(ids->text(0));
+    }
     for (const char* sql : {"DELETE FROM dlock_entries WHERE session = ?1",
                             "DELETE FROM dlock_sessions WHERE id = ?1"}) {
       auto s = db_.prepare(sql);
@@ -266,7 +296,8 @@ class sqlite_session final : public backend_session {
 
   void reap(const std::vector<std::string>& sessions) {
     // Best effort; a busy database just leaves the work to the next reader.
-    (void)write_txn([&]() -> result<void> {
+    std::vector<std::string> removed;
+    auto r = write_txn([&]() -> result<void> {
       auto now = now_ms();
       for (auto& id : sessions) {
         auto check = db_.prepare(
@@ -279,15 +310,17 @@ class sqlite_session final : public backend_session {
             process_alive({check->text(0), check->i64(1), check->i64(2)})) {
           continue;
         }
-        if (auto r = delete_session(id); !r) return r;
+        if (auto d = delete_session(id, removed); !d) return d;
       }
       return {};
     });
+    if (r) notify_all(removed);
   }
 
   std::mutex mu_;
   db db_;
   session_info info_;
+  local_wake wake_;
   bool closed_{false};
   bool in_txn_{false};
 };

@@ -1,0 +1,98 @@
+#include "backends/sqlite/local_wake.hpp"
+
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstring>
+
+namespace dlock::detail {
+namespace {
+
+// Several waiters may wait for one entry (readers behind one writer): each takes a slot.
+constexpr int slots = 8;
+
+sockaddr_un make_addr(const std::string& name, socklen_t& len) {
+  sockaddr_un a{};
+  a.sun_family = AF_UNIX;
+  // Abstract namespace: sun_path starts with a NUL byte; no file is created.
+  auto n = std::min(name.size(), sizeof a.sun_path - 1);
+  std::memcpy(a.sun_path + 1, name.data(), n);
+  len = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 + n);
+  return a;
+}
+
+}  // namespace
+
+local_wake::local_wake(const std::string& db_path) {
+  struct stat st {};
+  char buf[64];
+  if (::stat(db_path.c_str(), &st) == 0) {
+    std::snprintf(buf, sizeof buf, "dlock/%llx:%llx/", static_cast<unsigned long long>(st.st_dev),
+                  static_cast<unsigned long long>(st.st_ino));
+  } else {
+    std::snprintf(buf, sizeof buf, "dlock/unknown/");
+  }
+  scope_ = buf;
+}
+
+std::string local_wake::address(std::string_view entry_id, int slot) const {
+  return scope_ + std::string(entry_id) + "#" + std::to_string(slot);
+}
+
+void local_wake::notify(std::string_view entry_id) const {
+  int fd = ::socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  if (fd < 0) return;
+  for (int slot = 0; slot < slots; ++slot) {
+    socklen_t len = 0;
+    auto a = make_addr(address(entry_id, slot), len);
+    (void)::sendto(fd, "w", 1, MSG_DONTWAIT, reinterpret_cast<sockaddr*>(&a), len);
+  }
+  ::close(fd);
+}
+
+local_wake::listener local_wake::listen(std::string_view entry_id) const {
+  listener l;
+  int fd = ::socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  if (fd < 0) return l;
+  for (int slot = 0; slot < slots; ++slot) {
+    auto name = address(entry_id, slot);
+    socklen_t len = 0;
+    auto a = make_addr(name, len);
+    if (::bind(fd, reinterpret_cast<sockaddr*>(&a), len) == 0) {
+      l.fd_ = fd;
+      l.self_ = name;
+      return l;
+    }
+  }
+  ::close(fd);
+  return l;  // all slots taken: the caller polls
+}
+
+local_wake::listener::~listener() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+bool local_wake::listener::wait(std::chrono::milliseconds timeout, std::stop_token stop) {
+  if (fd_ < 0) return false;
+  std::stop_callback on_stop(stop, [this] {
+    int fd = ::socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) return;
+    socklen_t len = 0;
+    auto a = make_addr(self_, len);
+    (void)::sendto(fd, "s", 1, MSG_DONTWAIT, reinterpret_cast<sockaddr*>(&a), len);
+    ::close(fd);
+  });
+  pollfd p{fd_, POLLIN, 0};
+  int r = ::poll(&p, 1, static_cast<int>(timeout.count()));
+  if (r <= 0) return false;
+  char buf[16];
+  while (::recv(fd_, buf, sizeof buf, MSG_DONTWAIT) > 0) {
+  }
+  return true;
+}
+
+}  // namespace dlock::detail

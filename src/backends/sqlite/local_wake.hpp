@@ -1,0 +1,47 @@
+#pragma once
+// Push wake-ups between processes of one host that share a SQLite file, so a waiter is
+// woken by the release instead of by its next poll. A waiter binds an abstract Unix datagram
+// socket named after the database file and the entry it waits for; whoever removes that
+// entry sends one datagram to that name. Only the waiters of that entry wake (no herd).
+// Abstract sockets are per network namespace: across namespaces the poll still works.
+
+#include <chrono>
+#include <stop_token>
+#include <string>
+#include <string_view>
+
+namespace dlock::detail {
+
+class local_wake {
+ public:
+  // Names are scoped by the database file's device and inode.
+  explicit local_wake(const std::string& db_path);
+
+  // Wakes every waiter of `entry_id` (best effort; nobody listening is fine).
+  void notify(std::string_view entry_id) const;
+
+  class listener {
+   public:
+    listener() = default;
+    listener(listener&& o) noexcept : fd_(o.fd_), self_(std::move(o.self_)) { o.fd_ = -1; }
+    listener(const listener&) = delete;
+    ~listener();
+    // Waits up to `timeout` for a wake-up or `stop`; true when woken (or stopped).
+    bool wait(std::chrono::milliseconds timeout, std::stop_token stop);
+    bool bound() const noexcept { return fd_ >= 0; }
+
+   private:
+    friend class local_wake;
+    int fd_{-1};
+    std::string self_;  // our abstract address, so a stop request can wake us
+  };
+
+  // Starts listening for `entry_id` before the caller re-checks the queue (no lost wake-up).
+  listener listen(std::string_view entry_id) const;
+
+ private:
+  std::string address(std::string_view entry_id, int slot) const;
+  std::string scope_;
+};
+
+}  // namespace dlock::detail

@@ -1,0 +1,110 @@
+// Sessions and leases: loss signals, expiry while holding and while waiting, close.
+#include <atomic>
+#include <dlock/dlock.hpp>
+#include <thread>
+
+#include "conformance/suite.hpp"
+
+namespace dlock::test {
+
+TEST_P(conformance, a_holder_whose_lease_ends_is_told_and_another_gets_a_larger_token) {
+  auto a = open();
+  auto b = open();
+  dlock::mutex stale(a, lock_name());
+  dlock::mutex next(b, lock_name());
+  stale.lock();
+  auto h = stale.current_hold();
+  std::atomic<bool> called{false};
+  h.on_state_change([&](dlock::hold_state s) {
+    if (s == dlock::hold_state::lost) called = true;
+  });
+  fx().expire(a);
+  ASSERT_TRUE(eventually([&] { return h.lost_token().stop_requested(); }, fx().ttl() * 3))
+      << "no loss signal after the lease ended";
+  EXPECT_TRUE(called.load());
+  EXPECT_FALSE(h.is_held());
+  EXPECT_EQ(h.state(), dlock::hold_state::lost);
+  EXPECT_EQ(a.state(), dlock::session_state::expired);
+  ASSERT_TRUE(next.try_lock_for(fx().ttl() * 3));
+  EXPECT_GT(next.token(), h.token());
+  std::error_code ec;
+  stale.unlock(ec);
+  EXPECT_EQ(ec, dlock::errc::lock_lost);
+  EXPECT_TRUE(next.is_held()) << "the stale holder's unlock removed the new holder";
+  auto c = open();
+  dlock::mutex third(c, lock_name());
+  EXPECT_FALSE(third.try_lock());
+}
+
+TEST_P(conformance, a_waiter_whose_session_expires_fails_and_the_next_live_waiter_is_served) {
+  auto hs = open();
+  auto ws = open();
+  auto ls = open();
+  dlock::mutex holder(hs, lock_name());
+  dlock::mutex doomed(ws, lock_name());
+  dlock::mutex live(ls, lock_name());
+  holder.lock();
+  std::error_code doomed_ec, live_ec;
+  bool doomed_granted = true, live_granted = false;
+  std::jthread t1([&] {
+    doomed_granted = doomed.try_lock_until(std::chrono::steady_clock::now() + 30s, {}, doomed_ec);
+  });
+  ASSERT_TRUE(eventually([&] { return fx().raw_entries(lock_name()) == 2; }));
+  std::jthread t2([&] {
+    live_granted = live.try_lock_until(std::chrono::steady_clock::now() + 30s, {}, live_ec);
+  });
+  ASSERT_TRUE(eventually([&] { return fx().raw_entries(lock_name()) >= 3; }));
+  fx().expire(ws);
+  t1.join();
+  EXPECT_FALSE(doomed_granted);
+  EXPECT_TRUE(doomed_ec == dlock::condition::ownership_lost) << doomed_ec.message();
+  holder.unlock();
+  t2.join();
+  EXPECT_TRUE(live_granted) << live_ec.message();
+  EXPECT_TRUE(live.is_held());
+}
+
+TEST_P(conformance, closing_a_session_releases_its_locks_and_fails_its_waiters) {
+  auto a = open();
+  auto b = open();
+  dlock::mutex held(a, lock_name());
+  dlock::mutex other(b, lock_name());
+  held.lock();
+  auto h = held.current_hold();
+  a.close();
+  EXPECT_EQ(a.state(), dlock::session_state::closed);
+  EXPECT_EQ(h.state(), dlock::hold_state::released);
+  EXPECT_TRUE(other.try_lock_for(5s)) << "close() did not release";
+  std::error_code ec;
+  dlock::mutex after(a, lock_name("other"));
+  EXPECT_FALSE(after.try_lock(ec));
+  EXPECT_EQ(ec, dlock::errc::session_closed);
+}
+
+TEST_P(conformance, session_state_changes_are_reported) {
+  auto s = open();
+  std::atomic<int> expired{0};
+  s.on_state_change([&](dlock::session_state st) {
+    if (st == dlock::session_state::expired) ++expired;
+  });
+  EXPECT_EQ(s.state(), dlock::session_state::live);
+  EXPECT_GT(s.ttl().count(), 0);
+  fx().expire(s);
+  EXPECT_TRUE(eventually([&] { return expired.load() == 1; }, fx().ttl() * 3));
+  EXPECT_EQ(s.state(), dlock::session_state::expired);
+}
+
+TEST_P(conformance, a_hold_stays_valid_across_many_renewals) {
+  auto s = open();
+  dlock::mutex m(s, lock_name());
+  m.lock();
+  auto h = m.current_hold();
+  auto first_deadline = h.valid_until();
+  std::this_thread::sleep_for(fx().ttl() * 3 / 2);
+  EXPECT_TRUE(h.is_held());
+  EXPECT_EQ(h.state(), dlock::hold_state::held);
+  EXPECT_GT(h.valid_until(), first_deadline) << "the lease was not renewed";
+  EXPECT_FALSE(h.lost_token().stop_requested());
+}
+
+}  // namespace dlock::test

@@ -1,0 +1,89 @@
+// The read/write lock (ZooKeeper "Shared Locks" recipe).
+#include <dlock/dlock.hpp>
+#include <shared_mutex>
+#include <thread>
+
+#include "conformance/suite.hpp"
+
+namespace dlock::test {
+
+TEST_P(conformance, readers_share_and_a_writer_excludes_them) {
+  auto a = open();
+  auto b = open();
+  auto c = open();
+  dlock::shared_mutex r1(a, lock_name());
+  dlock::shared_mutex r2(b, lock_name());
+  dlock::shared_mutex w(c, lock_name());
+  ASSERT_TRUE(r1.try_lock_shared());
+  ASSERT_TRUE(r2.try_lock_shared());
+  EXPECT_TRUE(r1.holds_shared());
+  EXPECT_FALSE(w.try_lock());
+  r1.unlock_shared();
+  EXPECT_FALSE(w.try_lock());
+  r2.unlock_shared();
+  ASSERT_TRUE(w.try_lock());
+  EXPECT_FALSE(r1.try_lock_shared());
+  w.unlock();
+  std::shared_lock sl(r1);  // SharedLockable with the standard guard
+  EXPECT_TRUE(sl.owns_lock());
+}
+
+TEST_P(conformance, a_reader_queued_behind_a_writer_waits) {
+  auto a = open();
+  auto b = open();
+  auto c = open();
+  dlock::shared_mutex r1(a, lock_name());
+  dlock::shared_mutex w(b, lock_name());
+  dlock::shared_mutex r2(c, lock_name());
+  r1.lock_shared();
+  bool writer_granted = false;
+  std::jthread t([&] { writer_granted = w.try_lock_for(30s); });
+  ASSERT_TRUE(eventually([&] { return fx().raw_entries(lock_name()) == 2; }));
+  EXPECT_FALSE(r2.try_lock_shared()) << "a reader overtook a queued writer";
+  r1.unlock_shared();
+  t.join();
+  EXPECT_TRUE(writer_granted);
+  w.unlock();
+  EXPECT_TRUE(r2.try_lock_shared());
+}
+
+TEST_P(conformance, a_reader_is_never_blocked_by_a_writer_that_arrived_after_it) {
+  auto a = open();
+  auto b = open();
+  auto c = open();
+  dlock::shared_mutex w1(a, lock_name());
+  dlock::shared_mutex r(b, lock_name());
+  dlock::shared_mutex w2(c, lock_name());
+  w1.lock();
+  auto first_token = w1.token();
+  bool reader_granted = false, writer_granted = false;
+  std::jthread tr([&] { reader_granted = r.try_lock_shared_for(30s); });
+  ASSERT_TRUE(eventually([&] { return fx().raw_entries(lock_name()) == 2; }));
+  std::jthread tw([&] { writer_granted = w2.try_lock_for(30s); });
+  ASSERT_TRUE(eventually([&] { return fx().raw_entries(lock_name()) == 3; }));
+  w1.unlock();
+  tr.join();
+  EXPECT_TRUE(reader_granted);
+  EXPECT_TRUE(r.holds_shared());
+  EXPECT_FALSE(writer_granted);
+  r.unlock_shared();
+  tw.join();
+  EXPECT_TRUE(writer_granted);
+  EXPECT_GT(w2.token(), first_token);
+}
+
+TEST_P(conformance, upgrading_a_read_lock_is_refused_rather_than_deadlocking) {
+  auto s = open();
+  dlock::shared_mutex m(s, lock_name());
+  m.lock_shared();
+  std::error_code ec;
+  m.lock(ec);
+  EXPECT_EQ(ec, dlock::errc::upgrade_refused);
+  EXPECT_TRUE(m.holds_shared());
+  m.lock_shared(ec);
+  EXPECT_EQ(ec, dlock::errc::already_held);
+  m.unlock_shared();
+  EXPECT_TRUE(m.try_lock());
+}
+
+}  // namespace dlock::test

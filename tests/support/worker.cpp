@@ -1,0 +1,111 @@
+// dlock_test_worker: a real process that takes part in multi-process lock tests.
+//
+//   dlock_test_worker hold URL LOCK [shared]   acquire, print "granted TOKEN", then obey stdin:
+//        release        -> unlock, print "released"
+//        fence PATH     -> write our token to the fence file PATH; print "write accepted|refused"
+//        exit           -> exit without unlocking (the session closes)
+//      and print "lost" as soon as the hold's loss signal fires.
+//   dlock_test_worker count URL LOCK FILE N    N times: lock, read the integer in FILE, pause,
+//        write it + 1, unlock; print "done".
+//
+// The fence file is a tiny fenced resource: it keeps the highest token accepted and refuses a
+// lower one, under flock(2) so that the check-and-write is atomic across processes.
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <dlock/dlock.hpp>
+#include <fstream>
+#include <iostream>
+#include <random>
+#include <string>
+#include <thread>
+
+namespace {
+
+bool fenced_write(const std::string& path, std::uint64_t token) {
+  int fd = ::open(path.c_str(), O_RDWR | O_CREAT, 0644);
+  if (fd < 0) return false;
+  ::flock(fd, LOCK_EX);
+  char buf[32] = {};
+  auto n = ::pread(fd, buf, sizeof buf - 1, 0);
+  std::uint64_t highest = n > 0 ? std::stoull(std::string(buf, static_cast<std::size_t>(n))) : 0;
+  bool ok = token >= highest;
+  if (ok) {
+    auto s = std::to_string(token);
+    (void)::ftruncate(fd, 0);
+    (void)::pwrite(fd, s.data(), s.size(), 0);
+  }
+  ::flock(fd, LOCK_UN);
+  ::close(fd);
+  return ok;
+}
+
+void say(const std::string& line) {
+  std::cout << line << std::endl;  // endl: the test reads lines as they come
+}
+
+int hold(const std::string& url, const std::string& name, bool shared) {
+  auto s = dlock::session::open(url);
+  dlock::shared_mutex m(s, name);
+  if (shared)
+    m.lock_shared();
+  else
+    m.lock();
+  auto h = m.current_hold();
+  say("granted " + std::to_string(h.token().value));
+  h.on_state_change([](dlock::hold_state st) {
+    if (st == dlock::hold_state::lost) say("lost");
+  });
+  std::string cmd;
+  while (std::getline(std::cin, cmd)) {
+    if (cmd == "release") {
+      m.unlock();
+      say("released");
+    } else if (cmd.starts_with("fence ")) {
+      say(fenced_write(cmd.substr(6), h.token().value) ? "write accepted" : "write refused");
+    } else if (cmd == "held") {
+      say(h.is_held() ? "held yes" : "held no");
+    } else if (cmd == "exit") {
+      std::_Exit(0);
+    }
+  }
+  return 0;
+}
+
+int count(const std::string& url, const std::string& name, const std::string& file, int n) {
+  auto s = dlock::session::open(url);
+  dlock::mutex m(s, name);
+  std::minstd_rand rng{std::random_device{}()};
+  for (int i = 0; i < n; ++i) {
+    std::lock_guard g(m);
+    long value = 0;
+    {
+      std::ifstream in(file);
+      in >> value;
+    }
+    std::this_thread::sleep_for(std::chrono::microseconds{rng() % 300});
+    std::ofstream(file, std::ios::trunc) << value + 1;
+  }
+  say("done");
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    std::string mode = argc > 1 ? argv[1] : "";
+    if (mode == "hold" && argc >= 4)
+      return hold(argv[2], argv[3], argc > 4 && std::string(argv[4]) == "shared");
+    if (mode == "count" && argc == 6) return count(argv[2], argv[3], argv[4], std::stoi(argv[5]));
+    std::cerr << "usage: dlock_test_worker hold URL LOCK [shared] | count URL LOCK FILE N\n";
+    return 64;
+  } catch (const std::exception& e) {
+    std::cerr << "dlock_test_worker: " << e.what() << "\n";
+    say(std::string("error ") + e.what());
+    return 1;
+  }
+}

@@ -1,0 +1,46 @@
+// The error category: codes, messages, portable conditions.
+#include <gtest/gtest.h>
+
+#include <dlock/errors.hpp>
+#include <dlock/session.hpp>
+
+TEST(errors, codes_map_to_conditions) {
+  using dlock::condition;
+  using dlock::errc;
+  EXPECT_TRUE(make_error_code(errc::backend_unavailable) == condition::retryable);
+  EXPECT_TRUE(make_error_code(errc::timed_out) == condition::retryable);
+  EXPECT_TRUE(make_error_code(errc::session_expired) == condition::ownership_lost);
+  EXPECT_TRUE(make_error_code(errc::lock_lost) == condition::ownership_lost);
+  EXPECT_TRUE(make_error_code(errc::not_held) == condition::misuse);
+  EXPECT_FALSE(make_error_code(errc::backend_error) == condition::retryable);
+  EXPECT_STREQ(dlock::category().name(), "dlock");
+  for (int e = 1; e <= static_cast<int>(errc::unsupported); ++e) {
+    EXPECT_NE(dlock::category().message(e), "unknown dlock error") << e;
+  }
+  dlock::system_error ex(make_error_code(errc::timed_out), "lock 'x'");
+  EXPECT_NE(std::string(ex.what()).find("lock 'x'"), std::string::npos);
+}
+
+TEST(errors, sessions_refuse_bad_input_with_a_clear_message) {
+  for (auto [url, says] : std::vector<std::pair<std::string, std::string>>{
+           {"nosuch://x", "unknown scheme 'nosuch'"},
+           {"memory://x?ttl=0", "ttl must be greater than zero"},
+           {"memory://x?ttl=abc", "duration 'abc'"},
+           {"sqlite://relative/path", "want sqlite:///path"},
+           {"sqlite:///nonexistent-dir/deeper/locks.db", "cannot open database"},
+           {"not a url", "missing '://'"}}) {
+    std::error_code ec;
+    auto s = dlock::session::open(url, {}, ec);
+    EXPECT_FALSE(s) << url;
+    EXPECT_TRUE(ec) << url;
+    try {
+      dlock::session::open(url);
+      ADD_FAILURE() << url;
+    } catch (const dlock::system_error& e) {
+      EXPECT_NE(std::string(e.what()).find(says), std::string::npos) << url << " -> " << e.what();
+    }
+  }
+  std::error_code ec;
+  dlock::session::open("memory://x", {.ttl = std::chrono::milliseconds{-5}}, ec);
+  EXPECT_EQ(ec, dlock::errc::invalid_argument);
+}

@@ -1,0 +1,90 @@
+// URL, duration and lock-name parsing: the inputs users type.
+#include <gtest/gtest.h>
+
+#include "core/duration.hpp"
+#include "core/names.hpp"
+#include "core/url.hpp"
+
+namespace dlock::detail {
+namespace {
+
+using namespace std::chrono_literals;
+
+TEST(url, parses_every_part) {
+  auto u = parse_url("redis://alice:s%40cret@h1:6379,[::1]:7000/2?prefix=x:&ttl=5s");
+  ASSERT_TRUE(u) << u.error().message;
+  EXPECT_EQ(u->scheme, "redis");
+  EXPECT_EQ(u->user, "alice");
+  EXPECT_EQ(u->password, "s@cret");
+  ASSERT_EQ(u->hosts.size(), 2u);
+  EXPECT_EQ(u->hosts[0].host, "h1");
+  EXPECT_EQ(u->hosts[0].port, 6379);
+  EXPECT_EQ(u->hosts[1].host, "::1");
+  EXPECT_EQ(u->hosts[1].port, 7000);
+  EXPECT_EQ(u->path, "/2");
+  EXPECT_EQ(u->param("prefix"), "x:");
+  EXPECT_EQ(u->param("ttl"), "5s");
+  EXPECT_EQ(u->redacted.find("s%40cret"), std::string::npos) << u->redacted;
+  EXPECT_NE(u->redacted.find("alice:***@"), std::string::npos) << u->redacted;
+}
+
+TEST(url, sqlite_paths_have_no_host) {
+  auto u = parse_url("sqlite:///var/lib/x%20y/locks.db?ttl=1s");
+  ASSERT_TRUE(u);
+  EXPECT_TRUE(u->hosts.empty());
+  EXPECT_EQ(u->path, "/var/lib/x y/locks.db");
+}
+
+TEST(url, malformed_urls_name_what_is_wrong) {
+  for (auto [text, says] :
+       std::vector<std::pair<std::string, std::string>>{{"localhost:6379", "missing '://'"},
+                                                        {"REDIS://h", "bad scheme"},
+                                                        {"redis://h:99999", "bad port"},
+                                                        {"redis://h:abc", "bad port"},
+                                                        {"redis://:1", "empty host"},
+                                                        {"zk://h:1/x?novalue", "not key=value"},
+                                                        {"redis://h/%zz", "bad path encoding"},
+                                                        {"redis://h\n", "control character"}}) {
+    auto u = parse_url(text);
+    ASSERT_FALSE(u) << text;
+    EXPECT_EQ(u.error().code, make_error_code(errc::invalid_argument));
+    EXPECT_NE(u.error().message.find(says), std::string::npos)
+        << text << " -> " << u.error().message;
+  }
+}
+
+TEST(duration, takes_units) {
+  EXPECT_EQ(*parse_duration("500ms"), 500ms);
+  EXPECT_EQ(*parse_duration("30s"), 30s);
+  EXPECT_EQ(*parse_duration("2m"), 120s);
+  EXPECT_EQ(*parse_duration("1h"), 3600s);
+  EXPECT_EQ(*parse_duration("1m30s"), 90s);
+  EXPECT_EQ(*parse_duration("1.5s"), 1500ms);
+  EXPECT_EQ(*parse_duration("0"), 0ms);
+  EXPECT_EQ(*parse_duration("1500us"), 2ms) << "rounds up, never to zero";
+  for (auto bad : {"", "5", "s", "5x", "-1s", "1.2.3s", "ms5"}) {
+    auto d = parse_duration(bad);
+    EXPECT_FALSE(d) << bad;
+    if (!d) {
+      EXPECT_NE(d.error().message.find("duration"), std::string::npos);
+    }
+  }
+  EXPECT_EQ(format_duration(1500ms), "1.5s");
+  EXPECT_EQ(format_duration(250ms), "250ms");
+}
+
+TEST(lock_name, rules) {
+  EXPECT_TRUE(validate_lock_name("a"));
+  EXPECT_TRUE(validate_lock_name(std::string(255, 'a')));
+  EXPECT_TRUE(validate_lock_name("ünïcødé/名前 with spaces; 'quotes'"));
+  EXPECT_FALSE(validate_lock_name(""));
+  EXPECT_FALSE(validate_lock_name(std::string(256, 'a')));
+  EXPECT_FALSE(validate_lock_name("tab\there"));
+  EXPECT_FALSE(validate_lock_name(std::string("nul\0x", 5)));
+  EXPECT_FALSE(validate_lock_name("\x7f"));
+  EXPECT_FALSE(validate_lock_name("\xc3"));      // truncated sequence
+  EXPECT_FALSE(validate_lock_name("\xc0\xaf"));  // overlong
+}
+
+}  // namespace
+}  // namespace dlock::detail
