@@ -1,0 +1,279 @@
+// dlock_fault_worker: one (or, for in-process backends, several) contender(s) in a fault run.
+//
+//   dlock_fault_worker --url URL --lock NAME --register PATH --log PATH --id ID
+//                      [--threads N] [--max-ops N] [--max-seconds S] [--pause-ms MIN:MAX]
+//                      [--late-check]
+//
+// Each contender loops: acquire -> read the fenced register with its fencing token -> pause ->
+// check its loss signal -> write value+1 with its token -> release, logging every step
+// (history.hpp). With
+// --late-check the loss signal is checked BEFORE the pause instead of after it: the classic
+// "checked, then got paused" holder, whose stale write only the fence can stop.
+// Stops when its lock is lost, on stdin EOF, or at the count/time bound. Prints "ready" once
+// every contender has opened its session. Exit: 0 stopped, 3 lock lost, 2 error.
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <dlock/dlock.hpp>
+#include <latch>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "backends/memory/memory_backend.hpp"
+#include "fault/history.hpp"
+#include "support/fenced_register.hpp"
+
+namespace {
+
+using namespace std::chrono_literals;
+using dlock::fault::event;
+using dlock::fault::step;
+using dlock::test::monotonic_ns;
+
+struct config {
+  std::string url, lock, reg, log, id;
+  int threads{1};
+  long max_ops{1'000'000};
+  double max_seconds{60};
+  int pause_min_ms{15}, pause_max_ms{40};
+  bool late_check{false};
+};
+
+[[noreturn]] void usage(const char* why) {
+  std::fprintf(stderr, "dlock_fault_worker: %s\n", why);
+  std::exit(2);
+}
+
+config parse_args(int argc, char** argv) {
+  config c;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    auto value = [&]() -> std::string {
+      if (i + 1 >= argc) usage(("missing value after " + a).c_str());
+      return argv[++i];
+    };
+    if (a == "--url")
+      c.url = value();
+    else if (a == "--lock")
+      c.lock = value();
+    else if (a == "--register")
+      c.reg = value();
+    else if (a == "--log")
+      c.log = value();
+    else if (a == "--id")
+      c.id = value();
+    else if (a == "--threads")
+      c.threads = std::stoi(value());
+    else if (a == "--max-ops")
+      c.max_ops = std::stol(value());
+    else if (a == "--max-seconds")
+      c.max_seconds = std::stod(value());
+    else if (a == "--late-check")
+      c.late_check = true;
+    else if (a == "--pause-ms") {
+      auto v = value();
+      auto colon = v.find(':');
+      if (colon == std::string::npos) usage("--pause-ms wants MIN:MAX");
+      c.pause_min_ms = std::stoi(v.substr(0, colon));
+      c.pause_max_ms = std::stoi(v.substr(colon + 1));
+    } else {
+      usage(("unknown argument " + a).c_str());
+    }
+  }
+  if (c.url.empty() || c.lock.empty() || c.reg.empty() || c.log.empty() || c.id.empty())
+    usage("--url, --lock, --register, --log and --id are required");
+  if (c.threads < 1 || c.pause_min_ms < 0 || c.pause_max_ms < c.pause_min_ms)
+    usage("bad --threads or --pause-ms");
+  return c;
+}
+
+// One line per write(2) on an O_APPEND descriptor: lines of several threads never interleave.
+class event_log {
+ public:
+  explicit event_log(const std::string& path)
+      : fd_(::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644)) {
+    if (fd_ < 0) usage(("cannot open log " + path + ": " + std::strerror(errno)).c_str());
+  }
+  ~event_log() { ::close(fd_); }
+  void put(const event& e) {
+    auto line = dlock::fault::format(e) + "\n";
+    if (::write(fd_, line.data(), line.size()) != static_cast<ssize_t>(line.size()))
+      std::perror("dlock_fault_worker: log write");
+  }
+
+ private:
+  int fd_;
+};
+
+enum class outcome { stopped, lost, error };
+
+class contender {
+ public:
+  contender(const config& c, std::string id, event_log& log, std::stop_token stop)
+      : c_(c), id_(std::move(id)), log_(log), stop_(std::move(stop)) {}
+
+  // Opens the session; false (after logging why) if that failed.
+  bool open() {
+    std::error_code ec;
+    session_ = dlock::session::open(c_.url, {.description = "fault worker " + id_}, ec);
+    if (!session_) {
+      std::fprintf(stderr, "dlock_fault_worker %s: cannot open %s: %s\n", id_.c_str(),
+                   c_.url.c_str(), ec.message().c_str());
+      return false;
+    }
+    return true;
+  }
+
+  outcome run(std::chrono::steady_clock::time_point until) {
+    auto reg = dlock::test::fenced_register::open(c_.reg);
+    dlock::mutex m(session_, c_.lock);
+    for (long op = 0; op < c_.max_ops; ++op) {
+      if (stop_.stop_requested() || std::chrono::steady_clock::now() >= until)
+        return outcome::stopped;
+      put(step::acquire_start);
+      std::error_code ec;
+      if (!m.try_lock_until(std::chrono::steady_clock::now() + 2s, stop_, ec)) {
+        put(step::acquire_failed, 0, 0, false, ec.message());
+        if (ec == dlock::errc::timed_out || ec == dlock::errc::cancelled ||
+            ec == dlock::errc::backend_unavailable)
+          continue;
+        return ec == dlock::errc::session_expired ? outcome::lost : outcome::error;
+      }
+      auto h = m.current_hold();
+      auto token = h.token().value;
+      put(step::granted, token);
+      auto value = reg.read(token);
+      put(step::read, 0, value.value_or(0), value.has_value());
+      if (!value) {
+        // The resource has seen a newer token: this holder is stale, whatever it believes.
+        auto release_ns = monotonic_ns();
+        m.unlock(ec);
+        if (ec == dlock::errc::lock_lost) put_at(release_ns, step::lost, token, 0, false, "unlock");
+        put_at(release_ns, step::released, token);
+        return outcome::lost;
+      }
+      if (c_.late_check && !still_held(h, m)) return outcome::lost;
+      pause();
+      if (!c_.late_check && !still_held(h, m)) return outcome::lost;
+      auto write_ns = monotonic_ns();
+      bool accepted = reg.try_write(token, *value + 1);
+      put_at(write_ns, step::write, token, *value + 1, accepted);
+      auto release_ns = monotonic_ns();
+      m.unlock(ec);
+      if (ec == dlock::errc::lock_lost) {
+        // The hold lapsed somewhere before unlock: the section ends as lost.
+        put_at(release_ns, step::lost, token, 0, false, "unlock");
+        put_at(release_ns, step::released, token);
+        return outcome::lost;
+      }
+      // A refused write while the library still says "held" is left for the checker to
+      // judge (it is an overlap); either way a stale holder stops here.
+      put_at(release_ns, step::released, token, 0, false, ec ? ec.message() : "");
+      if (!accepted) return outcome::lost;
+    }
+    return outcome::stopped;
+  }
+
+  void close() { session_.close(); }
+
+ private:
+  bool still_held(const dlock::hold& h, dlock::mutex& m) {
+    auto ns = monotonic_ns();  // before the check: a "held" answer was true at least until ns
+    if (h.is_held() && !h.lost_token().stop_requested()) {
+      put_at(ns, step::checked, h.token().value);
+      return true;
+    }
+    put_at(ns, step::lost, h.token().value, 0, false, "check");
+    std::error_code ec;
+    m.unlock(ec);
+    put_at(ns, step::released, h.token().value);
+    return false;
+  }
+
+  void pause() {
+    thread_local std::minstd_rand rng{std::random_device{}()};
+    std::uniform_int_distribution<int> d(c_.pause_min_ms, c_.pause_max_ms);
+    std::this_thread::sleep_for(std::chrono::milliseconds{d(rng)});
+  }
+
+  void put(step s, std::uint64_t token = 0, std::int64_t value = 0, bool accepted = false,
+           std::string detail = {}) {
+    put_at(monotonic_ns(), s, token, value, accepted, std::move(detail));
+  }
+  void put_at(std::int64_t ns, step s, std::uint64_t token = 0, std::int64_t value = 0,
+              bool accepted = false, std::string detail = {}) {
+    for (auto& ch : detail) {
+      if (ch == '\n') ch = ' ';
+    }
+    log_.put({ns, id_, getpid(), s, token, value, accepted, std::move(detail)});
+  }
+
+  const config& c_;
+  std::string id_;
+  event_log& log_;
+  std::stop_token stop_;
+  dlock::session session_;
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  auto c = parse_args(argc, argv);
+  event_log log(c.log);
+  std::stop_source stop;
+  // stdin EOF is the driver's "stop": detached, since a blocking read cannot be interrupted.
+  std::thread([stop]() mutable {  // a copy shares the state and outlives main's scope
+    char buf[64];
+    while (::read(0, buf, sizeof buf) > 0) {
+    }
+    stop.request_stop();
+  })
+      .detach();
+
+  std::vector<std::unique_ptr<contender>> cs;
+  for (int i = 0; i < c.threads; ++i) {
+    auto id = c.threads == 1 ? c.id : c.id + "." + std::to_string(i);
+    cs.push_back(std::make_unique<contender>(c, id, log, stop.get_token()));
+    if (!cs.back()->open()) return 2;
+  }
+  std::printf("ready\n");
+  std::fflush(stdout);
+
+  auto until = std::chrono::steady_clock::now() +
+               std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                   std::chrono::duration<double>(c.max_seconds));
+  std::atomic<int> worst{0};  // 0 stopped, 3 lost, 2 error
+  {
+    std::vector<std::jthread> threads;
+    for (auto& ct : cs) {
+      threads.emplace_back([&, p = ct.get()] {
+        int code = 0;
+        try {
+          auto o = p->run(until);
+          code = o == outcome::lost ? 3 : o == outcome::error ? 2 : 0;
+        } catch (const std::exception& e) {
+          std::fprintf(stderr, "dlock_fault_worker: %s\n", e.what());
+          code = 2;
+        }
+        int cur = worst.load();
+        while (code > 0 && (cur == 0 || code < cur) && !worst.compare_exchange_weak(cur, code)) {
+        }
+      });
+    }
+  }
+  // An in-process store dies with this process, so the raw look for orphans happens here:
+  // every contender has left its loop, so any entry left is one nobody will remove.
+  if (c.url.starts_with("memory://")) {
+    auto name = c.url.substr(9, c.url.find('?') - 9);
+    std::printf("raw_entries %zu\n", dlock::detail::memory_raw_entries(name, c.lock));
+    std::fflush(stdout);
+  }
+  for (auto& ct : cs) ct->close();
+  return worst.load();
+}
