@@ -7,18 +7,22 @@ JOBS ?= $(shell nproc)
 BUILD ?= build
 CMAKE_FLAGS ?=
 
-.PHONY: all deps build demo test test-plain test-asan test-tsan bench format clean
+.PHONY: all deps configure build demo test test-plain test-asan test-tsan bench format clean
 
 all: build
 
 deps:
 	@scripts/install-deps.sh
 
-build: deps
+configure: deps
 	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo $(CMAKE_FLAGS) >/dev/null
+
+build: configure
 	cmake --build $(BUILD) -j$(JOBS)
 
-demo: build
+# Only the CLI (and libdlock): the tests and benchmarks take many minutes more to build.
+demo: configure
+	cmake --build $(BUILD) -j$(JOBS) --target dlock_cli
 	$(BUILD)/src/cli/dlock demo flash-sale
 
 test: test-plain test-asan test-tsan

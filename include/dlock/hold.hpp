@@ -58,7 +58,10 @@ class hold {
   /// (1% of the TTL + 2 ms, as in Redlock). The server cannot grant the lock to anyone
   /// else before this instant unless clocks drift more than that.
   std::chrono::steady_clock::time_point valid_until() const noexcept;
-  /// Stop requested when the hold becomes lost (not when it is released normally).
+  /// Stop requested when the hold becomes lost. Not when it is released: unlock(), the lock's
+  /// destructor and session::close() end it as `released` and leave this token untouched,
+  /// so a loop that must also stop then should test is_held() too:
+  /// `while (h.is_held()) { ... }` (is_held() is false once lost or released).
   std::stop_token lost_token() const noexcept;
   /// Stop requested the first time the hold becomes suspect or lost.
   std::stop_token suspect_token() const noexcept;

@@ -167,11 +167,6 @@ int flash_sale(const demo_options& o) {
   report.no_lock = o.no_lock;
   if (!o.no_lock) {
     url = resolve_url(o.url);
-    if (url.starts_with("memory:")) {
-      throw cli_error(exit_usage,
-                      "--url: memory:// locks threads of one process; the demo's "
-                      "workers are processes (use sqlite:// or a server)");
-    }
     // A bad URL or an unreachable backend fails here, before any worker starts.
     auto check = open_session(url, {.description = "flash-sale check"});
     report.url = check.url();  // shown in the report: the password replaced by ***

@@ -72,6 +72,9 @@ int run(const run_options& o) {
   if (!o.ttl.empty()) {
     so.ttl = parse_duration_option("--ttl", o.ttl);
     if (so.ttl.count() <= 0) throw cli_error(exit_usage, "--ttl: must be greater than zero");
+    if (so.ttl < std::chrono::milliseconds{10}) {
+      throw cli_error(exit_usage, "--ttl: " + o.ttl + " is too short (at least 10ms)");
+    }
   }
   auto grace = parse_duration_option("--grace", o.grace);
   check_lock_name(o.name);

@@ -95,9 +95,23 @@ void rethrow_as_cli_error() {
   }
 }
 
+namespace {
+// Every dlock command is its own process, so a memory:// lock would exclude nothing: two
+// `dlock run`s would both run.
+std::string not_memory(std::string url) {
+  if (url.starts_with("memory:")) {
+    throw cli_error(exit_usage,
+                    "URL '" + url +
+                        "': memory:// locks threads of one process; dlock's commands are "
+                        "separate processes (use sqlite:// or a server)");
+  }
+  return url;
+}
+}  // namespace
+
 std::string resolve_url(const std::string& url_option) {
-  if (!url_option.empty()) return url_option;
-  if (const char* env = std::getenv("DLOCK_URL"); env && *env) return env;
+  if (!url_option.empty()) return not_memory(url_option);
+  if (const char* env = std::getenv("DLOCK_URL"); env && *env) return not_memory(env);
   std::string dir;
   // The XDG spec says a relative XDG_STATE_HOME is invalid and must be ignored.
   if (const char* x = std::getenv("XDG_STATE_HOME"); x && x[0] == '/') {

@@ -48,6 +48,9 @@ TEST(CliBadInput, UsageErrorsExit64AndCreateNothing) {
       {{"frobnicate"}, 64, "frobnicate"},
       {{}, 64, "subcommand"},
       {{"demo", "flash-sale", "--url", "memory://x"}, 64, "memory"},
+      {{"run", "x", "--url", "memory://x", "--", "echo", "CMD-RAN"}, 64, "memory"},
+      {{"run", "x", "--ttl", "5ms", "--", "echo", "CMD-RAN"}, 64, "too short"},
+      {{"status", "x", "--url", "zk://127.0.0.1:1/a//b"}, 64, "empty segment"},
   };
   for (auto& c : cases) expect_rejected(box, c);
   // The URL's own ttl= is checked as strictly as --ttl.

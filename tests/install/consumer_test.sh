@@ -15,4 +15,6 @@ export PKG_CONFIG_PATH
 g++ -std=c++20 "$source_dir/examples/basic.cpp" -o "$tmp/pc_example" $(pkg-config --cflags --libs dlock)
 LD_LIBRARY_PATH=$(dirname "$(find "$tmp/prefix" -name 'libdlock.so' | head -1)") "$tmp/pc_example" "sqlite://$tmp/locks2.db"
 test -x "$tmp/prefix/bin/dlock" || { echo "dlock CLI not installed"; exit 1; }
+# The installed CLI must run as it is (no LD_LIBRARY_PATH).
+env -u LD_LIBRARY_PATH "$tmp/prefix/bin/dlock" --version
 echo "install: 1 passed, 0 failed"
