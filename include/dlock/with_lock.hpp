@@ -24,8 +24,12 @@ enum class lock_kind { mutex, recursive };
 
 /// What to lock and how long to wait. An aggregate for designated initializers.
 struct lock_spec {
-  std::string name;                  ///< the lock name (see mutex.hpp for the rules)
-  lock_kind kind{lock_kind::mutex};  ///< mutex or recursive_mutex
+  std::string name;  ///< the lock name (see mutex.hpp for the rules)
+  /// mutex or recursive_mutex. Every with_lock call (and every call of a locked() wrapper)
+  /// takes the lock through a new handle, and re-entry is counted per handle, so a call
+  /// nested in another on the same name waits for it (up to `wait`) whatever the kind. To
+  /// re-enter, lock one dlock::recursive_mutex yourself.
+  lock_kind kind{lock_kind::mutex};
   std::chrono::milliseconds wait{
       std::chrono::milliseconds::max()};  ///< acquire timeout; max = forever, 0 = one try
   std::chrono::milliseconds ttl{
