@@ -13,7 +13,8 @@ hold_core::hold_core(std::shared_ptr<session_core> session, std::string name, st
       own_deadline_(own_deadline) {}
 
 steady::time_point hold_core::valid_until() const noexcept {
-  // The acquire itself started this entry's lease; later renewals of the session extend it.
+  // The entry's lease is the session's: own_deadline is that lease as of the grant, and later
+  // renewals of the session extend it.
   return std::max(own_deadline_, session_->lease_deadline());
 }
 

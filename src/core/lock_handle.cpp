@@ -87,7 +87,11 @@ result<void> lock_handle::acquire_impl(entry_kind kind, steady::time_point deadl
     return fail(granted.error());
   }
   auto pos = find_entry(granted->entries, id);
-  auto own_deadline = session_->deadline_from(granted->sent_at);
+  // The entry lives exactly as long as the session's lease (backend contract); the request
+  // that showed the grant renewed nothing, so the hold is valid no longer than that lease.
+  // (Measuring from granted->sent_at overstated it by up to one keep-alive interval: a
+  // holder paused past its lease still passed is_held() after another was granted.)
+  auto own_deadline = session_->lease_deadline();
   auto h =
       std::make_shared<hold_core>(session_, name_, id, granted->entries[*pos].token, own_deadline);
   session_->add_hold(h);
