@@ -4,6 +4,7 @@
 
 #include "backends/memory/memory_backend.hpp"
 #include "backends/sqlite/sqlite_backend.hpp"
+#include "backends/zookeeper/zk_backend.hpp"
 
 namespace dlock::detail {
 namespace {
@@ -17,6 +18,7 @@ struct scheme_entry {
 constexpr scheme_entry schemes[] = {
     {"memory", &open_memory},
     {"sqlite", &open_sqlite},
+    {"zk", &open_zookeeper},
 };
 
 }  // namespace

@@ -1,0 +1,373 @@
+// The ZooKeeper backend: the lock recipe of the ZooKeeper documentation ("Locks", "Shared
+// Locks") with Curator's protected creation, over one handle per dlock session.
+//
+// Layout: <chroot>/dlock/<escaped lock name> is a container node (the server deletes it once
+// empty); its EPHEMERAL_SEQUENTIAL children are the queue (names in zk_names.hpp), ordered by
+// sequence. An entry's fencing token is its czxid: cluster-wide and monotonic, unlike the
+// sequence, which restarts when the container is re-created.
+//
+// Cost: the uncontended cycle is create2 + getChildren + delete, nothing more; the czxid of
+// our own entry comes back from create2, and the czxids of other entries are read once per
+// session (pipelined) and cached by node name.
+#include "backends/zookeeper/zk_backend.hpp"
+
+#include <algorithm>
+#include <map>
+#include <mutex>
+#include <set>
+
+#include "backends/zookeeper/zk_cache.hpp"
+#include "backends/zookeeper/zk_connection.hpp"
+#include "backends/zookeeper/zk_fetch.hpp"
+#include "backends/zookeeper/zk_names.hpp"
+#include "core/duration.hpp"
+
+namespace dlock::detail {
+namespace {
+
+using zk::child_meta;
+using zk::connection;
+
+class zk_session final : public backend_session {
+ public:
+  zk_session(std::unique_ptr<connection> c, std::string base, bool secure, session_info info)
+      : conn_(std::move(c)), base_(std::move(base)), info_(std::move(info)) {
+    if (secure) {
+      secure_acl_[0] = {ZOO_PERM_READ, ZOO_ANYONE_ID_UNSAFE};
+      secure_acl_[1] = {ZOO_PERM_ALL, ZOO_AUTH_IDS};
+      acl_ = {2, secure_acl_};
+    } else {
+      acl_ = ZOO_OPEN_ACL_UNSAFE;
+    }
+  }
+
+  ~zk_session() override { conn_->close(); }
+
+  connection& conn() { return *conn_; }
+
+  capabilities caps() const noexcept override { return {reach::network, true, true}; }
+
+  std::optional<std::chrono::milliseconds> granted_ttl() const override {
+    return conn_->negotiated_timeout();
+  }
+
+  result<queue_view> enqueue(std::string_view lock, entry_kind kind,
+                             std::string_view entry_id) override {
+    auto lp = lock_path(lock);
+    const std::string id(entry_id);
+    auto sent = steady::now();
+    bool adopted = false;
+    if (cache_.uncertain(id)) {
+      // An earlier create of this entry may have been applied with its reply lost.
+      auto found = adopt(lp, id);
+      if (!found) return fail(found.error());
+      adopted = *found;
+    }
+    if (!adopted) {
+      if (auto c = create_entry(lp, kind, id); !c) return fail(c.error());
+    }
+    auto q = read_queue(lp);
+    if (!q) return q;
+    q->sent_at = sent;
+    return q;
+  }
+
+  result<queue_view> list(std::string_view lock) override {
+    auto sent = steady::now();
+    auto q = read_queue(lock_path(lock));
+    if (q) q->sent_at = sent;
+    return q;
+  }
+
+  result<void> remove(std::string_view lock, std::string_view entry_id) override {
+    auto r = remove_entry(lock_path(lock), std::string(entry_id));
+    if (!r && is_transient(r.error())) {
+      // The engine's retries have a budget; the node must not outlive it while the session
+      // lives on, or it would block the lock until the session ends. keep_alive retries.
+      std::lock_guard lk(pending_mu_);
+      pending_.emplace(lock_path(lock), std::string(entry_id));
+    }
+    return r;
+  }
+
+  result<void> wait(std::string_view lock, const entry& awaited, steady::time_point deadline,
+                    std::stop_token stop) override {
+    auto lp = lock_path(lock);
+    auto name = cache_.child_with_prefix(lp, zk::entry_prefix(awaited.id));
+    if (!name) return {};  // not seen in our last listing: let the engine list again
+    return conn_->await_change(lp + "/" + *name, deadline, std::move(stop));
+  }
+
+  result<steady::time_point> keep_alive() override {
+    // The client pings on its own; the lease is live exactly while it is connected.
+    auto now = steady::now();
+    if (auto h = conn_->health(); !h) return fail(h.error());
+    retry_pending_removals();
+    return now;
+  }
+
+  void set_event_handler(std::function<void(session_event)> handler) override {
+    conn_->set_event_handler(std::move(handler));
+  }
+
+  void close() noexcept override { conn_->close(); }
+
+  result<std::vector<std::string>> lock_names(std::string_view prefix) override {
+    auto children = get_children(base_);
+    if (!children) return fail(children.error());
+    std::vector<std::string> names, paths;
+    for (auto& c : *children) {
+      auto name = zk::unescape_lock_name(c);
+      if (!name || !name->starts_with(prefix)) continue;
+      names.push_back(std::move(*name));
+      paths.push_back(base_ + "/" + c);
+    }
+    auto reads = fetch(paths);
+    if (!reads) return fail(reads.error());
+    std::vector<std::string> out;
+    for (std::size_t i = 0; i < names.size(); ++i) {
+      if ((*reads)[i].rc == ZOK && (*reads)[i].stat.numChildren > 0) out.push_back(names[i]);
+    }
+    std::sort(out.begin(), out.end());
+    return out;
+  }
+
+ private:
+  std::string lock_path(std::string_view lock) const {
+    return base_ + "/" + zk::escape_lock_name(lock);
+  }
+
+  result<void> remove_entry(const std::string& lp, const std::string& id) {
+    auto path = cache_.own_path(id);
+    if (!path && cache_.uncertain(id)) {
+      auto children = get_children(lp);
+      if (!children) return fail(children.error());
+      auto prefix = zk::entry_prefix(id);
+      for (auto& name : *children) {
+        if (name.starts_with(prefix)) path = lp + "/" + name;
+      }
+    }
+    if (path) {
+      auto u = conn_->acquire();
+      if (!u) return fail(u.error());
+      int rc = zoo_delete(u->zh(), path->c_str(), -1);
+      if (rc != ZOK && rc != ZNONODE) return fail(conn_->error(rc, "delete", *path));
+    }
+    cache_.disown(id);
+    return {};
+  }
+
+  void retry_pending_removals() {
+    std::set<std::pair<std::string, std::string>> todo;
+    {
+      std::lock_guard lk(pending_mu_);
+      todo.swap(pending_);
+    }
+    for (auto& [lp, id] : todo) {
+      auto r = remove_entry(lp, id);
+      if (!r && is_transient(r.error())) {
+        std::lock_guard lk(pending_mu_);
+        pending_.emplace(lp, id);
+      }
+    }
+  }
+
+  result<std::vector<std::string>> get_children(const std::string& path) {
+    auto u = conn_->acquire();
+    if (!u) return fail(u.error());
+    String_vector v{};
+    int rc = zoo_get_children(u->zh(), path.c_str(), 0, &v);
+    if (rc == ZNONODE) return std::vector<std::string>{};
+    if (rc != ZOK) return fail(conn_->error(rc, "getChildren", path));
+    std::vector<std::string> out(v.data, v.data + v.count);
+    deallocate_String_vector(&v);
+    return out;
+  }
+
+  result<std::vector<zk::node_read>> fetch(const std::vector<std::string>& paths) {
+    if (paths.empty()) return std::vector<zk::node_read>{};
+    auto u = conn_->acquire();
+    if (!u) return fail(u.error());
+    zk::fetch_error err;
+    auto reads = zk::fetch_nodes(u->zh(), paths, conn_->negotiated_timeout() * 2, err);
+    if (err.rc != ZOK) return fail(conn_->error(err.rc, "getData", err.path));
+    return reads;
+  }
+
+  // Finds this session's child for entry `id` (from a create whose reply was lost) and
+  // adopts it. A node with the id but another owner is never adopted.
+  result<bool> adopt(const std::string& lp, const std::string& id) {
+    auto children = get_children(lp);
+    if (!children) return fail(children.error());
+    auto prefix = zk::entry_prefix(id);
+    std::vector<std::string> names, paths;
+    for (auto& n : *children) {
+      if (n.starts_with(prefix)) {
+        names.push_back(n);
+        paths.push_back(lp + "/" + n);
+      }
+    }
+    auto reads = fetch(paths);
+    if (!reads) return fail(reads.error());
+    for (std::size_t i = 0; i < names.size(); ++i) {
+      auto& r = (*reads)[i];
+      if (r.rc != ZOK || r.stat.ephemeralOwner != conn_->identity().session_id) continue;
+      cache_.own(id, lp, names[i], {r.stat.czxid, r.stat.ctime, r.data});
+      return true;
+    }
+    return false;
+  }
+
+  result<void> create_entry(const std::string& lp, entry_kind kind, const std::string& id) {
+    const auto path = lp + "/" + zk::child_prefix(id, kind);
+    std::string created(path.size() + 16, '\0');
+    for (int attempt = 0;; ++attempt) {
+      int rc;
+      struct Stat st {};
+      {
+        auto u = conn_->acquire();
+        if (!u) return fail(u.error());
+        rc = zoo_create2(u->zh(), path.c_str(), info_.owner.data(),
+                         static_cast<int>(info_.owner.size()), &acl_, ZOO_EPHEMERAL_SEQUENTIAL,
+                         created.data(), static_cast<int>(created.size()), &st);
+      }
+      if (rc == ZOK) {
+        created.resize(created.find('\0'));
+        cache_.own(id, lp, created.substr(lp.size() + 1), {st.czxid, st.ctime, info_.owner});
+        return {};
+      }
+      auto f = conn_->error(rc, "create", path);
+      if (rc == ZNONODE && attempt < 4) {
+        if (auto p = ensure_parent(lp); !p) return p;
+        continue;
+      }
+      if (is_transient(f)) cache_.mark_uncertain(id);
+      return fail(std::move(f));
+    }
+  }
+
+  // The lock's container node, and the persistent nodes above it when missing.
+  result<void> ensure_parent(const std::string& lp) {
+    auto u = conn_->acquire();
+    if (!u) return fail(u.error());
+    int rc = zoo_create(u->zh(), lp.c_str(), nullptr, -1, &acl_, ZOO_CONTAINER, nullptr, 0);
+    if (rc == ZOK || rc == ZNODEEXISTS) return {};
+    if (rc != ZNONODE) return fail(conn_->error(rc, "create", lp));
+    for (std::size_t pos = 1; pos <= base_.size(); ++pos) {
+      if (pos != base_.size() && base_[pos] != '/') continue;
+      auto p = base_.substr(0, pos);
+      rc = zoo_create(u->zh(), p.c_str(), nullptr, -1, &acl_, ZOO_PERSISTENT, nullptr, 0);
+      if (rc != ZOK && rc != ZNODEEXISTS) return fail(conn_->error(rc, "create", p));
+    }
+    rc = zoo_create(u->zh(), lp.c_str(), nullptr, -1, &acl_, ZOO_CONTAINER, nullptr, 0);
+    if (rc == ZOK || rc == ZNODEEXISTS) return {};
+    return fail(conn_->error(rc, "create", lp));
+  }
+
+  result<queue_view> read_queue(const std::string& lp) {
+    auto children = get_children(lp);
+    if (!children) return fail(children.error());
+    struct parsed {
+      zk::child_name c;
+      std::string name;
+      std::optional<child_meta> meta;
+    };
+    std::vector<parsed> items;
+    std::vector<std::string> missing;
+    for (auto& n : *children) {
+      auto c = zk::parse_child(n);
+      if (!c) continue;  // not a dlock entry
+      parsed p{std::move(*c), n, cache_.meta(lp, n)};
+      if (!p.meta) missing.push_back(lp + "/" + n);
+      items.push_back(std::move(p));
+    }
+    auto reads = fetch(missing);
+    if (!reads) return fail(reads.error());
+    std::map<std::string, child_meta> fresh;
+    for (std::size_t i = 0; i < missing.size(); ++i) {
+      auto& r = (*reads)[i];
+      if (r.rc != ZOK) continue;  // deleted meanwhile: no longer in the queue
+      fresh[missing[i].substr(lp.size() + 1)] = {r.stat.czxid, r.stat.ctime, std::move(r.data)};
+    }
+    std::vector<std::pair<std::string, child_meta>> present;
+    for (auto& p : items) {
+      if (!p.meta) {
+        auto f = fresh.find(p.name);
+        if (f == fresh.end()) continue;
+        p.meta = f->second;
+      }
+      present.emplace_back(p.name, *p.meta);
+    }
+    std::erase_if(items, [](const parsed& p) { return !p.meta.has_value(); });
+    std::sort(items.begin(), items.end(),
+              [](const parsed& a, const parsed& b) { return a.c.seq < b.c.seq; });
+    queue_view v;
+    for (auto& p : items) {
+      entry e;
+      e.id = std::move(p.c.entry_id);
+      e.kind = p.c.kind;
+      e.token = static_cast<std::uint64_t>(p.meta->czxid);
+      e.owner = std::move(p.meta->owner);
+      e.since = std::chrono::system_clock::time_point{std::chrono::milliseconds{p.meta->ctime_ms}};
+      v.entries.push_back(std::move(e));
+    }
+    cache_.replace(lp, std::move(present));
+    return v;
+  }
+
+  std::unique_ptr<connection> conn_;
+  const std::string base_;  // "<chroot>/dlock"
+  session_info info_;
+  struct ACL secure_acl_[2]{};
+  struct ACL_vector acl_ {};
+  zk::session_cache cache_;
+  std::mutex pending_mu_;
+  std::set<std::pair<std::string, std::string>> pending_;  // (lock path, entry id) to delete
+};
+
+result<std::chrono::milliseconds> duration_param(const url& u, std::string_view key,
+                                                 std::chrono::milliseconds fallback) {
+  auto v = u.param(key);
+  if (v.empty()) return fallback;
+  auto d = parse_duration(v);
+  if (!d) {
+    return fail(errc::invalid_argument,
+                "URL '" + u.redacted + "': " + std::string(key) + ": " + d.error().message);
+  }
+  return *d;
+}
+
+}  // namespace
+
+result<std::unique_ptr<backend_session>> open_zookeeper(const url& u, const session_info& info) {
+  if (u.hosts.empty()) {
+    return fail(errc::invalid_argument,
+                "URL '" + u.redacted + "': want zk://host:2181[,host:2181...][/chroot]");
+  }
+  zk::config cfg;
+  for (auto& h : u.hosts) {
+    if (!cfg.hosts.empty()) cfg.hosts += ',';
+    cfg.hosts += h.host + ":" + std::to_string(h.port != 0 ? h.port : 2181);
+  }
+  auto timeout = duration_param(u, "session_timeout", info.ttl);
+  if (!timeout) return fail(timeout.error());
+  auto connect = duration_param(u, "connect_timeout", info.request_timeout);
+  if (!connect) return fail(connect.error());
+  cfg.session_timeout = *timeout;
+  cfg.connect_timeout = *connect;
+  if (!u.user.empty()) cfg.credentials = u.user + ":" + u.password;
+  std::string chroot = u.path;
+  while (!chroot.empty() && chroot.back() == '/') chroot.pop_back();
+  auto c = connection::open(cfg);
+  if (!c) return fail(c.error());
+  return std::make_unique<zk_session>(std::move(*c), chroot + "/dlock", !u.user.empty(), info);
+}
+
+std::optional<zk::client_identity> zookeeper_identity(backend_session& b) {
+  if (auto* s = dynamic_cast<zk_session*>(&b)) return s->conn().identity();
+  return std::nullopt;
+}
+
+std::uint64_t zookeeper_node_events() { return zk::node_event_count(); }
+
+}  // namespace dlock::detail

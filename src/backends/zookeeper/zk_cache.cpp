@@ -1,0 +1,87 @@
+#include "backends/zookeeper/zk_cache.hpp"
+
+namespace dlock::detail::zk {
+namespace {
+
+// Bounded so that a session which touched many locks once does not grow without end.
+constexpr std::size_t max_cached_locks = 4096;
+
+}  // namespace
+
+std::optional<child_meta> session_cache::meta(const std::string& lock,
+                                              const std::string& name) const {
+  std::lock_guard lk(mu_);
+  auto it = children_.find(lock);
+  if (it == children_.end()) return std::nullopt;
+  auto m = it->second.find(name);
+  if (m == it->second.end()) return std::nullopt;
+  return m->second;
+}
+
+std::optional<std::string> session_cache::child_with_prefix(const std::string& lock,
+                                                            const std::string& prefix) const {
+  std::lock_guard lk(mu_);
+  auto it = children_.find(lock);
+  if (it == children_.end()) return std::nullopt;
+  // Names sort by their prefix, so the entry's node (if any) is the first one not below it.
+  auto m = it->second.lower_bound(prefix);
+  if (m == it->second.end() || !m->first.starts_with(prefix)) return std::nullopt;
+  return m->first;
+}
+
+void session_cache::replace(const std::string& lock,
+                            std::vector<std::pair<std::string, child_meta>> present) {
+  std::lock_guard lk(mu_);
+  if (present.empty()) {
+    children_.erase(lock);
+    return;
+  }
+  evict_if_full(lock);
+  children_[lock] = std::map<std::string, child_meta>(std::make_move_iterator(present.begin()),
+                                                      std::make_move_iterator(present.end()));
+}
+
+void session_cache::own(const std::string& id, const std::string& lock, const std::string& name,
+                        child_meta m) {
+  std::lock_guard lk(mu_);
+  uncertain_.erase(id);
+  own_[id] = {lock, name};
+  evict_if_full(lock);
+  children_[lock][name] = std::move(m);
+}
+
+std::optional<std::string> session_cache::own_path(const std::string& id) const {
+  std::lock_guard lk(mu_);
+  auto it = own_.find(id);
+  if (it == own_.end()) return std::nullopt;
+  return it->second.first + "/" + it->second.second;
+}
+
+void session_cache::disown(const std::string& id) {
+  std::lock_guard lk(mu_);
+  uncertain_.erase(id);
+  auto it = own_.find(id);
+  if (it == own_.end()) return;
+  auto& [lock, name] = it->second;
+  if (auto c = children_.find(lock); c != children_.end()) {
+    c->second.erase(name);
+    if (c->second.empty()) children_.erase(c);
+  }
+  own_.erase(it);
+}
+
+void session_cache::mark_uncertain(const std::string& id) {
+  std::lock_guard lk(mu_);
+  uncertain_.insert(id);
+}
+
+bool session_cache::uncertain(const std::string& id) const {
+  std::lock_guard lk(mu_);
+  return uncertain_.contains(id);
+}
+
+void session_cache::evict_if_full(const std::string& lock) {
+  if (!children_.contains(lock) && children_.size() >= max_cached_locks) children_.clear();
+}
+
+}  // namespace dlock::detail::zk

@@ -1,0 +1,273 @@
+#include "backends/zookeeper/zk_connection.hpp"
+
+#include <cstdio>
+#include <cstdlib>
+
+namespace dlock::detail::zk {
+namespace {
+
+std::atomic<std::uint64_t> node_events{0};
+
+// The C client logs connection chatter to stderr by default; a library must stay quiet.
+void log_sink(const char* message) {
+  static const bool debug = std::getenv("DLOCK_ZK_DEBUG") != nullptr;
+  if (debug) std::fprintf(stderr, "zookeeper: %s\n", message);
+}
+
+bool is_connected(int state) { return state == ZOO_CONNECTED_STATE || state == ZOO_READONLY_STATE; }
+
+}  // namespace
+
+std::uint64_t node_event_count() { return node_events.load(); }
+
+connection::connection(config c) : cfg_(std::move(c)) {}
+
+connection::~connection() { close(); }
+
+result<std::unique_ptr<connection>> connection::open(const config& c) {
+  std::unique_ptr<connection> conn(new connection(c));
+  auto* self = conn.get();
+  self->event_thread_ = std::jthread([self](std::stop_token st) { self->event_loop(st); });
+  zhandle_t* zh =
+      zookeeper_init2(c.hosts.c_str(), &connection::session_watcher,
+                      static_cast<int>(c.session_timeout.count()), nullptr, self, 0, &log_sink);
+  if (zh == nullptr) {
+    return fail(errc::backend_unavailable,
+                "zookeeper " + c.hosts + ": cannot create a client handle (bad host list?)");
+  }
+  {
+    std::unique_lock hk(self->handle_mu_);
+    self->zh_ = zh;
+  }
+  std::unique_lock lk(self->mu_);
+  bool up = self->cv_.wait_for(lk, c.connect_timeout, [&] {
+    return is_connected(self->state_) || self->state_ == ZOO_EXPIRED_SESSION_STATE ||
+           self->state_ == ZOO_AUTH_FAILED_STATE;
+  });
+  bool connected = up && is_connected(self->state_);
+  lk.unlock();
+  if (!connected) {
+    return fail(errc::backend_unavailable, "zookeeper " + c.hosts + ": no session within " +
+                                               std::to_string(c.connect_timeout.count()) + " ms");
+  }
+  self->negotiated_ = std::chrono::milliseconds{zoo_recv_timeout(zh)};
+  if (const clientid_t* id = zoo_client_id(zh)) {
+    self->identity_.session_id = id->client_id;
+    self->identity_.password.assign(id->passwd, sizeof id->passwd);
+  }
+  if (!c.credentials.empty()) {
+    // Digest auth is resent by the client on every reconnect; wait for the first answer so
+    // that the first create already carries the identity.
+    struct pending {
+      std::mutex m;
+      std::condition_variable cv;
+      bool done{false};
+      int rc{0};
+    };
+    auto p = std::make_shared<pending>();
+    auto* held = new std::shared_ptr<pending>(p);
+    int rc = zoo_add_auth(
+        zh, "digest", c.credentials.data(), static_cast<int>(c.credentials.size()),
+        [](int rc, const void* data) {
+          auto* sp = static_cast<std::shared_ptr<pending>*>(const_cast<void*>(data));
+          {
+            std::lock_guard g((*sp)->m);
+            (*sp)->done = true;
+            (*sp)->rc = rc;
+          }
+          (*sp)->cv.notify_all();
+          delete sp;
+        },
+        held);
+    if (rc != ZOK) {
+      delete held;
+      return fail(self->error(rc, "add_auth", "digest"));
+    }
+    std::unique_lock pl(p->m);
+    if (!p->cv.wait_for(pl, c.connect_timeout, [&] { return p->done; })) {
+      return fail(errc::backend_unavailable, "zookeeper " + c.hosts + ": no answer to add_auth");
+    }
+    if (p->rc != ZOK) return fail(self->error(p->rc, "add_auth", "digest"));
+  }
+  return conn;
+}
+
+result<connection::use> connection::acquire() {
+  std::shared_lock lk(handle_mu_);
+  if (closed_ || zh_ == nullptr) {
+    return fail(errc::session_closed, "zookeeper " + cfg_.hosts + ": session closed");
+  }
+  auto* zh = zh_;
+  return use(std::move(lk), zh);
+}
+
+failure connection::error(int rc, std::string_view op, std::string_view path) {
+  auto where = "zookeeper " + cfg_.hosts + ": " + std::string(op) + " " + std::string(path) + ": ";
+  errc code = errc::backend_error;
+  std::string what = zerror(rc);
+  switch (rc) {
+    case ZCONNECTIONLOSS:
+    case ZOPERATIONTIMEOUT:
+    case ZSESSIONMOVED:
+    case ZNOTREADONLY:
+      code = errc::backend_unavailable;
+      break;
+    case ZSESSIONEXPIRED:
+      code = errc::session_expired;
+      break;
+    case ZNOAUTH:
+    case ZAUTHFAILED:
+      code = errc::permission_denied;
+      break;
+    case ZCLOSING:
+      code = errc::session_closed;
+      break;
+    case ZINVALIDSTATE: {
+      std::lock_guard lk(mu_);
+      if (state_ == ZOO_AUTH_FAILED_STATE) {
+        code = errc::permission_denied;
+        what = "authentication failed";
+      } else {
+        code = errc::session_expired;
+        what = "session expired";
+      }
+      break;
+    }
+    default:
+      break;
+  }
+  return {make_error_code(code), where + what};
+}
+
+result<void> connection::health() {
+  std::lock_guard lk(mu_);
+  if (closing_) return fail(errc::session_closed, "zookeeper " + cfg_.hosts + ": session closed");
+  if (is_connected(state_)) return {};
+  if (state_ == ZOO_EXPIRED_SESSION_STATE) {
+    return fail(errc::session_expired, "zookeeper " + cfg_.hosts + ": session expired");
+  }
+  if (state_ == ZOO_AUTH_FAILED_STATE) {
+    return fail(errc::permission_denied, "zookeeper " + cfg_.hosts + ": authentication failed");
+  }
+  return fail(errc::backend_unavailable, "zookeeper " + cfg_.hosts + ": disconnected");
+}
+
+void connection::set_event_handler(std::function<void(session_event)> handler) {
+  {
+    std::lock_guard lk(mu_);
+    handler_ = std::move(handler);
+  }
+  cv_.notify_all();
+}
+
+void connection::session_watcher(zhandle_t*, int type, int state, const char*, void* ctx) {
+  if (type == ZOO_SESSION_EVENT) static_cast<connection*>(ctx)->on_session_state(state);
+}
+
+void connection::node_watcher(zhandle_t*, int type, int, const char* path, void* ctx) {
+  // Session events reach every watcher too; the watch itself survives reconnects (the client
+  // re-registers it), so only node events end a wait.
+  if (type == ZOO_SESSION_EVENT || path == nullptr) return;
+  node_events.fetch_add(1);
+  auto* self = static_cast<connection*>(ctx);
+  {
+    std::lock_guard lk(self->mu_);
+    if (auto it = self->watches_.find(std::string_view(path)); it != self->watches_.end()) {
+      ++it->second.generation;
+    }
+  }
+  self->cv_.notify_all();
+}
+
+void connection::on_session_state(int state) {
+  std::optional<session_event> e;
+  {
+    std::lock_guard lk(mu_);
+    if (ended_) return;
+    bool was = is_connected(state_);
+    if (is_connected(state)) {
+      if (!was && ever_connected_) e = session_event::reconnected;
+      ever_connected_ = true;
+    } else if (state == ZOO_EXPIRED_SESSION_STATE || state == ZOO_AUTH_FAILED_STATE) {
+      e = session_event::expired;
+      ended_ = true;
+    } else if (was) {
+      e = session_event::suspended;
+    }
+    state_ = state;
+    if (e) events_.push_back(*e);
+  }
+  cv_.notify_all();
+}
+
+void connection::event_loop(std::stop_token stop) {
+  std::unique_lock lk(mu_);
+  while (!stop.stop_requested()) {
+    if (!cv_.wait(lk, stop, [&] { return handler_ && !events_.empty(); })) return;
+    auto e = events_.front();
+    events_.pop_front();
+    auto h = handler_;
+    lk.unlock();
+    h(e);
+    lk.lock();
+  }
+}
+
+result<void> connection::await_change(const std::string& path, steady::time_point deadline,
+                                      std::stop_token stop) {
+  std::unique_lock lk(mu_);
+  auto it = watches_.try_emplace(path).first;  // map iterators stay valid
+  ++it->second.waiters;
+  const auto generation = it->second.generation;
+  lk.unlock();
+  int rc = ZOK;
+  {
+    auto u = acquire();
+    if (!u) {
+      rc = ZCLOSING;
+    } else {
+      // getData rather than exists: on a missing node exists would leave a watch behind.
+      char buf[1];
+      int len = sizeof buf;
+      struct Stat st {};
+      rc = zoo_wget(u->zh(), path.c_str(), &connection::node_watcher, this, buf, &len, &st);
+    }
+  }
+  lk.lock();
+  if (rc == ZOK) {
+    cv_.wait_until(lk, stop, deadline,
+                   [&] { return it->second.generation != generation || ended_; });
+  }
+  if (--it->second.waiters == 0) watches_.erase(it);
+  lk.unlock();
+  if (rc == ZOK || rc == ZNONODE) return {};
+  return fail(error(rc, "watch", path));
+}
+
+void connection::close() noexcept {
+  {
+    std::lock_guard lk(mu_);
+    ended_ = true;
+    closing_ = true;
+  }
+  cv_.notify_all();
+  zhandle_t* zh = nullptr;
+  {
+    std::unique_lock hk(handle_mu_);
+    if (!closed_) {
+      closed_ = true;
+      zh = zh_;
+      zh_ = nullptr;
+    }
+  }
+  if (zh != nullptr) zookeeper_close(zh);
+  if (event_thread_.joinable()) {
+    event_thread_.request_stop();
+    if (event_thread_.get_id() == std::this_thread::get_id())
+      event_thread_.detach();
+    else
+      event_thread_.join();
+  }
+}
+
+}  // namespace dlock::detail::zk

@@ -1,0 +1,82 @@
+// dlock list [PREFIX] [--url URL] [--json]: the locks that have a holder or waiters.
+#include <dlock/inspect.hpp>
+#include <iostream>
+#include <memory>
+
+#include "cli/commands.hpp"
+#include "cli/common.hpp"
+#include "cli/queue_format.hpp"
+
+namespace dlock::cli {
+namespace {
+
+struct list_options {
+  std::string prefix;
+  std::string url;
+  bool json{false};
+};
+
+struct lock_summary {
+  std::string name;
+  queue_split queue;
+};
+
+std::vector<lock_summary> collect(const dlock::session& s, const std::string& prefix) {
+  std::vector<lock_summary> out;
+  for (auto& name : dlock::list_locks(s, prefix)) {
+    auto parts = split_queue(dlock::inspect(s, name));
+    // list_locks does not check that the owners' processes still exist; inspect does.
+    if (parts.holders.empty() && parts.waiters.empty()) continue;
+    out.push_back({name, std::move(parts)});
+  }
+  return out;
+}
+
+int list(const list_options& o) {
+  auto session = open_session(resolve_url(o.url), {.description = "dlock list"});
+  std::vector<lock_summary> locks;
+  try {
+    locks = collect(session, o.prefix);
+  } catch (...) {
+    session.close();
+    rethrow_as_cli_error();
+  }
+  session.close();
+  if (o.json) {
+    auto j = nlohmann::json::array();
+    for (auto& l : locks) {
+      nlohmann::json item;
+      item["name"] = l.name;
+      item["holders"] = nlohmann::json::array();
+      for (auto& e : l.queue.holders) item["holders"].push_back(entry_json(e));
+      item["waiters"] = l.queue.waiters.size();
+      j.push_back(std::move(item));
+    }
+    std::cout << j.dump(2) << '\n';
+    return exit_ok;
+  }
+  if (locks.empty()) {
+    std::cout << "no locks" << (o.prefix.empty() ? "" : " starting with '" + o.prefix + "'")
+              << '\n';
+  }
+  for (auto& l : locks) {
+    std::cout << l.name << '\n';
+    for (auto& e : l.queue.holders) std::cout << "  holder  " << entry_line(e) << '\n';
+    if (l.queue.holders.empty()) std::cout << "  (no holder)\n";
+    std::cout << "  " << l.queue.waiters.size() << " waiting\n";
+  }
+  return exit_ok;
+}
+
+}  // namespace
+
+void add_list_command(CLI::App& app, int& status) {
+  auto o = std::make_shared<list_options>();
+  auto* cmd = app.add_subcommand("list", "List held or awaited locks, optionally by name prefix");
+  cmd->add_option("PREFIX", o->prefix, "Only names starting with this");
+  cmd->add_option("--url", o->url, "Backend URL (default: $DLOCK_URL, else the local SQLite file)");
+  cmd->add_flag("--json", o->json, "Print JSON for scripts");
+  cmd->callback([o, &status] { status = list(*o); });
+}
+
+}  // namespace dlock::cli

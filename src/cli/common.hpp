@@ -1,0 +1,58 @@
+#pragma once
+// What every dlock subcommand shares: exit codes, the one-line error, URL resolution and
+// turning library errors into sysexits codes.
+
+#include <chrono>
+#include <dlock/session.hpp>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <system_error>
+
+namespace dlock::cli {
+
+// sysexits.h values, named here so the documented contract is in one place.
+enum exit_code : int {
+  exit_ok = 0,
+  exit_demo_failed = 1,   // the demo's invariant (sold = stock, oversold 0) did not hold
+  exit_usage = 64,        // EX_USAGE: bad option, URL, lock name, duration, missing command
+  exit_unavailable = 69,  // EX_UNAVAILABLE: the backend cannot be reached or failed
+  exit_lock_lost = 70,    // EX_SOFTWARE: `dlock run` lost the lock while CMD ran
+  exit_conflict = 75,     // EX_TEMPFAIL: lock held by someone else / not granted in time
+  exit_denied = 77,       // EX_NOPERM: the database path or credentials were refused
+};
+
+// Thrown by subcommands; main prints "dlock: <what>" on one line and exits with `code`.
+class cli_error : public std::runtime_error {
+ public:
+  cli_error(int code, const std::string& what) : std::runtime_error(what), code_(code) {}
+  int code() const noexcept { return code_; }
+
+ private:
+  int code_;
+};
+
+// The exit code for a library error.
+int exit_code_for(std::error_code ec);
+
+// Rethrows a dlock::system_error (or anything else) as a cli_error with the right code.
+[[noreturn]] void rethrow_as_cli_error();
+
+// --url, else $DLOCK_URL, else sqlite:// + the per-user state file (its directory is created
+// with mode 0700 only in that last case).
+std::string resolve_url(const std::string& url_option);
+
+// Parses a duration option such as 500ms or 2m; usage error naming `option` otherwise.
+std::chrono::milliseconds parse_duration_option(std::string_view option, const std::string& text);
+
+// Usage error unless `name` is a valid lock name. Checked against the library's own rules
+// before anything is opened, so a bad name creates nothing on the real backend.
+void check_lock_name(const std::string& name);
+
+// Opens a session; library errors become cli_errors.
+dlock::session open_session(const std::string& url, const dlock::session_options& options);
+
+// One line on stderr: "dlock: <message>" (newlines in the message become spaces).
+void print_error(std::string_view message);
+
+}  // namespace dlock::cli

@@ -1,0 +1,93 @@
+#include "cli/queue_format.hpp"
+
+#include <fmt/chrono.h>
+#include <fmt/format.h>
+
+#include <charconv>
+#include <ctime>
+
+#include "core/duration.hpp"
+
+namespace dlock::cli {
+namespace {
+
+using sys_clock = std::chrono::system_clock;
+
+std::string iso_utc(sys_clock::time_point t) {
+  auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(t.time_since_epoch()).count();
+  std::time_t secs = static_cast<std::time_t>(ms / 1000);
+  std::tm tm{};
+  gmtime_r(&secs, &tm);
+  return fmt::format("{:%Y-%m-%dT%H:%M:%S}.{:03d}Z", tm, static_cast<int>(ms % 1000));
+}
+
+std::string local_time(sys_clock::time_point t) {
+  std::time_t secs = sys_clock::to_time_t(t);
+  std::tm tm{};
+  localtime_r(&secs, &tm);
+  return fmt::format("{:%Y-%m-%d %H:%M:%S}", tm);
+}
+
+}  // namespace
+
+owner_parts parse_owner(const std::string& owner) {
+  owner_parts p;
+  auto space = owner.find(' ');
+  p.host = owner.substr(0, space);
+  if (space == std::string::npos) return p;
+  std::string_view rest = std::string_view(owner).substr(space + 1);
+  if (rest.starts_with("pid=")) {
+    rest.remove_prefix(4);
+    auto [end, ec] = std::from_chars(rest.data(), rest.data() + rest.size(), p.pid);
+    if (ec != std::errc{}) p.pid = 0;
+    rest = std::string_view(end, rest.data() + rest.size() - end);
+    if (rest.starts_with(' ')) rest.remove_prefix(1);
+  }
+  p.description = std::string(rest);
+  return p;
+}
+
+nlohmann::json entry_json(const dlock::queue_entry& e) {
+  auto o = parse_owner(e.owner);
+  nlohmann::json j;
+  j["token"] = e.token;
+  j["owner"] = e.owner;
+  j["host"] = o.host;
+  j["pid"] = o.pid > 0 ? nlohmann::json(o.pid) : nlohmann::json(nullptr);
+  j["description"] = o.description;
+  j["shared"] = e.shared;
+  if (e.since) {
+    j["since"] = iso_utc(*e.since);
+    j["since_ms"] =
+        std::chrono::duration_cast<std::chrono::milliseconds>(e.since->time_since_epoch()).count();
+  } else {
+    j["since"] = nullptr;
+    j["since_ms"] = nullptr;
+  }
+  j["lease_left_ms"] = e.lease_left ? nlohmann::json(e.lease_left->count()) : nullptr;
+  return j;
+}
+
+std::string entry_line(const dlock::queue_entry& e) {
+  auto o = parse_owner(e.owner);
+  std::string line = fmt::format("token {}  {}", e.token, o.host);
+  if (o.pid > 0) line += fmt::format(" pid {}", o.pid);
+  if (!o.description.empty()) line += fmt::format(" ({})", o.description);
+  if (e.shared) line += "  shared";
+  if (e.since) {
+    auto age = std::chrono::duration_cast<std::chrono::milliseconds>(sys_clock::now() - *e.since);
+    line +=
+        fmt::format("  since {} ({} ago)", local_time(*e.since),
+                    dlock::detail::format_duration(std::max(age, std::chrono::milliseconds{0})));
+  }
+  if (e.lease_left) line += "  lease " + dlock::detail::format_duration(*e.lease_left);
+  return line;
+}
+
+queue_split split_queue(const std::vector<dlock::queue_entry>& q) {
+  queue_split s;
+  for (const auto& e : q) (e.holds ? s.holders : s.waiters).push_back(e);
+  return s;
+}
+
+}  // namespace dlock::cli

@@ -1,0 +1,98 @@
+// Bad input: a one-line error naming what was wrong, a sysexits code, and nothing created.
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include "cli_harness.hpp"
+
+namespace dlock::test {
+namespace {
+
+struct bad_case {
+  std::vector<std::string> args;
+  int status;
+  std::string mentions;  // the error line names what was wrong
+};
+
+void expect_rejected(const cli_sandbox& box, const bad_case& c) {
+  std::string shown;
+  for (auto& a : c.args) shown += a + " ";
+  auto r = box.run(c.args);
+  EXPECT_EQ(r.status, c.status) << shown << "\n" << r.output;
+  ASSERT_EQ(r.lines().size(), 1u) << shown << "\n" << r.output;
+  EXPECT_TRUE(r.output.starts_with("dlock: ")) << r.output;
+  EXPECT_NE(r.output.find(c.mentions), std::string::npos) << shown << "\n" << r.output;
+  EXPECT_EQ(r.output.find("CMD-RAN"), std::string::npos) << "the command must not run";
+}
+
+TEST(CliBadInput, UsageErrorsExit64AndCreateNothing) {
+  cli_sandbox box;
+  std::string control_name = std::string("a") + '\x01' + "b";
+  std::string long_name(300, 'n');
+  std::vector<bad_case> cases = {
+      {{"run", "x", "--url", "no-scheme-here", "--", "echo", "CMD-RAN"}, 64, "no-scheme-here"},
+      {{"run", "x", "--url", "nosuch://host", "--", "echo", "CMD-RAN"}, 64, "nosuch"},
+      {{"run", "x", "--url", "sqlite://host:99999/db", "--", "echo", "CMD-RAN"}, 64, "port"},
+      {{"run", "", "--", "echo", "CMD-RAN"}, 64, "empty"},
+      {{"run", control_name, "--", "echo", "CMD-RAN"}, 64, "control character"},
+      {{"run", long_name, "--", "echo", "CMD-RAN"}, 64, "255"},
+      {{"run", "x", "--ttl", "0", "--", "echo", "CMD-RAN"}, 64, "--ttl"},
+      {{"run", "x", "--ttl=-5s", "--", "echo", "CMD-RAN"}, 64, "--ttl"},
+      {{"run", "x", "--ttl", "5parsecs", "--", "echo", "CMD-RAN"}, 64, "5parsecs"},
+      {{"run", "x", "-w", "soon", "--", "echo", "CMD-RAN"}, 64, "soon"},
+      {{"run", "x", "--"}, 64, "missing command"},
+      {{"run", "x"}, 64, "missing command"},
+      {{"run", "x", "-n", "-w", "1s", "--", "echo", "CMD-RAN"}, 64, "nonblock"},
+      {{"run", "x", "-E", "300", "--", "echo", "CMD-RAN"}, 64, "300"},
+      {{"status", ""}, 64, "empty"},
+      {{"frobnicate"}, 64, "frobnicate"},
+      {{}, 64, "subcommand"},
+      {{"demo", "flash-sale", "--url", "memory://x"}, 64, "memory"},
+  };
+  for (auto& c : cases) expect_rejected(box, c);
+  // The URL's own ttl= is checked as strictly as --ttl.
+  expect_rejected(
+      box, {{"run", "x", "--url", box.url() + "?ttl=0", "--", "echo", "CMD-RAN"}, 64, "ttl"});
+  EXPECT_FALSE(file_exists(box.dir() + "/state")) << "nothing may be created on bad input";
+  EXPECT_FALSE(file_exists(box.dir() + "/locks.db"));
+}
+
+TEST(CliBadInput, UnwritableDatabasePathExits77) {
+  cli_sandbox box;
+  // A path under a regular file cannot be created, even by root (CI runs as root).
+  std::string file = box.dir() + "/plain-file";
+  std::ofstream(file) << "x";
+  expect_rejected(
+      box,
+      {{"run", "x", "--url", "sqlite://" + file + "/locks.db", "--", "echo", "CMD-RAN"}, 77, file});
+  expect_rejected(box, {{"status", "x", "--url", "sqlite://" + file + "/locks.db"}, 77, file});
+}
+
+TEST(CliBadInput, BackendThatCannotServeExits69) {
+  cli_sandbox box;
+  std::string junk = box.dir() + "/not-a-database.db";
+  std::ofstream(junk) << std::string(8192, 'j');
+  expect_rejected(
+      box,
+      {{"run", "x", "--url", "sqlite://" + junk, "--", "echo", "CMD-RAN"}, 69, "not a database"});
+  expect_rejected(box, {{"list", "--url", "sqlite://" + junk}, 69, "not a database"});
+}
+
+TEST(CliBadInput, UnusableStateDirectoryExits77) {
+  cli_sandbox box;
+  std::string file = box.dir() + "/plain-file";
+  std::ofstream(file) << "x";
+  child_process::options o;
+  o.env = box.env();
+  o.env["XDG_STATE_HOME"] = file;
+  o.merge_stderr = true;
+  child_process p({DLOCK_CLI_PATH, "run", "x", "--", "echo", "CMD-RAN"}, o);
+  std::string out;
+  while (auto l = p.read_line(std::chrono::seconds{30})) out += *l + "\n";
+  EXPECT_EQ(p.wait(std::chrono::seconds{30}), 77) << out;
+  EXPECT_NE(out.find("state directory"), std::string::npos) << out;
+  EXPECT_EQ(out.find("CMD-RAN"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace dlock::test

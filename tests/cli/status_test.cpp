@@ -1,0 +1,108 @@
+// dlock status and dlock list, human-readable and --json.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "cli_harness.hpp"
+
+namespace dlock::test {
+namespace {
+
+using namespace std::chrono_literals;
+using nlohmann::json;
+
+json run_json(const cli_sandbox& box, const std::vector<std::string>& args) {
+  auto r = box.run(args);
+  EXPECT_EQ(r.status, 0) << r.output;
+  return json::parse(r.output);
+}
+
+TEST(CliStatus, FreeLock) {
+  cli_sandbox box;
+  auto r = box.run({"status", "nobody/holds"});
+  EXPECT_EQ(r.status, 0);
+  EXPECT_NE(r.output.find("free"), std::string::npos) << r.output;
+  auto j = run_json(box, {"status", "nobody/holds", "--json"});
+  EXPECT_EQ(j["held"], false);
+  EXPECT_TRUE(j["holders"].empty());
+  EXPECT_TRUE(j["waiters"].empty());
+  EXPECT_EQ(run_json(box, {"list", "--json"}), json::array());
+  EXPECT_NE(box.run({"list"}).output.find("no locks"), std::string::npos);
+}
+
+TEST(CliStatus, HolderAndWaitersInOrder) {
+  cli_sandbox box;
+  auto holder = box.start({"run", "reports/daily", "--", "sh", "-c", "echo held; read x; exit 0"});
+  ASSERT_TRUE(holder.wait_for_line("held", 30s));
+  auto waiter1 = box.start({"run", "reports/daily", "--", "true"});
+  // Wait until the first waiter is queued before starting the second: order is arrival order.
+  json j;
+  for (int i = 0; i < 200; ++i) {
+    j = run_json(box, {"status", "reports/daily", "--json"});
+    if (j["waiters"].size() == 1) break;
+    std::this_thread::sleep_for(50ms);
+  }
+  ASSERT_EQ(j["waiters"].size(), 1u) << j.dump();
+  auto waiter2 = box.start({"run", "reports/daily", "--", "true"});
+  for (int i = 0; i < 200; ++i) {
+    j = run_json(box, {"status", "reports/daily", "--json"});
+    if (j["waiters"].size() == 2) break;
+    std::this_thread::sleep_for(50ms);
+  }
+  ASSERT_EQ(j["waiters"].size(), 2u) << j.dump();
+
+  EXPECT_EQ(j["name"], "reports/daily");
+  EXPECT_EQ(j["held"], true);
+  ASSERT_EQ(j["holders"].size(), 1u);
+  const auto& h = j["holders"][0];
+  EXPECT_EQ(h["pid"], holder.pid());
+  EXPECT_FALSE(h["host"].get<std::string>().empty());
+  EXPECT_GT(h["token"].get<unsigned long long>(), 0u);
+  EXPECT_GT(h["lease_left_ms"].get<long long>(), 0);
+  EXPECT_FALSE(h["since"].is_null());
+  EXPECT_EQ(j["waiters"][0]["pid"], waiter1.pid());
+  EXPECT_EQ(j["waiters"][1]["pid"], waiter2.pid());
+  EXPECT_LT(h["token"], j["waiters"][0]["token"]);
+  EXPECT_LT(j["waiters"][0]["token"], j["waiters"][1]["token"]);
+
+  auto human = box.run({"status", "reports/daily"});
+  EXPECT_EQ(human.status, 0);
+  auto lines = human.lines();
+  ASSERT_EQ(lines.size(), 4u) << human.output;
+  EXPECT_NE(lines[0].find("held"), std::string::npos);
+  EXPECT_NE(lines[1].find("holder"), std::string::npos);
+  EXPECT_NE(lines[1].find("pid " + std::to_string(holder.pid())), std::string::npos);
+  EXPECT_NE(lines[1].find("token " + std::to_string(h["token"].get<unsigned long long>())),
+            std::string::npos);
+  EXPECT_NE(lines[2].find("waiter 1"), std::string::npos);
+  EXPECT_NE(lines[2].find("pid " + std::to_string(waiter1.pid())), std::string::npos);
+  EXPECT_NE(lines[3].find("waiter 2"), std::string::npos);
+
+  auto other = box.start({"run", "other/lock", "--", "sh", "-c", "echo held; read x; exit 0"});
+  ASSERT_TRUE(other.wait_for_line("held", 30s));
+  auto all = run_json(box, {"list", "--json"});
+  ASSERT_EQ(all.size(), 2u) << all.dump();
+  EXPECT_EQ(all[0]["name"], "other/lock");
+  EXPECT_EQ(all[1]["name"], "reports/daily");
+  EXPECT_EQ(all[1]["waiters"], 2);
+  EXPECT_EQ(all[1]["holders"][0]["pid"], holder.pid());
+  auto some = run_json(box, {"list", "reports/", "--json"});
+  ASSERT_EQ(some.size(), 1u);
+  EXPECT_EQ(some[0]["name"], "reports/daily");
+  auto listed = box.run({"list"});
+  EXPECT_NE(listed.output.find("other/lock"), std::string::npos) << listed.output;
+  EXPECT_NE(listed.output.find("reports/daily"), std::string::npos);
+  EXPECT_NE(listed.output.find("2 waiting"), std::string::npos);
+
+  holder.close_stdin();
+  other.close_stdin();
+  EXPECT_EQ(holder.wait(30s), 0);
+  EXPECT_EQ(waiter1.wait(30s), 0);
+  EXPECT_EQ(waiter2.wait(30s), 0);
+  EXPECT_EQ(other.wait(30s), 0);
+  EXPECT_EQ(run_json(box, {"list", "--json"}), json::array());
+}
+
+}  // namespace
+}  // namespace dlock::test

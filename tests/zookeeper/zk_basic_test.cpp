@@ -1,0 +1,136 @@
+// The ZooKeeper layout itself: node names, containers, tokens, ACLs.
+#include <gtest/gtest.h>
+
+#include <thread>
+
+#include "backends/zookeeper/zk_names.hpp"
+#include "zookeeper/zk_env.hpp"
+
+namespace dlock::test {
+namespace {
+
+using namespace std::chrono_literals;
+
+TEST(zk_names, escaping_is_reversible_and_yields_one_component) {
+  for (std::string name : {"plain", "a/b/c", "100%", "%2F", "it's \"quoted\"", ".", "..",
+                           "caf\xc3\xa9", "\xf0\x9f\x94\x92 lock", "\xc2\x85next", "sp ace"}) {
+    auto e = detail::zk::escape_lock_name(name);
+    EXPECT_EQ(e.find('/'), std::string::npos) << name;
+    EXPECT_NE(e, ".");
+    EXPECT_NE(e, "..");
+    auto back = detail::zk::unescape_lock_name(e);
+    ASSERT_TRUE(back) << e;
+    EXPECT_EQ(*back, name);
+  }
+  EXPECT_FALSE(detail::zk::unescape_lock_name("%2f"));  // not canonical
+  EXPECT_FALSE(detail::zk::unescape_lock_name("%4"));
+}
+
+TEST(zk_names, child_names_carry_entry_id_and_kind) {
+  auto c = detail::zk::parse_child(
+      detail::zk::child_prefix("0123abcd-1f", detail::entry_kind::shared) + "0000000042");
+  ASSERT_TRUE(c);
+  EXPECT_EQ(c->entry_id, "0123abcd-1f");
+  EXPECT_EQ(c->kind, detail::entry_kind::shared);
+  EXPECT_EQ(c->seq, 42);
+  EXPECT_FALSE(detail::zk::parse_child("lock-0000000001"));
+}
+
+TEST(zk_layout, lock_is_a_child_of_a_container_and_tokens_are_czxids) {
+  auto s = dlock::session::open(zk_url());
+  std::string name = "layout/" + random_suffix() + "/it's \xf0\x9f\x94\x92";
+  raw_zk raw(shared_zk().hosts());
+  std::uint64_t last = 0;
+  for (int i = 0; i < 3; ++i) {
+    dlock::mutex m(s, name);
+    m.lock();
+    auto kids = raw.children(lock_node(name));
+    ASSERT_EQ(kids.size(), 1u);
+    EXPECT_TRUE(kids[0].starts_with("_c_" + s.id())) << kids[0];
+    EXPECT_NE(kids[0].find("__WRIT__"), std::string::npos);
+    struct Stat st {};
+    ASSERT_EQ(zoo_exists(raw.zh(), (lock_node(name) + "/" + kids[0]).c_str(), 0, &st), ZOK);
+    EXPECT_EQ(m.token().value, static_cast<std::uint64_t>(st.czxid));
+    EXPECT_GT(m.token().value, last);
+    last = m.token().value;
+    struct Stat parent {};
+    ASSERT_EQ(zoo_exists(raw.zh(), lock_node(name).c_str(), 0, &parent), ZOK);
+    m.unlock();
+    EXPECT_TRUE(raw.children(lock_node(name)).empty());
+  }
+  auto names = dlock::list_locks(s, "layout/");
+  EXPECT_TRUE(std::find(names.begin(), names.end(), name) == names.end());
+  // The empty container is reaped by the server (checkIntervalMs=1000 in the fixture).
+  bool gone = false;
+  for (int i = 0; i < 100 && !gone; ++i) {
+    gone = !raw.exists(lock_node(name));
+    if (!gone) std::this_thread::sleep_for(100ms);
+  }
+  EXPECT_TRUE(gone);
+}
+
+TEST(zk_layout, list_locks_and_inspect_show_the_queue) {
+  auto a = dlock::session::open(zk_url());
+  auto b = dlock::session::open(zk_url());
+  std::string name = "inspect/" + random_suffix() + "/x";
+  dlock::mutex ma(a, name);
+  ma.lock();
+  std::jthread waiter([&] {
+    dlock::mutex mb(b, name);
+    EXPECT_TRUE(mb.try_lock_for(20s));
+    mb.unlock();
+  });
+  std::vector<dlock::queue_entry> q;
+  for (int i = 0; i < 200 && q.size() < 2; ++i) {
+    q = dlock::inspect(a, name);
+    if (q.size() < 2) std::this_thread::sleep_for(20ms);
+  }
+  ASSERT_EQ(q.size(), 2u);
+  EXPECT_TRUE(q[0].holds);
+  EXPECT_FALSE(q[1].holds);
+  EXPECT_EQ(q[0].token, ma.token().value);
+  EXPECT_LT(q[0].token, q[1].token);
+  EXPECT_NE(q[0].owner.find("pid="), std::string::npos);
+  auto names = dlock::list_locks(a, "inspect/");
+  EXPECT_NE(std::find(names.begin(), names.end(), name), names.end());
+  ma.unlock();
+}
+
+TEST(zk_layout, digest_credentials_protect_entries) {
+  auto url = "zk://alice:secret@" + shared_zk().hosts() + "/secure-" + random_suffix() +
+             "?session_timeout=4s";
+  auto s = dlock::session::open(url);
+  EXPECT_EQ(s.url().find("secret"), std::string::npos);
+  std::string name = "acl";
+  dlock::mutex m(s, name);
+  m.lock();
+  raw_zk raw(shared_zk().hosts());
+  auto chroot = url.substr(url.find("/secure-"), url.find('?') - url.find("/secure-"));
+  auto lock = chroot + "/dlock/acl";
+  auto kids = raw.children(lock);
+  ASSERT_EQ(kids.size(), 1u);
+  // Anyone may read; an anonymous client may not delete.
+  EXPECT_EQ(zoo_delete(raw.zh(), (lock + "/" + kids[0]).c_str(), -1), ZNOAUTH);
+  struct ACL_vector acl {};
+  struct Stat st {};
+  ASSERT_EQ(zoo_get_acl(raw.zh(), (lock + "/" + kids[0]).c_str(), &acl, &st), ZOK);
+  EXPECT_EQ(acl.count, 2);
+  deallocate_ACL_vector(&acl);
+  m.unlock();
+  EXPECT_TRUE(raw.children(lock).empty());
+}
+
+TEST(zk_session, bad_host_is_unavailable_and_names_the_host) {
+  dlock::session_options o;
+  o.request_timeout = 500ms;
+  o.retry.max_attempts = 0;
+  std::error_code ec;
+  auto port = free_port();
+  auto s = dlock::session::open(
+      "zk://127.0.0.1:" + std::to_string(port) + "/?connect_timeout=300ms", o, ec);
+  EXPECT_FALSE(s);
+  EXPECT_EQ(ec, dlock::errc::backend_unavailable);
+}
+
+}  // namespace
+}  // namespace dlock::test

@@ -1,0 +1,146 @@
+// Failures against a standalone server: a killed holder process, a waiter whose session is
+// expired by the server while it waits, and 200 waiters that must not stampede.
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <atomic>
+#include <mutex>
+#include <thread>
+
+#include "zookeeper/zk_env.hpp"
+
+namespace dlock::test {
+namespace {
+
+using namespace std::chrono_literals;
+using clock = std::chrono::steady_clock;
+
+std::uint64_t token_of(const std::optional<std::string>& line) {
+  if (!line || !line->starts_with("granted ")) return 0;
+  return std::stoull(line->substr(8));
+}
+
+// Polls until `lock` has `n` entries (bounded); returns whether it got there.
+bool wait_for_entries(raw_zk& raw, const std::string& lock, std::size_t n,
+                      std::chrono::milliseconds timeout = 30s) {
+  auto until = clock::now() + timeout;
+  for (int i = 0; i < 10000; ++i) {
+    if (raw.children(lock_node(lock)).size() == n) return true;
+    if (clock::now() > until) return false;
+    std::this_thread::sleep_for(10ms);
+  }
+  return false;
+}
+
+// "Total watches:N" from the server's wchs command.
+long server_watches() {
+  auto out = zk_four_letter(shared_zk().port(), "wchs");
+  auto pos = out.find("Total watches:");
+  return pos == std::string::npos ? -1 : std::stol(out.substr(pos + 14));
+}
+
+TEST(zk_failure, killed_holder_process_is_replaced_within_session_timeout_plus_1s) {
+  const auto timeout = 2s;
+  const auto name = "kill/" + random_suffix();
+  child_process holder(std::vector<std::string>{DLOCK_TEST_WORKER, "hold", zk_url(timeout), name});
+  auto first = token_of(holder.wait_for_line("granted", 20s));
+  ASSERT_GT(first, 0u);
+
+  auto s = dlock::session::open(zk_url(timeout));
+  dlock::mutex m(s, name);
+  std::atomic<clock::time_point> granted_at{};
+  std::jthread waiter([&] {
+    if (m.try_lock_for(60s)) granted_at = clock::now();
+  });
+  raw_zk raw(shared_zk().hosts());
+  ASSERT_TRUE(wait_for_entries(raw, name, 2));
+  auto killed_at = clock::now();
+  holder.signal(SIGKILL);
+  ASSERT_TRUE(holder.wait(5s).has_value());
+  waiter.join();
+  ASSERT_TRUE(m.is_held());
+  EXPECT_LE(granted_at.load() - killed_at, s.ttl() + 1s);
+  EXPECT_GT(m.token().value, first);
+  m.unlock();
+}
+
+TEST(zk_failure, expired_waiter_fails_and_the_release_grants_the_next_live_waiter) {
+  const auto name = "expire/" + random_suffix();
+  raw_zk raw(shared_zk().hosts());
+  auto holder_s = dlock::session::open(zk_url());
+  dlock::mutex holder(holder_s, name);
+  holder.lock();
+
+  auto doomed_s = dlock::session::open(zk_url());
+  std::error_code doomed_ec;
+  std::jthread doomed([&] {
+    dlock::mutex m(doomed_s, name);
+    m.try_lock_until(clock::now() + 60s, {}, doomed_ec);
+  });
+  ASSERT_TRUE(wait_for_entries(raw, name, 2));
+  auto next_s = dlock::session::open(zk_url());
+  std::atomic<bool> next_granted{false};
+  std::jthread next([&] {
+    dlock::mutex m(next_s, name);
+    if (m.try_lock_for(60s)) {
+      next_granted = true;
+      m.unlock();
+    }
+  });
+  ASSERT_TRUE(wait_for_entries(raw, name, 3));
+
+  expire_zk_session(doomed_s, shared_zk().hosts());
+  doomed.join();
+  EXPECT_EQ(doomed_ec, dlock::errc::session_expired) << doomed_ec.message();
+  EXPECT_EQ(doomed_s.state(), dlock::session_state::expired);
+  ASSERT_TRUE(wait_for_entries(raw, name, 2));  // its ephemeral entry went with the session
+  EXPECT_FALSE(next_granted.load());
+  holder.unlock();
+  next.join();
+  EXPECT_TRUE(next_granted.load());
+}
+
+TEST(zk_failure, each_release_among_200_waiters_notifies_exactly_one) {
+  constexpr int sessions = 50, per_session = 4, waiters = sessions * per_session;
+  const auto name = "herd/" + random_suffix();
+  raw_zk raw(shared_zk().hosts());
+  auto holder_s = dlock::session::open(zk_url(10s));
+  dlock::mutex holder(holder_s, name);
+  holder.lock();
+  ASSERT_EQ(server_watches(), 0) << "another test left watches behind";
+
+  std::vector<dlock::session> ss;
+  for (int i = 0; i < sessions; ++i) ss.push_back(dlock::session::open(zk_url(10s)));
+  std::atomic<int> granted{0};
+  std::atomic<int> inside{0};
+  std::atomic<bool> overlap{false};
+  std::vector<std::jthread> threads;
+  for (int i = 0; i < waiters; ++i) {
+    threads.emplace_back([&, i] {
+      dlock::mutex m(ss[static_cast<std::size_t>(i % sessions)], name);
+      if (!m.try_lock_for(300s)) return;
+      if (inside.fetch_add(1) != 0) overlap = true;
+      ++granted;
+      inside.fetch_sub(1);
+      m.unlock();
+    });
+  }
+  ASSERT_TRUE(wait_for_entries(raw, name, waiters + 1, 60s));
+  // Every waiter has its watch in place before the first release (one per waiter: the
+  // predecessor of each is distinct).
+  auto until = clock::now() + 60s;
+  while (server_watches() != waiters && clock::now() < until) std::this_thread::sleep_for(20ms);
+  ASSERT_EQ(server_watches(), waiters);
+
+  auto before = detail::zookeeper_node_events();
+  holder.unlock();
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(granted.load(), waiters);
+  EXPECT_FALSE(overlap.load());
+  // The holder's release and each waiter's release but the last woke exactly one waiter.
+  EXPECT_EQ(detail::zookeeper_node_events() - before, static_cast<std::uint64_t>(waiters));
+  EXPECT_EQ(server_watches(), 0);
+}
+
+}  // namespace
+}  // namespace dlock::test
