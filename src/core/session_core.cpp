@@ -124,16 +124,12 @@ failure session_core::ended_failure() const {
 
 void session_core::add_hold(const std::shared_ptr<hold_core>& h) {
   std::lock_guard lk(mu_);
-  std::erase_if(holds_, [](const auto& w) { return w.expired(); });
-  holds_.push_back(h);
+  holds_[h.get()] = h;  // overwrite: a dead hold may have left its address behind
 }
 
 void session_core::remove_hold(const hold_core* h) {
   std::lock_guard lk(mu_);
-  std::erase_if(holds_, [h](const auto& w) {
-    auto p = w.lock();
-    return !p || p.get() == h;
-  });
+  holds_.erase(h);
 }
 
 std::size_t session_core::add_state_callback(std::function<void(session_state)> cb) {
@@ -232,7 +228,7 @@ void session_core::notify_holds(hold_state s) {
   std::vector<std::shared_ptr<hold_core>> live;
   {
     std::lock_guard lk(mu_);
-    for (auto& w : holds_) {
+    for (auto& [key, w] : holds_) {
       if (auto p = w.lock()) live.push_back(std::move(p));
     }
   }

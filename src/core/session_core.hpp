@@ -14,6 +14,7 @@
 #include <mutex>
 #include <stop_token>
 #include <thread>
+#include <unordered_map>
 #include <vector>
 
 #include "core/backend.hpp"
@@ -82,7 +83,8 @@ class session_core {
 
   std::mutex mu_;  // guards holds_, callbacks_; also the monitor's wake-ups
   std::condition_variable_any wake_;
-  std::vector<std::weak_ptr<hold_core>> holds_;
+  // Keyed by address so that adding and removing one of 100 000 holds is O(1).
+  std::unordered_map<const hold_core*, std::weak_ptr<hold_core>> holds_;
   std::map<std::size_t, std::function<void(session_state)>> callbacks_;
   std::size_t next_callback_{1};
   std::mutex close_mu_;
