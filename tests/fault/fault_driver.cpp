@@ -292,7 +292,11 @@ class run {
           return false;
         }
         target = ww->id;
+        // The holder is held still meanwhile (far less than its TTL), so the waiter cannot be
+        // granted before its session ends: the fault stays an expiry while waiting.
+        w->proc->signal(SIGSTOP);
         b_.expire(ww->session);
+        w->proc->signal(SIGCONT);
         break;
       }
       case fault::server_restart:

@@ -55,7 +55,7 @@ struct sale {
 // time); returns its JSON report.
 sale run_sale_under_faults(const std::string& url, std::chrono::milliseconds ttl) {
   child_process demo(std::vector<std::string>{DLOCK_CLI_PATH, "demo", "flash-sale", "--url", url,
-                                              "--workers", "6", "--stock", "150", "--time-limit",
+                                              "--workers", "6", "--stock", "400", "--time-limit",
                                               "60s", "--json"});
   sale s;
   std::minstd_rand rng(std::random_device{}());
