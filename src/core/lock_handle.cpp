@@ -143,8 +143,9 @@ void lock_handle::abandon(const std::string& entry_id) noexcept {
   // caller's deadline, which has often passed) so a timed-out wait still cleans up.
   try {
     auto until = steady::now() + session_->options().request_timeout * 2;
-    (void)with_retry(session_->options().retry, until, {},
-                     [&] { return session_->backend().remove(name_, entry_id); });
+    auto r = with_retry(session_->options().retry, until, {},
+                        [&] { return session_->backend().remove(name_, entry_id); });
+    if (!r && is_transient(r.error())) session_->defer_removal(name_, entry_id);
   } catch (...) {
   }
 }
@@ -167,6 +168,7 @@ void lock_handle::release(std::error_code& ec) noexcept {
     auto until = steady::now() + session_->options().request_timeout * 2;
     auto r = with_retry(session_->options().retry, until, {},
                         [&] { return session_->backend().remove(name_, h->entry_id()); });
+    if (!r && is_transient(r.error())) session_->defer_removal(name_, h->entry_id());
     if (!r && !session_->ended_token().stop_requested()) ec = r.error().code;
   } catch (...) {
     ec = make_error_code(errc::backend_error);

@@ -143,6 +143,23 @@ void session_core::remove_state_callback(std::size_t key) {
   callbacks_.erase(key);
 }
 
+void session_core::defer_removal(std::string lock, std::string entry_id) {
+  std::lock_guard lk(removals_mu_);
+  removals_.emplace_back(std::move(lock), std::move(entry_id));
+}
+
+void session_core::retry_removals() {
+  std::vector<std::pair<std::string, std::string>> todo;
+  {
+    std::lock_guard lk(removals_mu_);
+    todo.swap(removals_);
+  }
+  for (auto& [lock, id] : todo) {
+    auto r = backend_->remove(lock, id);
+    if (!r && is_transient(r.error())) defer_removal(std::move(lock), std::move(id));
+  }
+}
+
 void session_core::renew_loop(std::stop_token stop) {
   auto next = steady::now() + interval_;
   while (!stop.stop_requested()) {
@@ -155,6 +172,7 @@ void session_core::renew_loop(std::stop_token stop) {
     auto now = steady::now();
     if (r) {
       on_renewal(*r);
+      retry_removals();
       next = now + interval_;
     } else if (r.error().code == make_error_code(errc::session_expired)) {
       expire();
