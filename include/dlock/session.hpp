@@ -32,7 +32,7 @@ struct retry_policy {
 /// `dlock::session::open(url, {.ttl = 10s})`. Validated by session::open.
 struct session_options {
   /// Lease length. A holder that stops renewing (crash, pause, partition) loses its locks
-  /// after at most this long. Must be > 0. ZooKeeper: the requested session timeout (the
+  /// after at most this long. At least 10 ms. ZooKeeper: the requested session timeout (the
   /// server may clamp it to [2, 20] ticks). URL parameter `ttl=` overrides it.
   std::chrono::milliseconds ttl{std::chrono::seconds{15}};
   /// Time between renewals; zero means ttl / 3.

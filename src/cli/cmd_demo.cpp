@@ -162,17 +162,24 @@ int flash_sale(const demo_options& o) {
   auto limit = parse_duration_option("--time-limit", o.time_limit);
   if (limit.count() <= 0) throw cli_error(exit_usage, "--time-limit: must be greater than zero");
   sale_report report;
+  std::string url;
   report.workers = o.workers;
   report.no_lock = o.no_lock;
   if (!o.no_lock) {
-    report.url = resolve_url(o.url);
-    if (report.url.starts_with("memory:")) {
+    url = resolve_url(o.url);
+    if (url.starts_with("memory:")) {
       throw cli_error(exit_usage,
                       "--url: memory:// locks threads of one process; the demo's "
                       "workers are processes (use sqlite:// or a server)");
     }
     // A bad URL or an unreachable backend fails here, before any worker starts.
-    open_session(report.url, {.description = "flash-sale check"}).close();
+    auto check = open_session(url, {.description = "flash-sale check"});
+    report.url = check.url();  // shown in the report: the password replaced by ***
+    check.close();
+    // Workers read the URL from the environment, so a password never shows in `ps`.
+    if (::setenv("DLOCK_URL", url.c_str(), 1) != 0) {
+      throw cli_error(exit_unavailable, "cannot set DLOCK_URL for the workers");
+    }
   }
   std::unique_ptr<temp_shop> tmp;
   std::string shop_path = o.shop;
@@ -203,11 +210,7 @@ int flash_sale(const demo_options& o) {
                                   std::to_string(i + 1),
                                   "--deadline-ms",
                                   std::to_string(deadline_ms)};
-    if (o.no_lock) {
-      args.push_back("--no-lock");
-    } else {
-      args.insert(args.end(), {"--url", report.url});
-    }
+    if (o.no_lock) args.push_back("--no-lock");
     pids.push_back(spawn_worker(exe, args, go.r, ready.w));
   }
   go.close_r();

@@ -57,7 +57,9 @@ acquire_outcome acquire(dlock::mutex& m, std::chrono::steady_clock::time_point d
     return out;
   }
   if (!out.granted && ec && ec != dlock::errc::timed_out && ec != dlock::errc::would_block) {
-    throw cli_error(exit_code_for(ec), "acquire '" + m.name() + "': " + ec.message());
+    // The error_code overload carries no backend detail: name the server at least.
+    throw cli_error(exit_code_for(ec),
+                    "acquire '" + m.name() + "' on " + m.session().url() + ": " + ec.message());
   }
   return out;
 }
@@ -89,7 +91,8 @@ int run(const run_options& o) {
     std::error_code ec;
     granted = m.try_lock(ec);
     if (!granted && ec && ec != dlock::errc::would_block && ec != dlock::errc::timed_out)
-      throw cli_error(exit_code_for(ec), "acquire '" + o.name + "': " + ec.message());
+      throw cli_error(exit_code_for(ec),
+                      "acquire '" + o.name + "' on " + session.url() + ": " + ec.message());
   } else {
     auto deadline = wait ? std::chrono::steady_clock::now() + *wait
                          : std::chrono::steady_clock::time_point::max();

@@ -34,7 +34,8 @@ int run_flash_sale_worker(const worker_options& o) {
   dlock::session session;
   std::optional<dlock::mutex> m;
   if (!o.no_lock) {
-    session = open_session(o.url, {.description = "flash-sale worker " + std::to_string(o.id)});
+    session = open_session(resolve_url(o.url),
+                           {.description = "flash-sale worker " + std::to_string(o.id)});
     m.emplace(session, flash_sale_lock);
   }
   std::cout << "ready" << std::endl;

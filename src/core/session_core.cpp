@@ -43,6 +43,12 @@ result<session_options> apply_query(const url& u, session_options o) {
     o.keepalive_interval = *d;
   }
   if (o.ttl.count() <= 0) return fail(errc::invalid_argument, "ttl must be greater than zero");
+  // Below this the drift allowance (1% + 2 ms) leaves no lease to renew: every hold would be
+  // lost at once.
+  if (o.ttl < std::chrono::milliseconds{10}) {
+    return fail(errc::invalid_argument,
+                "ttl " + std::to_string(o.ttl.count()) + "ms is too short (at least 10ms)");
+  }
   if (o.keepalive_interval.count() < 0 || o.keepalive_interval >= o.ttl) {
     return fail(errc::invalid_argument, "keepalive interval must be between 0 and the ttl");
   }

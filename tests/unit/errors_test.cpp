@@ -26,6 +26,7 @@ TEST(errors, sessions_refuse_bad_input_with_a_clear_message) {
            {"nosuch://x", "unknown scheme 'nosuch'"},
            {"memory://x?ttl=0", "ttl must be greater than zero"},
            {"memory://x?ttl=abc", "duration 'abc'"},
+           {"memory://x?ttl=5ms", "ttl 5ms is too short"},
            {"sqlite://relative/path", "want sqlite:///path"},
            {"sqlite:///nonexistent-dir/deeper/locks.db", "cannot open database"},
            {"not a url", "missing '://'"}}) {

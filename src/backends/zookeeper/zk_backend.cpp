@@ -340,6 +340,23 @@ result<std::chrono::milliseconds> duration_param(const url& u, std::string_view 
   return *d;
 }
 
+// Why ZooKeeper would refuse `path` as a node path prefix, or empty if it is fine.
+std::string bad_chroot(const std::string& path) {
+  std::size_t start = 1;
+  while (start <= path.size()) {
+    auto end = path.find('/', start);
+    if (end == std::string::npos) end = path.size();
+    auto segment = path.substr(start, end - start);
+    if (segment.empty()) return "has an empty segment ('//')";
+    if (segment == "." || segment == "..") return "has a '.' or '..' segment";
+    for (unsigned char ch : segment) {
+      if (ch < 0x20 || ch == 0x7f) return "contains a control character";
+    }
+    start = end + 1;
+  }
+  return {};
+}
+
 }  // namespace
 
 result<std::unique_ptr<backend_session>> open_zookeeper(const url& u, const session_info& info) {
@@ -361,6 +378,10 @@ result<std::unique_ptr<backend_session>> open_zookeeper(const url& u, const sess
   if (!u.user.empty()) cfg.credentials = u.user + ":" + u.password;
   std::string chroot = u.path;
   while (!chroot.empty() && chroot.back() == '/') chroot.pop_back();
+  // ZooKeeper refuses such paths only later, on the first request, as "bad arguments".
+  if (auto bad = bad_chroot(chroot); !bad.empty()) {
+    return fail(errc::invalid_argument, "URL '" + u.redacted + "': chroot '" + chroot + "' " + bad);
+  }
   auto c = connection::open(cfg);
   if (!c) return fail(c.error());
   return std::make_unique<zk_session>(std::move(*c), chroot + "/dlock", !u.user.empty(), info);

@@ -1,0 +1,160 @@
+// Issues 3, 4 and 5: the flash-sale demo and `dlock run`/`status`/`list` work as real
+// processes against real ZooKeeper, Redis, PostgreSQL and MariaDB servers.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <future>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <thread>
+
+#include "cli_harness.hpp"
+#include "support/mariadb_server.hpp"
+#include "support/postgres_server.hpp"
+#include "support/redis_server.hpp"
+#include "support/zk_server.hpp"
+
+namespace dlock::test {
+namespace {
+
+using namespace std::chrono_literals;
+using nlohmann::json;
+
+struct servers {
+  std::unique_ptr<zk_server> zk;
+  std::unique_ptr<redis_server> redis;
+  std::unique_ptr<postgres_server> pg;
+  std::unique_ptr<mariadb_server> maria;
+
+  // One URL per backend, for SCOPED_TRACE and --url.
+  std::vector<std::string> urls() const {
+    return {"zk://" + zk->hosts() + "/cli", "redis://" + redis->address(), pg->url(), maria->url()};
+  }
+};
+
+class CliBackends : public ::testing::Test {
+ protected:
+  // The servers start once, side by side (MariaDB's install alone takes ~13 s).
+  static void SetUpTestSuite() {
+    auto s = std::make_unique<servers>();
+    auto zk = std::async(std::launch::async, [] { return std::make_unique<zk_server>(); });
+    auto pg = std::async(std::launch::async, [] { return std::make_unique<postgres_server>(); });
+    auto maria = std::async(std::launch::async, [] { return std::make_unique<mariadb_server>(); });
+    s->redis = std::make_unique<redis_server>();
+    s->zk = zk.get();
+    s->pg = pg.get();
+    s->maria = maria.get();
+    srv_ = s.release();
+  }
+  static void TearDownTestSuite() {
+    delete srv_;
+    srv_ = nullptr;
+  }
+  static servers* srv_;
+};
+servers* CliBackends::srv_ = nullptr;
+
+std::vector<std::string> file_lines(const std::string& path) {
+  std::istringstream in(read_file(path));
+  std::vector<std::string> lines;
+  for (std::string l; std::getline(in, l);) lines.push_back(l);
+  return lines;
+}
+
+// Polls `pred` every 20 ms, at most `limit`; true once it holds.
+template <class Pred>
+bool poll(Pred pred, std::chrono::milliseconds limit = 20s) {
+  for (int i = 0; i < limit / 20ms; ++i) {
+    if (pred()) return true;
+    std::this_thread::sleep_for(20ms);
+  }
+  return pred();
+}
+
+TEST_F(CliBackends, FlashSaleSellsExactlyTheStock) {
+  cli_sandbox box;
+  for (const auto& url : srv_->urls()) {
+    SCOPED_TRACE(url);
+    auto r =
+        box.run({"demo", "flash-sale", "--workers", "4", "--stock", "60", "--json", "--url", url});
+    ASSERT_EQ(r.status, 0) << r.output;
+    auto j = json::parse(r.output);
+    EXPECT_EQ(j["sold"], 60);
+    EXPECT_EQ(j["stock_left"], 0);
+    EXPECT_EQ(j["oversold"], 0);
+    EXPECT_EQ(j["lock"], true);
+    // The report shows the URL, never its password (the SQL fixtures use "secret").
+    EXPECT_EQ(r.output.find("secret"), std::string::npos) << r.output;
+  }
+}
+
+TEST_F(CliBackends, TwoRunsNeverOverlapAndStatusShowsTheHolder) {
+  cli_sandbox box;
+  std::string script = box.dir() + "/critical.sh";
+  // Appends are made under flock(1) so the file itself is never the source of interleaving;
+  // the holder stays in its critical section until the test creates "<log>.go".
+  std::ofstream(script) << "flock \"$1.lk\" sh -c 'echo \"start $DLOCK_FENCING_TOKEN\" >> \"$0\"' "
+                           "\"$1\"\n"
+                           "i=0\n"
+                           "while [ ! -e \"$1.go\" ] && [ $i -lt 600 ]; do sleep 0.05; "
+                           "i=$((i+1)); done\n"
+                           "flock \"$1.lk\" sh -c 'echo \"end $DLOCK_FENCING_TOKEN\" >> \"$0\"' "
+                           "\"$1\"\n";
+  int n = 0;
+  for (const auto& url : srv_->urls()) {
+    SCOPED_TRACE(url);
+    std::string log = box.dir() + "/log" + std::to_string(++n);
+    std::string name = "cron/nightly";
+    auto first = box.start({"run", name, "--url", url, "--", "sh", script, log});
+    ASSERT_TRUE(poll([&] { return file_lines(log).size() == 1; })) << read_file(log);
+    auto second = box.start({"run", name, "--url", url, "--", "sh", script, log});
+
+    // status: the first run holds, the second waits behind it.
+    json st;
+    ASSERT_TRUE(poll([&] {
+      auto r = box.run({"status", name, "--url", url, "--json"});
+      if (r.status != 0) return false;
+      st = json::parse(r.output);
+      return st["waiters"].size() == 1;
+    })) << st.dump();
+    ASSERT_EQ(st["holders"].size(), 1u) << st.dump();
+    EXPECT_EQ(st["holders"][0]["pid"], first.pid()) << st.dump();
+    EXPECT_EQ(st["held"], true);
+    EXPECT_EQ(file_lines(log).size(), 1u) << "the second run started while the first held:\n"
+                                          << read_file(log);
+
+    auto human = box.run({"status", name, "--url", url});
+    EXPECT_EQ(human.status, 0) << human.output;
+    EXPECT_NE(human.output.find("pid " + std::to_string(first.pid())), std::string::npos)
+        << human.output;
+
+    auto list = box.run({"list", "cron/", "--url", url, "--json"});
+    ASSERT_EQ(list.status, 0) << list.output;
+    auto l = json::parse(list.output);
+    ASSERT_EQ(l.size(), 1u) << l.dump();
+    EXPECT_EQ(l[0]["name"], name);
+    ASSERT_EQ(l[0]["holders"].size(), 1u) << l.dump();
+    EXPECT_EQ(l[0]["holders"][0]["pid"], first.pid());
+
+    std::ofstream(log + ".go") << "go\n";
+    EXPECT_EQ(first.wait(60s), 0);
+    EXPECT_EQ(second.wait(60s), 0);
+
+    auto lines = file_lines(log);
+    ASSERT_EQ(lines.size(), 4u) << read_file(log);
+    ASSERT_TRUE(lines[0].starts_with("start ")) << read_file(log);
+    ASSERT_TRUE(lines[2].starts_with("start ")) << read_file(log);
+    auto t1 = lines[0].substr(6), t2 = lines[2].substr(6);
+    EXPECT_EQ(lines[1], "end " + t1) << "interleaved:\n" << read_file(log);
+    EXPECT_EQ(lines[3], "end " + t2) << "interleaved:\n" << read_file(log);
+    EXPECT_LT(std::stoull(t1), std::stoull(t2)) << "fencing tokens must increase";
+
+    auto after = box.run({"status", name, "--url", url, "--json"});
+    ASSERT_EQ(after.status, 0) << after.output;
+    EXPECT_EQ(json::parse(after.output)["held"], false) << after.output;
+  }
+}
+
+}  // namespace
+}  // namespace dlock::test
