@@ -36,10 +36,12 @@ test-asan: deps
 	cmake --build build-asan -j$(JOBS)
 	cd build-asan && ctest --output-on-failure --timeout 900 -LE nosan
 
-# ThreadSanitizer over the in-process concurrency tests.
+# ThreadSanitizer over the in-process concurrency tests (label inprocess); only their
+# executables are built.
+TSAN_TARGETS = unit_tests conformance_memory dlock_fault_checker_test dlock_fault_tcp_proxy_test
 test-tsan: deps
 	cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=Debug -DDLOCK_SANITIZE=thread -DDLOCK_BUILD_BENCH=OFF >/dev/null
-	cmake --build build-tsan -j$(JOBS)
+	cmake --build build-tsan -j$(JOBS) --target $(TSAN_TARGETS)
 	cd build-tsan && ctest --output-on-failure --timeout 900 -L inprocess
 
 format:

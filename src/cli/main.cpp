@@ -3,6 +3,7 @@
 #include <CLI/CLI.hpp>
 #include <exception>
 
+#include "cli/bench/bench.hpp"
 #include "cli/commands.hpp"
 #include "cli/common.hpp"
 
@@ -28,11 +29,12 @@ int main(int argc, char** argv) {
   add_status_command(app, status);
   add_list_command(app, status);
   add_demo_command(app, status);
+  add_bench_command(app, status);
   try {
     // CLI11 would only say "a subcommand is required"; name the word it did not know.
     if (argc > 1 && argv[1][0] != '-' && !is_subcommand(app, argv[1])) {
       throw cli_error(exit_usage, std::string("unknown subcommand '") + argv[1] +
-                                      "' (want run, status, list or demo; see dlock --help)");
+                                      "' (want run, status, list, demo or bench; see dlock --help)");
     }
     app.parse(argc, argv);
     return status;

@@ -5,17 +5,16 @@
 namespace dlock::detail {
 
 hold_core::hold_core(std::shared_ptr<session_core> session, std::string name, std::string entry_id,
-                     std::uint64_t token, steady::time_point own_deadline)
+                     std::uint64_t token)
     : session_(std::move(session)),
       name_(std::move(name)),
       entry_id_(std::move(entry_id)),
-      token_{token},
-      own_deadline_(own_deadline) {}
+      token_{token} {}
 
 steady::time_point hold_core::valid_until() const noexcept {
-  // The entry's lease is the session's: own_deadline is that lease as of the grant, and later
-  // renewals of the session extend it.
-  return std::max(own_deadline_, session_->lease_deadline());
+  // An entry lives exactly as long as its session's lease (the backend contract), so the
+  // hold is valid until that lease's deadline as this client knows it.
+  return session_->lease_deadline();
 }
 
 bool hold_core::is_held() const noexcept {

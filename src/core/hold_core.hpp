@@ -19,7 +19,7 @@ class session_core;
 class hold_core {
  public:
   hold_core(std::shared_ptr<session_core> session, std::string name, std::string entry_id,
-            std::uint64_t token, steady::time_point own_deadline);
+            std::uint64_t token);
 
   const std::string& name() const noexcept { return name_; }
   const std::string& entry_id() const noexcept { return entry_id_; }
@@ -40,7 +40,6 @@ class hold_core {
   std::string name_;
   std::string entry_id_;
   fencing_token token_;
-  steady::time_point own_deadline_;
   std::atomic<hold_state> state_{hold_state::held};
   std::stop_source lost_;
   std::stop_source suspect_;

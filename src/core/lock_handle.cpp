@@ -87,13 +87,7 @@ result<void> lock_handle::acquire_impl(entry_kind kind, steady::time_point deadl
     return fail(granted.error());
   }
   auto pos = find_entry(granted->entries, id);
-  // The entry lives exactly as long as the session's lease (backend contract); the request
-  // that showed the grant renewed nothing, so the hold is valid no longer than that lease.
-  // (Measuring from granted->sent_at overstated it by up to one keep-alive interval: a
-  // holder paused past its lease still passed is_held() after another was granted.)
-  auto own_deadline = session_->lease_deadline();
-  auto h =
-      std::make_shared<hold_core>(session_, name_, id, granted->entries[*pos].token, own_deadline);
+  auto h = std::make_shared<hold_core>(session_, name_, id, granted->entries[*pos].token);
   session_->add_hold(h);
   // Never report a grant whose lease already lapsed (a pause between send and return).
   if (!h->is_held() || session_->ended_token().stop_requested()) {
@@ -149,8 +143,9 @@ void lock_handle::abandon(const std::string& entry_id) noexcept {
   // caller's deadline, which has often passed) so a timed-out wait still cleans up.
   try {
     auto until = steady::now() + session_->options().request_timeout * 2;
-    (void)with_retry(session_->options().retry, until, {},
-                     [&] { return session_->backend().remove(name_, entry_id); });
+    auto r = with_retry(session_->options().retry, until, {},
+                        [&] { return session_->backend().remove(name_, entry_id); });
+    if (!r && is_transient(r.error())) session_->defer_removal(name_, entry_id);
   } catch (...) {
   }
 }
@@ -173,6 +168,7 @@ void lock_handle::release(std::error_code& ec) noexcept {
     auto until = steady::now() + session_->options().request_timeout * 2;
     auto r = with_retry(session_->options().retry, until, {},
                         [&] { return session_->backend().remove(name_, h->entry_id()); });
+    if (!r && is_transient(r.error())) session_->defer_removal(name_, h->entry_id());
     if (!r && !session_->ended_token().stop_requested()) ec = r.error().code;
   } catch (...) {
     ec = make_error_code(errc::backend_error);

@@ -19,15 +19,9 @@ struct scheme_entry {
 
 // One line per backend.
 constexpr scheme_entry schemes[] = {
-    {"memory", &open_memory},
-    {"sqlite", &open_sqlite},
-    {"zk", &open_zookeeper},
-    {"redis", &open_redis},
-    {"redlock", &open_redis},
-    {"postgres", &open_postgres},
-    {"postgresql", &open_postgres},
-    {"mysql", &open_mysql},
-    {"mariadb", &open_mysql},
+    {"memory", &open_memory},       {"sqlite", &open_sqlite}, {"zk", &open_zookeeper},
+    {"redis", &open_redis},         {"redlock", &open_redis}, {"postgres", &open_postgres},
+    {"postgresql", &open_postgres}, {"mysql", &open_mysql},   {"mariadb", &open_mysql},
 };
 
 }  // namespace

@@ -130,16 +130,12 @@ failure session_core::ended_failure() const {
 
 void session_core::add_hold(const std::shared_ptr<hold_core>& h) {
   std::lock_guard lk(mu_);
-  std::erase_if(holds_, [](const auto& w) { return w.expired(); });
-  holds_.push_back(h);
+  holds_[h.get()] = h;  // overwrite: a dead hold may have left its address behind
 }
 
 void session_core::remove_hold(const hold_core* h) {
   std::lock_guard lk(mu_);
-  std::erase_if(holds_, [h](const auto& w) {
-    auto p = w.lock();
-    return !p || p.get() == h;
-  });
+  holds_.erase(h);
 }
 
 std::size_t session_core::add_state_callback(std::function<void(session_state)> cb) {
@@ -151,6 +147,23 @@ std::size_t session_core::add_state_callback(std::function<void(session_state)> 
 void session_core::remove_state_callback(std::size_t key) {
   std::lock_guard lk(mu_);
   callbacks_.erase(key);
+}
+
+void session_core::defer_removal(std::string lock, std::string entry_id) {
+  std::lock_guard lk(removals_mu_);
+  removals_.emplace_back(std::move(lock), std::move(entry_id));
+}
+
+void session_core::retry_removals() {
+  std::vector<std::pair<std::string, std::string>> todo;
+  {
+    std::lock_guard lk(removals_mu_);
+    todo.swap(removals_);
+  }
+  for (auto& [lock, id] : todo) {
+    auto r = backend_->remove(lock, id);
+    if (!r && is_transient(r.error())) defer_removal(std::move(lock), std::move(id));
+  }
 }
 
 void session_core::renew_loop(std::stop_token stop) {
@@ -165,6 +178,7 @@ void session_core::renew_loop(std::stop_token stop) {
     auto now = steady::now();
     if (r) {
       on_renewal(*r);
+      retry_removals();
       next = now + interval_;
     } else if (r.error().code == make_error_code(errc::session_expired)) {
       expire();
@@ -238,7 +252,7 @@ void session_core::notify_holds(hold_state s) {
   std::vector<std::shared_ptr<hold_core>> live;
   {
     std::lock_guard lk(mu_);
-    for (auto& w : holds_) {
+    for (auto& [key, w] : holds_) {
       if (auto p = w.lock()) live.push_back(std::move(p));
     }
   }

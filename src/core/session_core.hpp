@@ -14,6 +14,8 @@
 #include <mutex>
 #include <stop_token>
 #include <thread>
+#include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "core/backend.hpp"
@@ -56,6 +58,11 @@ class session_core {
   std::size_t add_state_callback(std::function<void(session_state)> cb);
   void remove_state_callback(std::size_t key);
 
+  // An entry whose removal failed on a transient error (the server was down longer than the
+  // retry budget): retried after each successful renewal while the session lives, since the
+  // entry would otherwise block its lock for as long as the session does.
+  void defer_removal(std::string lock, std::string entry_id);
+
   void close() noexcept;
 
  private:
@@ -80,9 +87,13 @@ class session_core {
   std::atomic<std::uint64_t> entry_counter_{0};
   std::stop_source ended_;
 
+  void retry_removals();
+  std::mutex removals_mu_;                                     // guards removals_
+  std::vector<std::pair<std::string, std::string>> removals_;  // (lock, entry id)
   std::mutex mu_;  // guards holds_, callbacks_; also the monitor's wake-ups
   std::condition_variable_any wake_;
-  std::vector<std::weak_ptr<hold_core>> holds_;
+  // Keyed by address so that adding and removing one of 100 000 holds is O(1).
+  std::unordered_map<const hold_core*, std::weak_ptr<hold_core>> holds_;
   std::map<std::size_t, std::function<void(session_state)>> callbacks_;
   std::size_t next_callback_{1};
   std::mutex close_mu_;

@@ -14,7 +14,7 @@ namespace {
 // memory://NAME: threads of one process; no process or network fault applies.
 class memory_fault final : public fault_backend {
  public:
-  std::string url(std::uint16_t) override {
+  std::string url(const std::vector<std::uint16_t>&) override {
     return "memory://fault-" + name_ + "?ttl=" + std::to_string(ttl().count()) + "ms";
   }
   bool multi_process() const override { return false; }
@@ -45,7 +45,7 @@ long long start_time(long long pid) {
 class sqlite_fault final : public fault_backend {
  public:
   explicit sqlite_fault(const std::string& dir) : path_(dir + "/locks.db") {}
-  std::string url(std::uint16_t) override {
+  std::string url(const std::vector<std::uint16_t>&) override {
     return "sqlite://" + path_ + "?ttl=" + std::to_string(ttl().count()) + "ms";
   }
 
@@ -80,6 +80,24 @@ class sqlite_fault final : public fault_backend {
     return n;
   }
 
+  // The lease ends in the table, as the conformance fixture's expire() does.
+  void expire(const worker_session& ws) override {
+    sqlite3* db = nullptr;
+    if (sqlite3_open(path_.c_str(), &db) != SQLITE_OK) {
+      sqlite3_close(db);
+      throw std::runtime_error("cannot open " + path_);
+    }
+    sqlite3_busy_timeout(db, 5000);
+    sqlite3_stmt* s = nullptr;
+    sqlite3_prepare_v2(db, "UPDATE dlock_sessions SET expires_ms = 0 WHERE id = ?1", -1, &s,
+                       nullptr);
+    sqlite3_bind_text(s, 1, ws.id.c_str(), -1, SQLITE_TRANSIENT);
+    int rc = sqlite3_step(s);
+    sqlite3_finalize(s);
+    sqlite3_close(db);
+    if (rc != SQLITE_DONE) throw std::runtime_error("cannot expire session " + ws.id);
+  }
+
  private:
   std::string path_;
 };
@@ -104,6 +122,16 @@ const char* to_string(fault f) noexcept {
       return "reset";
     case fault::proxy_drop_reply:
       return "drop reply";
+    case fault::server_restart:
+      return "server restart";
+    case fault::server_restart_nosave:
+      return "restart, no data";
+    case fault::member_kill:
+      return "kill member";
+    case fault::expire_holder:
+      return "expire holder";
+    case fault::expire_waiter:
+      return "expire waiter";
   }
   return "?";
 }
@@ -113,8 +141,21 @@ bool needs_proxy(fault f) noexcept {
          f == fault::proxy_drop_reply;
 }
 
-const std::vector<fault> process_faults{fault::none, fault::kill_holder, fault::stop_holder,
-                                        fault::stop_holder_late_check};
+const std::vector<fault> process_faults{fault::none,          fault::kill_holder,
+                                        fault::stop_holder,   fault::stop_holder_late_check,
+                                        fault::expire_holder, fault::expire_waiter};
+
+namespace {
+[[noreturn]] void not_applicable(const char* what) {
+  throw std::logic_error(std::string("fault backend: ") + what + " does not apply");
+}
+}  // namespace
+
+void fault_backend::expire(const worker_session&) { not_applicable("expire"); }
+void fault_backend::stop_server(bool) { not_applicable("stop_server"); }
+void fault_backend::start_server() { not_applicable("start_server"); }
+std::string fault_backend::kill_member(int) { not_applicable("kill_member"); }
+void fault_backend::restart_member() { not_applicable("restart_member"); }
 
 std::vector<fault> with_proxy_faults(std::vector<fault> base) {
   for (auto f :
@@ -123,13 +164,58 @@ std::vector<fault> with_proxy_faults(std::vector<fault> base) {
   return base;
 }
 
+namespace {
+std::vector<fault> plus(std::vector<fault> v, fault f) {
+  v.push_back(f);
+  return v;
+}
+
+// Server-side expiry ends a session before its timeout ran out (a lease row or key cut short,
+// or a ZooKeeper session closed by a twin handle, as the conformance fixtures do): nothing a
+// client can observe in advance, like a clock jump on the server.
+const std::pair<const fault, std::string> lease_cut_short{
+    fault::expire_holder,
+    "the server ends the session before its timeout ran out: the next contender is granted at "
+    "once, while the holder learns of it only at its next contact with the server (within "
+    "TTL/3); the fence must refuse the stale holder's writes"};
+}  // namespace
+
 const std::vector<backend_row>& backend_table() {
   static const std::vector<backend_row> rows{
       {"memory",
        [](const std::string&) { return std::make_unique<memory_fault>(); },
        {fault::none}},
-      {"sqlite", [](const std::string& dir) { return std::make_unique<sqlite_fault>(dir); },
-       process_faults},
+      {"sqlite",
+       [](const std::string& dir) { return std::make_unique<sqlite_fault>(dir); },
+       process_faults,
+       {lease_cut_short}},
+      {"zk",
+       make_zk_fault,
+       with_proxy_faults(plus(process_faults, fault::server_restart)),
+       {lease_cut_short}},
+      // The ensemble's own fault: the leader dies while a lock is held and others wait.
+      {"zk-3", make_zk_ensemble_fault, {fault::member_kill}},
+      {"redis",
+       make_redis_fault,
+       with_proxy_faults(
+           plus(plus(process_faults, fault::server_restart), fault::server_restart_nosave)),
+       {lease_cut_short,
+        {fault::server_restart_nosave,
+         "a single Redis server without persistence forgets every session, entry and fence "
+         "counter on restart: all sessions end (holders see the loss), new sessions work, and "
+         "fencing tokens start again from 1, so a resource fenced by older tokens refuses them"}}},
+      {"redlock",
+       make_redlock_fault,
+       with_proxy_faults(plus(process_faults, fault::member_kill)),
+       {lease_cut_short}},
+      {"postgres",
+       make_postgres_fault,
+       with_proxy_faults(plus(process_faults, fault::server_restart)),
+       {lease_cut_short}},
+      {"mysql",
+       make_mysql_fault,
+       with_proxy_faults(plus(process_faults, fault::server_restart)),
+       {lease_cut_short}},
   };
   return rows;
 }

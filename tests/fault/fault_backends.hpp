@@ -1,21 +1,20 @@
 #pragma once
 // What each backend gives the fault run, and the table of backends and faults it runs.
 //
-// Adding a backend (e.g. redis) takes a fixture class and one row in backend_table()
-// (fault_backends.cpp):
-//   1. A class deriving from fault_backend that starts its server in the constructor (free
-//      port, temp data dir; stops it in the destructor), returns the port from server_port(),
-//      builds worker URLs in url(port) -- `port` is a proxy in front of the server -- and
-//      counts raw leftovers in orphans(lock).
-//   2. {"redis", [](const std::string& dir) { return std::make_unique<redis_fault>(dir); },
-//       with_proxy_faults(process_faults)},
-// Faults needing a server (the proxy ones) are only valid for backends with server_port().
+// Adding a backend takes a fixture class and one row in backend_table() (fault_backends.cpp):
+//   1. A class deriving from fault_backend that starts its server(s) in the constructor (free
+//      ports, temp data dirs; stops them in the destructor), returns their ports from
+//      server_ports(), builds worker URLs in url(ports) -- each port may be a proxy in front of
+//      the server of the same index -- counts raw leftovers in orphans(lock), and implements
+//      the server-side operations its faults need (expire, stop/start, kill/restart member).
+//   2. {"redis", make_redis_fault, {fault::none, ...}, {{fault::x, "why it cannot survive"}}}
+// Faults needing a server (the proxy ones) are only valid for backends with server_ports().
 
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
-#include <optional>
 #include <string>
 #include <vector>
 
@@ -31,19 +30,30 @@ enum class fault {
   proxy_delay,             // the holder's link delays every chunk by TTL / 4 for one TTL
   proxy_reset,             // RST the holder's connections
   proxy_drop_reply,        // a worker's next request is applied, its reply dropped (RST)
+  server_restart,          // stop the server (its data kept), start it again
+  server_restart_nosave,   // stop the server discarding its data, start it again
+  member_kill,             // SIGKILL a minority member (ZooKeeper: the leader), restart it later
+  expire_holder,           // the server ends the holder's session (as the fixtures' expire())
+  expire_waiter,           // the server ends a waiter's session
 };
 
 const char* to_string(fault f) noexcept;
 bool needs_proxy(fault f) noexcept;
 
+// What a worker reports about its session, for server-side expiry.
+struct worker_session {
+  std::string id;              // dlock::session::id()
+  std::int64_t zk_session{0};  // ZooKeeper only: session id and password
+  std::string zk_password;     // raw bytes
+};
+
 class fault_backend {
  public:
   virtual ~fault_backend() = default;
-  // The URL a worker opens; it connects to 127.0.0.1:`port` (a proxy in front of
-  // server_port(), or 0 for a backend without a server) and carries ttl().
-  virtual std::string url(std::uint16_t port) = 0;
-  // The server's port, for backends with a server: each worker then gets its own proxy.
-  virtual std::optional<std::uint16_t> server_port() const { return std::nullopt; }
+  // The URL a worker opens. `ports` has one port per server_ports() entry (a proxy in front of
+  // that server, or the server itself), and is empty for a backend without a server.
+  virtual std::string url(const std::vector<std::uint16_t>& ports) = 0;
+  virtual std::vector<std::uint16_t> server_ports() const { return {}; }
   // false: the locks live in one process, so every contender is a thread of one worker.
   virtual bool multi_process() const { return true; }
   virtual std::chrono::milliseconds ttl() const { return std::chrono::seconds{2}; }
@@ -51,12 +61,25 @@ class fault_backend {
   // dlock). Called once every worker has exited; the run polls it for up to TTL + 1 s.
   // In-process backends (multi_process() false) have their worker report this instead.
   virtual std::size_t orphans(const std::string& lock) = 0;
+
+  // Server-side operations of the faults; the defaults throw (the fault does not apply).
+  virtual void expire(const worker_session& s);
+  virtual void stop_server(bool keep_data);
+  virtual void start_server();
+  // Kills a minority member (the k-th injection); returns what was killed.
+  virtual std::string kill_member(int k);
+  virtual void restart_member();
+  // How long a killed member stays down (Redlock: past the TTL, its delayed-restart rule).
+  virtual std::chrono::milliseconds member_down_time() const { return ttl(); }
 };
 
 struct backend_row {
   std::string name;
   std::function<std::unique_ptr<fault_backend>(const std::string& scratch_dir)> make;
   std::vector<fault> faults;
+  // Faults this backend cannot survive by design, with the reason: their runs are reported
+  // (what the run observed), never counted as failures, and the README says so.
+  std::map<fault, std::string> by_design{};
 };
 
 // Faults that apply to every backend whose contenders are separate processes.
@@ -65,5 +88,13 @@ extern const std::vector<fault> process_faults;
 std::vector<fault> with_proxy_faults(std::vector<fault> base);
 
 const std::vector<backend_row>& backend_table();
+
+// The network backends (fault_zk.cpp, fault_redis.cpp, fault_sql.cpp).
+std::unique_ptr<fault_backend> make_zk_fault(const std::string& dir);
+std::unique_ptr<fault_backend> make_zk_ensemble_fault(const std::string& dir);
+std::unique_ptr<fault_backend> make_redis_fault(const std::string& dir);
+std::unique_ptr<fault_backend> make_redlock_fault(const std::string& dir);
+std::unique_ptr<fault_backend> make_postgres_fault(const std::string& dir);
+std::unique_ptr<fault_backend> make_mysql_fault(const std::string& dir);
 
 }  // namespace dlock::fault

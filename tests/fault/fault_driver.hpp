@@ -7,8 +7,11 @@
 #include <cstddef>
 #include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "fault/fault_backends.hpp"
+#include "fault/history.hpp"
 
 namespace dlock::fault {
 
@@ -26,6 +29,7 @@ struct run_report {
   std::size_t sections{0};
   std::size_t refused{0};  // stale reads and writes the fenced register refused
   std::size_t violations{0};
+  std::size_t resource_violations{0};  // of which the fenced resource was harmed (or a log lied)
   std::size_t orphans{0};
   std::size_t lost{0};  // sections that ended by the holder seeing its loss
   int injected{0};      // faults actually injected
@@ -34,13 +38,26 @@ struct run_report {
   std::optional<std::chrono::milliseconds> worst_to_grant;  // fault -> next grant
   std::chrono::milliseconds bound{0};                       // TTL + 1 s
   bool grant_missing{false};  // a fault after which nobody was granted within the bound
+  std::string by_design;      // non-empty: a fault this backend cannot survive, and why
   std::string notes;          // violations and anything else worth reading
   std::chrono::milliseconds took{0};
 
   bool ok() const;
 };
 
+// `by_design`: the reason this backend cannot survive `f` (empty if it must).
 run_report run_one(fault_backend& backend, const std::string& backend_name, fault f,
-                   const run_params& p);
+                   const run_params& p, const std::string& by_design = {});
+
+// The judging part of a run (fault_judge.cpp).
+struct judge_input {
+  std::vector<std::string> logs;  // every worker's log
+  std::vector<event> driver_events;
+  std::string reg_path;
+  std::vector<std::pair<std::int64_t, std::string>> faults;  // when, and which worker ("" all)
+  std::string lock;
+  std::size_t in_process_orphans{0};
+};
+void judge(const judge_input& in, fault_backend& b, run_report& r);
 
 }  // namespace dlock::fault

@@ -25,7 +25,9 @@ void print_row(const run_report& r) {
               r.backend.c_str(), to_string(r.what), r.sections, r.refused, r.lost, r.violations,
               r.orphans, r.injected, r.planned, grant.c_str(),
               static_cast<long long>(r.bound.count()), r.took.count() / 1000.0,
-              r.ok() ? "ok" : "FAIL");
+              !r.ok()               ? "FAIL"
+              : r.by_design.empty() ? "ok"
+                                    : "by design");
   std::fflush(stdout);
 }
 
@@ -68,8 +70,10 @@ int main(int argc, char** argv) {
   run_params p;
   p.worker_exe = DLOCK_FAULT_WORKER;
   p.workers = 4;
-  p.injections = soak ? 20 : 3;
-  p.min_duration = soak ? 60s : 3s;
+  // Bounded for `make test` (about 5 minutes for every backend on 2 cores); DLOCK_SOAK=1 for
+  // the long run.
+  p.injections = soak ? 20 : 2;
+  p.min_duration = soak ? 60s : 2s;
   std::printf("dlock fault run: %d workers, %d injections per fault%s\n", p.workers, p.injections,
               soak ? " (soak)" : "");
 
@@ -89,13 +93,14 @@ int main(int argc, char** argv) {
       if (!only_fault.empty() && to_string(f) != only_fault) continue;
       dlock::test::temp_dir run_dir("dlock-fault-run");
       p.scratch_dir = run_dir.path();
-      if (needs_proxy(f) && !b->server_port()) {
+      if (needs_proxy(f) && b->server_ports().empty()) {
         std::printf("%s: fault '%s' needs a server port\n", row.name.c_str(), to_string(f));
         return 1;
       }
       std::printf("-- %s / %s\n", row.name.c_str(), to_string(f));
       std::fflush(stdout);
-      reports.push_back(run_one(*b, row.name, f, p));
+      auto why = row.by_design.contains(f) ? row.by_design.at(f) : std::string{};
+      reports.push_back(run_one(*b, row.name, f, p, why));
       if (!reports.back().notes.empty()) std::printf("%s", reports.back().notes.c_str());
       if (!reports.back().ok() && keep) keep_logs(run_dir.path(), keep, row.name, f);
       ++n;
@@ -109,7 +114,12 @@ int main(int argc, char** argv) {
     print_row(r);
     ok = ok && r.ok();
   }
+  for (auto& r : reports) {
+    if (!r.by_design.empty())
+      std::printf("\nby design: %s / %s: %s\n", r.backend.c_str(), to_string(r.what),
+                  r.by_design.c_str());
+  }
   std::printf("\n%s: %zu runs, %s\n", ok ? "PASS" : "FAIL", reports.size(),
-              ok ? "0 violations, 0 orphans" : "see FAIL rows above");
+              ok ? "0 violations, 0 orphans (outside the by-design rows)" : "see FAIL rows above");
   return ok ? 0 : 1;
 }

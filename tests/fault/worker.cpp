@@ -6,7 +6,8 @@
 //
 // Each contender loops: acquire -> read the fenced register with its fencing token -> pause ->
 // check its loss signal -> write value+1 with its token -> release, logging every step
-// (history.hpp). With
+// (history.hpp). Before "ready" it prints a `session` line per contender (see session_line).
+// With
 // --late-check the loss signal is checked BEFORE the pause instead of after it: the classic
 // "checked, then got paused" holder, whose stale write only the fence can stop.
 // Stops when its lock is lost, on stdin EOF, or at the count/time bound. Prints "ready" once
@@ -26,6 +27,8 @@
 #include <vector>
 
 #include "backends/memory/memory_backend.hpp"
+#include "backends/zookeeper/zk_backend.hpp"
+#include "core/session_core.hpp"
 #include "fault/history.hpp"
 #include "support/fenced_register.hpp"
 
@@ -182,6 +185,21 @@ class contender {
 
   void close() { session_.close(); }
 
+  // "session <id> [<zk session id> <zk password hex>]": what the driver needs to end this
+  // session from the server side.
+  std::string session_line() {
+    auto line = "session " + session_.id();
+    if (auto zk = dlock::detail::zookeeper_identity(session_.core()->backend())) {
+      static constexpr char hex[] = "0123456789abcdef";
+      line += " " + std::to_string(zk->session_id) + " ";
+      for (unsigned char ch : zk->password) {
+        line += hex[ch >> 4];
+        line += hex[ch & 15];
+      }
+    }
+    return line;
+  }
+
  private:
   bool still_held(const dlock::hold& h, dlock::mutex& m) {
     auto ns = monotonic_ns();  // before the check: a "held" answer was true at least until ns
@@ -241,6 +259,7 @@ int main(int argc, char** argv) {
     auto id = c.threads == 1 ? c.id : c.id + "." + std::to_string(i);
     cs.push_back(std::make_unique<contender>(c, id, log, stop.get_token()));
     if (!cs.back()->open()) return 2;
+    std::printf("%s\n", cs.back()->session_line().c_str());
   }
   std::printf("ready\n");
   std::fflush(stdout);

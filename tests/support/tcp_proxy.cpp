@@ -96,6 +96,11 @@ tcp_proxy::~tcp_proxy() {
   ::close(wake_fd_);
 }
 
+std::string tcp_proxy::last_dropped_request() const {
+  std::lock_guard lk(mu_);
+  return armed_request_;
+}
+
 void tcp_proxy::pass() { set(mode::pass, {}, false); }
 void tcp_proxy::blackhole() { set(mode::blackhole, {}, false); }
 void tcp_proxy::delay(std::chrono::milliseconds d) { set(mode::delay, d, false); }
@@ -255,7 +260,11 @@ void tcp_proxy::run(std::stop_token stop) {
           if (drop_armed_) {
             drop_armed_ = false;
             c.drop_pending = true;
+            armed_request_.clear();
           }
+          // A client may write a request in pieces (ZooKeeper's length prefix first).
+          for (auto k = before; c.drop_pending && k < c.to_server.q.size(); ++k)
+            armed_request_ += c.to_server.q[k].data;
         }
       }
       if (srev & (POLLIN | POLLHUP | POLLERR)) {

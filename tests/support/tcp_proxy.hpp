@@ -19,6 +19,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <thread>
 
 namespace dlock::test {
@@ -45,6 +46,9 @@ class tcp_proxy {
   std::size_t resets() const noexcept { return resets_.load(); }
   std::size_t dropped_replies() const noexcept { return dropped_.load(); }
   std::size_t open_connections() const noexcept { return open_.load(); }
+  // The chunk whose reply the last drop_next_reply() dropped (or is about to): lets a test
+  // check which request the ambiguous failure hit.
+  std::string last_dropped_request() const;
 
  private:
   enum class mode { pass, blackhole, delay, reset };
@@ -56,13 +60,14 @@ class tcp_proxy {
 
   std::uint16_t upstream_{0};
   std::uint16_t port_{0};
-  std::mutex mu_;  // guards mode_, delay_, drop_armed_, generation_, seen_
+  mutable std::mutex mu_;  // guards mode_, delay_, drop_armed_, armed_request_, generation_, seen_
   std::condition_variable cv_;
   std::uint64_t generation_{0};  // bumped by every mode change
   std::uint64_t seen_{0};        // the generation the loop runs with
   mode mode_{mode::pass};
   std::chrono::milliseconds delay_{0};
   bool drop_armed_{false};
+  std::string armed_request_;
   std::atomic<std::size_t> accepted_{0}, resets_{0}, dropped_{0}, open_{0};
   int listen_fd_{-1};
   int wake_fd_{-1};

@@ -12,7 +12,7 @@ class memory_session final : public backend_session {
   memory_session(std::shared_ptr<memory_store> store, session_info info)
       : store_(std::move(store)), info_(std::move(info)) {
     std::lock_guard lk(store_->mu);
-    store_->leases[info_.id] = store_->clock() + info_.ttl;
+    store_->set_lease(info_.id, store_->clock() + info_.ttl);
   }
 
   capabilities caps() const noexcept override {
@@ -24,9 +24,9 @@ class memory_session final : public backend_session {
     auto sent = steady::now();
     if (auto r = check_live(); !r) return fail(r.error());
     auto& q = store_->queues[std::string(lock)];
-    auto found = std::ranges::find_if(q, [&](const memory_entry& m) { return m.e.id == id; });
-    if (found == q.end()) {
+    if (!store_->live.contains(std::string(id))) {
       auto token = ++store_->tokens[std::string(lock)];
+      store_->live.insert(std::string(id));
       q.push_back(
           {entry{std::string(id), kind, token, info_.owner, std::chrono::system_clock::now(), {}},
            info_.id});
@@ -48,7 +48,7 @@ class memory_session final : public backend_session {
     std::lock_guard lk(store_->mu);
     auto it = store_->queues.find(lock);
     if (it == store_->queues.end()) return {};
-    auto n = std::erase_if(
+    auto n = store_->erase_entries(
         it->second, [&](const memory_entry& m) { return m.e.id == id && m.session == info_.id; });
     if (it->second.empty()) store_->queues.erase(it);
     if (n > 0) store_->changed.notify_all();
@@ -58,16 +58,18 @@ class memory_session final : public backend_session {
   result<void> wait(std::string_view lock, const entry& awaited, steady::time_point deadline,
                     std::stop_token stop) override {
     std::unique_lock lk(store_->mu);
+    (void)lock;
     auto gone = [&] {
       store_->purge();
-      auto it = store_->queues.find(lock);
-      return it == store_->queues.end() ||
-             std::ranges::none_of(it->second,
-                                  [&](const memory_entry& m) { return m.e.id == awaited.id; });
+      return !store_->live.contains(awaited.id);
     };
-    // Re-check at least every 50 ms so an injected clock's jumps are seen.
-    auto until = std::min(deadline, steady::now() + std::chrono::milliseconds{50});
-    store_->changed.wait_until(lk, stop, until, gone);
+    // Every change wakes every waiter, but each only tests one hash-set lookup; it returns
+    // to the engine (which lists the queue) only when its entry is gone. The 50 ms steps
+    // let an injected clock's jumps end leases.
+    while (!stop.stop_requested() && steady::now() < deadline) {
+      auto until = std::min(deadline, steady::now() + std::chrono::milliseconds{50});
+      if (store_->changed.wait_until(lk, stop, until, gone)) return {};
+    }
     return {};
   }
 
@@ -75,7 +77,7 @@ class memory_session final : public backend_session {
     std::lock_guard lk(store_->mu);
     auto sent = steady::now();
     if (auto r = check_live(); !r) return fail(r.error());
-    store_->leases[info_.id] = store_->clock() + info_.ttl;
+    store_->set_lease(info_.id, store_->clock() + info_.ttl);
     return sent;
   }
 
@@ -85,7 +87,8 @@ class memory_session final : public backend_session {
     closed_ = true;
     store_->leases.erase(info_.id);
     for (auto it = store_->queues.begin(); it != store_->queues.end();) {
-      std::erase_if(it->second, [&](const memory_entry& m) { return m.session == info_.id; });
+      store_->erase_entries(it->second,
+                            [&](const memory_entry& m) { return m.session == info_.id; });
       it = it->second.empty() ? store_->queues.erase(it) : std::next(it);
     }
     store_->changed.notify_all();
@@ -142,7 +145,7 @@ void set_memory_clock(const std::string& store, std::function<steady::time_point
 void expire_memory_session(const std::string& store, const std::string& session_id) {
   auto s = memory_store_named(store);
   std::lock_guard lk(s->mu);
-  s->leases[session_id] = steady::time_point::min();
+  s->set_lease(session_id, steady::time_point::min());
   s->purge();
 }
 

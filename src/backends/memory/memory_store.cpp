@@ -6,21 +6,29 @@ namespace dlock::detail {
 
 void memory_store::purge() {
   auto now = clock();
+  if (now < next_expiry) return;
   bool removed = false;
+  next_expiry = steady::time_point::max();
   for (auto it = leases.begin(); it != leases.end();) {
     if (it->second <= now) {
       it = leases.erase(it);
       removed = true;
     } else {
+      next_expiry = std::min(next_expiry, it->second);
       ++it;
     }
   }
   if (!removed) return;
   for (auto it = queues.begin(); it != queues.end();) {
-    std::erase_if(it->second, [&](const memory_entry& m) { return !leases.contains(m.session); });
+    erase_entries(it->second, [&](const memory_entry& m) { return !leases.contains(m.session); });
     it = it->second.empty() ? queues.erase(it) : std::next(it);
   }
   changed.notify_all();
+}
+
+void memory_store::set_lease(const std::string& session, steady::time_point end) {
+  leases[session] = end;
+  next_expiry = std::min(next_expiry, end);
 }
 
 bool memory_store::alive(const std::string& session) const {

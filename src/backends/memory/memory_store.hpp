@@ -6,6 +6,7 @@
 #include <map>
 #include <mutex>
 #include <string>
+#include <unordered_set>
 #include <vector>
 
 #include "core/backend.hpp"
@@ -24,10 +25,23 @@ struct memory_store {
   std::map<std::string, std::vector<memory_entry>, std::less<>> queues;
   std::map<std::string, std::uint64_t, std::less<>> tokens;  // kept forever: tokens never repeat
   std::map<std::string, steady::time_point, std::less<>> leases;  // session id -> lease end
+  steady::time_point next_expiry = steady::time_point::max();     // no lease ends before this
+  std::unordered_set<std::string> live;  // ids of every stored entry: O(1) "is it gone?"
 
-  // Drops sessions whose lease ended and their entries. Caller holds mu.
+  // Drops sessions whose lease ended and their entries. Caller holds mu. O(1) until some
+  // lease may have ended.
   void purge();
   bool alive(const std::string& session) const;
+  void set_lease(const std::string& session, steady::time_point end);
+  // Removes the entries of `q` matching `pred`, keeping `live` in step; returns how many.
+  template <class Pred>
+  std::size_t erase_entries(std::vector<memory_entry>& q, Pred pred) {
+    return std::erase_if(q, [&](const memory_entry& m) {
+      if (!pred(m)) return false;
+      live.erase(m.e.id);
+      return true;
+    });
+  }
 };
 
 std::shared_ptr<memory_store> memory_store_named(const std::string& name);

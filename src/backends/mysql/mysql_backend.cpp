@@ -10,6 +10,7 @@
 #include <mutex>
 #include <random>
 
+#include "backends/common/queue_rows.hpp"
 #include "backends/mysql/my_conn.hpp"
 #include "backends/mysql/my_schema.hpp"
 
@@ -18,23 +19,6 @@ namespace {
 
 using std::chrono::milliseconds;
 using stmts = my::statements;
-
-queue_view to_queue(const my::outcome& r, steady::time_point sent) {
-  queue_view v;
-  v.sent_at = sent;
-  v.entries.reserve(r.rows.size());
-  for (std::size_t i = 0; i < r.rows.size(); ++i) {
-    entry e;
-    e.id = r.text(i, 0);
-    e.kind = r.i64(i, 1) == 1 ? entry_kind::shared : entry_kind::exclusive;
-    e.token = static_cast<std::uint64_t>(r.i64(i, 2));
-    e.since = std::chrono::system_clock::time_point{milliseconds{r.i64(i, 3)}};
-    e.owner = r.text(i, 4);
-    e.lease_left = milliseconds{r.i64(i, 5)};
-    v.entries.push_back(std::move(e));
-  }
-  return v;
-}
 
 class mysql_session final : public backend_session {
  public:
@@ -62,14 +46,14 @@ class mysql_session final : public backend_session {
     auto r = run(stmts::enqueue, {info_.id, std::string(lock), std::string(id),
                                   std::int64_t{kind == entry_kind::shared ? 1 : 0}});
     if (!r) return fail(r.error());
-    return to_queue(*r, sent);
+    return rows_to_queue(*r, r->rows.size(), sent);
   }
 
   result<queue_view> list(std::string_view lock) override {
     auto sent = steady::now();
     auto r = run(stmts::list, {std::string(lock)});
     if (!r) return fail(r.error());
-    return to_queue(*r, sent);
+    return rows_to_queue(*r, r->rows.size(), sent);
   }
 
   result<void> remove(std::string_view lock, std::string_view id) override {

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <mutex>
 
+#include "backends/common/queue_rows.hpp"
 #include "backends/postgres/pg_conn.hpp"
 #include "backends/postgres/pg_listener.hpp"
 #include "backends/postgres/pg_schema.hpp"
@@ -16,23 +17,6 @@ namespace dlock::detail {
 namespace {
 
 using std::chrono::milliseconds;
-
-result<queue_view> to_queue(const pg::rows& r, steady::time_point sent) {
-  queue_view v;
-  v.sent_at = sent;
-  v.entries.reserve(static_cast<std::size_t>(r.count()));
-  for (int i = 0; i < r.count(); ++i) {
-    entry e;
-    e.id = r.text(i, 0);
-    e.kind = r.i64(i, 1) == 1 ? entry_kind::shared : entry_kind::exclusive;
-    e.token = static_cast<std::uint64_t>(r.i64(i, 2));
-    e.since = std::chrono::system_clock::time_point{milliseconds{r.i64(i, 3)}};
-    e.owner = r.text(i, 4);
-    e.lease_left = milliseconds{r.i64(i, 5)};
-    v.entries.push_back(std::move(e));
-  }
-  return v;
-}
 
 class postgres_session final : public backend_session {
  public:
@@ -64,14 +48,14 @@ class postgres_session final : public backend_session {
     auto r = run(stmts_.enqueue, {info_.id, std::string(lock), std::string(id),
                                   kind == entry_kind::shared ? "1" : "0"});
     if (!r) return fail(r.error());
-    return to_queue(*r, sent);
+    return rows_to_queue(*r, static_cast<std::size_t>(r->count()), sent);
   }
 
   result<queue_view> list(std::string_view lock) override {
     auto sent = steady::now();
     auto r = run(stmts_.list, {std::string(lock)});
     if (!r) return fail(r.error());
-    return to_queue(*r, sent);
+    return rows_to_queue(*r, static_cast<std::size_t>(r->count()), sent);
   }
 
   result<void> remove(std::string_view lock, std::string_view id) override {

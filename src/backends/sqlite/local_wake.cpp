@@ -6,6 +6,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
 #include <cstring>
 
@@ -46,10 +47,15 @@ std::string local_wake::address(std::string_view entry_id, int slot) const {
 void local_wake::notify(std::string_view entry_id) const {
   int fd = ::socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
   if (fd < 0) return;
+  // Waiters take the lowest free slot, so an empty slot usually means no more waiters; a
+  // waiter missed in a rare gap is still woken by its own poll.
   for (int slot = 0; slot < slots; ++slot) {
     socklen_t len = 0;
     auto a = make_addr(address(entry_id, slot), len);
-    (void)::sendto(fd, "w", 1, MSG_DONTWAIT, reinterpret_cast<sockaddr*>(&a), len);
+    if (::sendto(fd, "w", 1, MSG_DONTWAIT, reinterpret_cast<sockaddr*>(&a), len) < 0 &&
+        errno == ECONNREFUSED) {
+      break;
+    }
   }
   ::close(fd);
 }

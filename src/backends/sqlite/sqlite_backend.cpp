@@ -136,7 +136,7 @@ class sqlite_session final : public backend_session {
     return {};
   }
 
-  result<void> wait(std::string_view lock, const entry& awaited, steady::time_point deadline,
+  result<void> wait(std::string_view /*lock*/, const entry& awaited, steady::time_point deadline,
                     std::stop_token stop) override {
     // Woken by the remover through local_wake; the poll (backing off with jitter, so
     // waiting never spins hot) is the safety net for holders that crash or lose their lease.
@@ -147,11 +147,9 @@ class sqlite_session final : public backend_session {
     while (!stop.stop_requested() && steady::now() < deadline) {
       {
         std::lock_guard lk(mu_);
-        auto q = read_queue(lock);
-        if (!q) return fail(q.error());
-        bool present = false;
-        for (auto& e : q->entries) present = present || e.id == awaited.id;
-        if (!present) return {};
+        auto alive = entry_alive(awaited.id);
+        if (!alive) return fail(alive.error());
+        if (!*alive) return {};  // gone, or its holder is dead: the engine lists (and reaps)
       }
       auto jittered = std::chrono::microseconds{
           std::uniform_int_distribution<long long>(pause.count() / 2, pause.count())(rng)};
@@ -261,6 +259,20 @@ class sqlite_session final : public backend_session {
     return {};
   }
 
+  // Whether entry `id` is stored and its session's lease and process are alive: one row,
+  // so a waiter's poll costs the same however long the queue is.
+  result<bool> entry_alive(const std::string& id) {
+    if (closed_) return fail(errc::session_closed, "sqlite session closed");
+    auto s = db_.prepare(
+        "SELECT s.expires_ms, s.host, s.pid, s.pid_start FROM dlock_entries e "
+        "JOIN dlock_sessions s ON s.id = e.session WHERE e.id = ?1");
+    if (!s) return fail(s.error());
+    auto row = s->bind(1, id).step();
+    if (!row) return fail(row.error());
+    if (!*row) return false;
+    return s->i64(0) > now_ms() && process_alive({s->text(1), s->i64(2), s->i64(3)});
+  }
+
   // The live entries of `lock` in order; entries of dead sessions are dropped from the
   // view and then deleted, with their sessions, in a write transaction of their own.
   result<queue_view> read_queue(std::string_view lock) {
@@ -275,9 +287,10 @@ class sqlite_session final : public backend_session {
       auto row = s->step();
       if (!row) return fail(row.error());
       if (!*row) break;
-      process_id p{s->text(6), s->i64(7), s->i64(8)};
       auto session = s->text(4);
-      if (s->i64(9) <= now || !process_alive(p)) {
+      // Our own process is alive; for others, /proc is read (once per entry and look).
+      bool mine = session == info_.id;
+      if (s->i64(9) <= now || (!mine && !process_alive({s->text(6), s->i64(7), s->i64(8)}))) {
         dead.push_back(session);
         continue;
       }

@@ -50,11 +50,18 @@ result<db> db::open(const std::string& path, int busy_timeout_ms) {
   return db(h, path);
 }
 
-result<stmt> db::prepare(std::string_view sql) {
+db::~db() {
+  for (auto& [sql, s] : cache_) sqlite3_finalize(s);
+  sqlite3_close_v2(h_);
+}
+
+result<stmt> db::prepare(const char* sql) {
+  if (auto it = cache_.find(sql); it != cache_.end()) return stmt(h_, it->second, false);
   sqlite3_stmt* s = nullptr;
-  int rc = sqlite3_prepare_v2(h_, sql.data(), static_cast<int>(sql.size()), &s, nullptr);
+  int rc = sqlite3_prepare_v3(h_, sql, -1, SQLITE_PREPARE_PERSISTENT, &s, nullptr);
   if (rc != SQLITE_OK) return fail(map_error(h_, rc, "database '" + path_ + "'"));
-  return stmt(h_, s);
+  cache_.emplace(sql, s);
+  return stmt(h_, s, false);
 }
 
 result<void> db::exec(const char* sql) {

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 
 #include "core/result.hpp"
 
@@ -14,10 +15,18 @@ namespace dlock::detail::sqlite {
 
 class stmt {
  public:
-  stmt(sqlite3* db, sqlite3_stmt* s) : db_(db), s_(s) {}
-  stmt(stmt&& o) noexcept : db_(o.db_), s_(o.s_) { o.s_ = nullptr; }
+  // owned: finalize on destruction; else (a cached statement) reset it for the next use.
+  stmt(sqlite3* db, sqlite3_stmt* s, bool owned = true) : db_(db), s_(s), owned_(owned) {}
+  stmt(stmt&& o) noexcept : db_(o.db_), s_(o.s_), owned_(o.owned_) { o.s_ = nullptr; }
   stmt(const stmt&) = delete;
-  ~stmt() { sqlite3_finalize(s_); }
+  ~stmt() {
+    if (owned_) {
+      sqlite3_finalize(s_);
+    } else if (s_) {
+      sqlite3_reset(s_);
+      sqlite3_clear_bindings(s_);
+    }
+  }
 
   stmt& bind(int i, std::string_view v) {
     sqlite3_bind_text(s_, i, v.data(), static_cast<int>(v.size()), SQLITE_TRANSIENT);
@@ -40,16 +49,22 @@ class stmt {
  private:
   sqlite3* db_;
   sqlite3_stmt* s_;
+  bool owned_;
 };
 
 class db {
  public:
   static result<db> open(const std::string& path, int busy_timeout_ms);
-  db(db&& o) noexcept : h_(o.h_), path_(std::move(o.path_)) { o.h_ = nullptr; }
+  db(db&& o) noexcept : h_(o.h_), path_(std::move(o.path_)), cache_(std::move(o.cache_)) {
+    o.h_ = nullptr;
+    o.cache_.clear();
+  }
   db(const db&) = delete;
-  ~db() { sqlite3_close_v2(h_); }
+  ~db();
 
-  result<stmt> prepare(std::string_view sql);
+  // A statement prepared once per connection and reused: `sql` must be a string literal
+  // (its address is the cache key). One use at a time per statement.
+  result<stmt> prepare(const char* sql);
   result<void> exec(const char* sql);
   int changes() const { return sqlite3_changes(h_); }
   const std::string& path() const { return path_; }
@@ -58,6 +73,7 @@ class db {
   db(sqlite3* h, std::string path) : h_(h), path_(std::move(path)) {}
   sqlite3* h_;
   std::string path_;
+  std::unordered_map<const char*, sqlite3_stmt*> cache_;
 };
 
 // Maps a sqlite result code to a dlock failure naming `what`.

@@ -56,8 +56,11 @@ class zk_session final : public backend_session {
     auto lp = lock_path(lock);
     const std::string id(entry_id);
     auto sent = steady::now();
-    bool adopted = false;
-    if (cache_.uncertain(id)) {
+    // A retry after an earlier try created the node but failed later (its getChildren lost
+    // to a dropped connection) must not create a second one: that node would block the lock
+    // for as long as this session lives.
+    bool adopted = cache_.own_path(id).has_value();
+    if (!adopted && cache_.uncertain(id)) {
       // An earlier create of this entry may have been applied with its reply lost.
       auto found = adopt(lp, id);
       if (!found) return fail(found.error());

@@ -1,0 +1,33 @@
+#pragma once
+// The SQL backends return a lock's queue as rows of the same shape:
+//   (id, kind, token, created_unix_ms, owner, lease_left_ms)
+// in queue order. One conversion for all of them.
+
+#include <chrono>
+#include <cstddef>
+
+#include "core/backend.hpp"
+
+namespace dlock::detail {
+
+// Rows: anything with text(row, col) and i64(row, col).
+template <class Rows>
+queue_view rows_to_queue(const Rows& rows, std::size_t count, steady::time_point sent) {
+  using std::chrono::milliseconds;
+  queue_view v;
+  v.sent_at = sent;
+  v.entries.reserve(count);
+  for (std::size_t i = 0; i < count; ++i) {
+    entry e;
+    e.id = rows.text(i, 0);
+    e.kind = rows.i64(i, 1) == 1 ? entry_kind::shared : entry_kind::exclusive;
+    e.token = static_cast<std::uint64_t>(rows.i64(i, 2));
+    e.since = std::chrono::system_clock::time_point{milliseconds{rows.i64(i, 3)}};
+    e.owner = rows.text(i, 4);
+    e.lease_left = milliseconds{rows.i64(i, 5)};
+    v.entries.push_back(std::move(e));
+  }
+  return v;
+}
+
+}  // namespace dlock::detail

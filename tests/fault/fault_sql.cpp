@@ -1,0 +1,84 @@
+// The fault run's SQL backends: a PostgreSQL and a MariaDB server (restartable, data kept).
+// Expiry and the orphan count are plain SQL as the server's superuser, never dlock.
+#include <stdexcept>
+
+#include "fault/fault_backends.hpp"
+#include "support/mariadb_server.hpp"
+#include "support/postgres_server.hpp"
+
+namespace dlock::fault {
+namespace {
+
+std::string query_of(std::chrono::milliseconds ttl) {
+  return "?ttl=" + std::to_string(ttl.count()) + "ms";
+}
+
+class postgres_fault final : public fault_backend {
+ public:
+  std::string url(const std::vector<std::uint16_t>& ports) override {
+    return "postgres://dlock:secret@127.0.0.1:" + std::to_string(ports.at(0)) + "/dlock" +
+           query_of(ttl());
+  }
+  std::vector<std::uint16_t> server_ports() const override { return {server_.port()}; }
+  // Rows of the lock whose session row is gone or whose lease lapsed (by the server's clock,
+  // which is the clock the backend's leases use).
+  std::size_t orphans(const std::string& lock) override {
+    return std::stoul(server_
+                          .query("SELECT count(*) FROM dlock.entries e WHERE e.name = $1 AND "
+                                 "NOT EXISTS (SELECT 1 FROM dlock.sessions s WHERE s.id = "
+                                 "e.session AND s.expires > clock_timestamp())",
+                                 {lock})
+                          .at(0));
+  }
+  void expire(const worker_session& ws) override {
+    server_.query(
+        "UPDATE dlock.sessions SET expires = clock_timestamp() - interval '1 second'"
+        " WHERE id = $1",
+        {ws.id});
+  }
+  void stop_server(bool) override { server_.stop(); }
+  void start_server() override { server_.start(); }
+
+ private:
+  test::postgres_server server_;
+};
+
+class mysql_fault final : public fault_backend {
+ public:
+  std::string url(const std::vector<std::uint16_t>& ports) override {
+    return "mysql://dlock:secret@127.0.0.1:" + std::to_string(ports.at(0)) + "/dlock" +
+           query_of(ttl());
+  }
+  std::vector<std::uint16_t> server_ports() const override { return {server_.port()}; }
+  std::size_t orphans(const std::string& lock) override {
+    return std::stoul(
+        server_
+            .query("SELECT count(*) FROM dlock.dlock_entries e WHERE e.name = CAST(? AS BINARY)"
+                   " AND NOT EXISTS (SELECT 1 FROM dlock.dlock_sessions s WHERE s.id = e.session"
+                   " AND s.expires_ms > CAST(UNIX_TIMESTAMP(NOW(6)) * 1000 AS SIGNED))",
+                   {lock})
+            .at(0));
+  }
+  void expire(const worker_session& ws) override {
+    server_.query(
+        "UPDATE dlock.dlock_sessions SET expires_ms = CAST(UNIX_TIMESTAMP(NOW(6)) * 1000 AS "
+        "SIGNED) - 1000 WHERE id = ?",
+        {ws.id});
+  }
+  void stop_server(bool) override { server_.stop(); }
+  void start_server() override { server_.start(); }
+
+ private:
+  test::mariadb_server server_;
+};
+
+}  // namespace
+
+std::unique_ptr<fault_backend> make_postgres_fault(const std::string&) {
+  return std::make_unique<postgres_fault>();
+}
+std::unique_ptr<fault_backend> make_mysql_fault(const std::string&) {
+  return std::make_unique<mysql_fault>();
+}
+
+}  // namespace dlock::fault

@@ -1,0 +1,121 @@
+// The flash-sale demo under random faults (issue 7): while `dlock demo flash-sale` runs, its
+// worker processes (`dlock demo flash-sale-worker`) are SIGKILLed and SIGSTOPped (then
+// SIGCONTed past the TTL) at random. Whatever the faults, sold + left = stock and nothing is
+// oversold: a stopped holder's late sale is refused by the shop's fence.
+#include <dirent.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <sstream>
+#include <thread>
+
+#include "support/net.hpp"
+#include "support/process.hpp"
+#include "support/redis_server.hpp"
+
+namespace dlock::test {
+namespace {
+
+using namespace std::chrono_literals;
+using steady = std::chrono::steady_clock;
+
+// Running children of `parent` whose command line is `dlock demo flash-sale-worker ...`.
+std::vector<pid_t> sale_workers(pid_t parent) {
+  std::vector<pid_t> out;
+  DIR* d = ::opendir("/proc");
+  if (!d) return out;
+  while (auto* e = ::readdir(d)) {
+    pid_t pid = static_cast<pid_t>(std::atol(e->d_name));
+    if (pid <= 0) continue;
+    std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+    std::string line;
+    if (!std::getline(stat, line) || line.rfind(')') == std::string::npos) continue;
+    std::istringstream rest(line.substr(line.rfind(')') + 2));
+    char state = 0;
+    long long ppid = 0;
+    rest >> state >> ppid;
+    if (ppid != parent || state == 'Z') continue;
+    std::ifstream cmd("/proc/" + std::to_string(pid) + "/cmdline");
+    std::string argv((std::istreambuf_iterator<char>(cmd)), {});
+    if (argv.starts_with(std::string("dlock\0demo\0flash-sale-worker", 29))) out.push_back(pid);
+  }
+  ::closedir(d);
+  return out;
+}
+
+struct sale {
+  nlohmann::json report;
+  int kills{0}, stops{0};
+};
+
+// Runs the demo on `url` while killing and stopping random workers (bounded in count and
+// time); returns its JSON report.
+sale run_sale_under_faults(const std::string& url, std::chrono::milliseconds ttl) {
+  child_process demo(std::vector<std::string>{DLOCK_CLI_PATH, "demo", "flash-sale", "--url", url,
+                                              "--workers", "6", "--stock", "400", "--time-limit",
+                                              "60s", "--json"});
+  sale s;
+  std::minstd_rand rng(std::random_device{}());
+  std::vector<std::pair<pid_t, steady::time_point>> stopped;
+  auto until = steady::now() + 90s;
+  for (int tick = 0; tick < 2000 && demo.running() && steady::now() < until; ++tick) {
+    std::this_thread::sleep_for(std::chrono::milliseconds{100 + rng() % 200});
+    for (auto it = stopped.begin(); it != stopped.end();) {
+      if (steady::now() < it->second) {
+        ++it;
+        continue;
+      }
+      ::kill(it->first, SIGCONT);
+      it = stopped.erase(it);
+    }
+    auto pids = sale_workers(demo.pid());
+    if (pids.size() < 3 || (s.kills >= 2 && s.stops >= 4)) continue;  // keep sellers alive
+    pid_t victim = pids[rng() % pids.size()];
+    if (s.kills < 2 && rng() % 3 == 0) {
+      ::kill(victim, SIGKILL);
+      ++s.kills;
+    } else if (s.stops < 4 && stopped.empty()) {
+      ::kill(victim, SIGSTOP);
+      stopped.emplace_back(victim, steady::now() + ttl + 500ms);
+      ++s.stops;
+    }
+  }
+  for (auto& [pid, _] : stopped) ::kill(pid, SIGCONT);
+  std::string out;
+  while (auto line = demo.read_line(120s)) out += *line + "\n";
+  demo.wait(10s);
+  s.report = nlohmann::json::parse(out, nullptr, false);
+  return s;
+}
+
+void check_sale(const sale& s) {
+  ASSERT_FALSE(s.report.is_discarded()) << "no JSON report from the demo";
+  auto& r = s.report;
+  std::printf(
+      "  %s: stock %lld, sold %lld, left %lld, oversold %lld, stale writes refused "
+      "%lld; %d workers killed, %d stopped\n",
+      r["url"].get<std::string>().c_str(), r["stock"].get<long long>(), r["sold"].get<long long>(),
+      r["stock_left"].get<long long>(), r["oversold"].get<long long>(),
+      r["stale_writes_refused"].get<long long>(), s.kills, s.stops);
+  EXPECT_EQ(r["sold"].get<long long>() + r["stock_left"].get<long long>(),
+            r["stock"].get<long long>());
+  EXPECT_EQ(r["oversold"].get<long long>(), 0);
+  EXPECT_GT(r["sold"].get<long long>(), 0);
+  EXPECT_GT(s.kills + s.stops, 0) << "no fault was injected";
+}
+
+TEST(flash_sale_faults, sqlite) {
+  temp_dir dir("dlock-flash-faults");
+  check_sale(run_sale_under_faults("sqlite://" + dir.path() + "/locks.db?ttl=2s", 2s));
+}
+
+TEST(flash_sale_faults, redis) {
+  redis_server server;
+  check_sale(run_sale_under_faults("redis://" + server.address() + "?ttl=2s", 2s));
+}
+
+}  // namespace
+}  // namespace dlock::test
