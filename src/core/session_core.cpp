@@ -208,6 +208,14 @@ void session_core::monitor_loop(std::stop_token stop) {
 
 void session_core::on_renewal(steady::time_point sent) {
   if (ended_.stop_requested()) return;  // a lapsed lease is never revived
+  if (sent >= lease_deadline()) {
+    // Sent after the lease had already lapsed on our clock (e.g. the process was paused and
+    // this thread ran before the monitor): the server may have granted the lock to someone
+    // else meanwhile, whatever this renewal says (a ZooKeeper client can still look
+    // connected right after SIGCONT). Never extend: the lease is lost.
+    expire();
+    return;
+  }
   auto d = deadline_from(sent).time_since_epoch().count();
   auto cur = lease_deadline_.load();
   while (cur < d && !lease_deadline_.compare_exchange_weak(cur, d)) {
