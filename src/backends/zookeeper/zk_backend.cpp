@@ -102,11 +102,21 @@ class zk_session final : public backend_session {
   }
 
   result<steady::time_point> keep_alive() override {
-    // The client pings on its own; the lease is live exactly while it is connected.
-    auto now = steady::now();
+    // A round trip, not just the client's connection state: after this process was paused
+    // past the session timeout the client still says "connected" until its I/O thread notices
+    // the server closed the session, and renewing on that word revived a lapsed hold (found by
+    // the fault run's SIGSTOP). A reply proves the server saw the session alive after `sent`.
+    auto sent = steady::now();
     if (auto h = conn_->health(); !h) return fail(h.error());
+    {
+      auto u = conn_->acquire();
+      if (!u) return fail(u.error());
+      struct Stat st {};
+      int rc = zoo_exists(u->zh(), "/", 0, &st);
+      if (rc != ZOK && rc != ZNONODE) return fail(conn_->error(rc, "exists", "/"));
+    }
     retry_pending_removals();
-    return now;
+    return sent;
   }
 
   void set_event_handler(std::function<void(session_event)> handler) override {
