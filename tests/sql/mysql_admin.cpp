@@ -19,9 +19,6 @@ class mysql_admin final : public sql_admin {
     db_.query("CREATE USER '" + user + "'@'%' IDENTIFIED BY '" + password + "'");
     db_.query("GRANT ALL ON dlock.* TO '" + user + "'@'%'");
   }
-  void set_login(const std::string& user, bool allowed) override {
-    db_.query("ALTER USER '" + user + "'@'%' ACCOUNT " + (allowed ? "UNLOCK" : "LOCK"));
-  }
   int kill_connections(const std::string& user) override {
     auto ids = db_.query("SELECT id FROM information_schema.processlist WHERE user = ?", {user});
     for (const auto& id : ids) db_.query("KILL CONNECTION " + std::to_string(std::stoll(id)));

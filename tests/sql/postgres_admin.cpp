@@ -20,9 +20,6 @@ class postgres_admin final : public sql_admin {
     pg_.query("CREATE ROLE " + user + " LOGIN PASSWORD '" + password + "' IN ROLE dlock", {},
               "postgres");
   }
-  void set_login(const std::string& user, bool allowed) override {
-    pg_.query("ALTER ROLE " + user + (allowed ? " LOGIN" : " NOLOGIN"), {}, "postgres");
-  }
   int kill_connections(const std::string& user) override {
     auto r = pg_.query(
         "SELECT count(*) FILTER (WHERE pg_terminate_backend(pid)) FROM pg_stat_activity"

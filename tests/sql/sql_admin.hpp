@@ -19,8 +19,6 @@ class sql_admin {
   virtual std::string url_missing_db() = 0;
   // A login that may use dlock's tables (created before by the "dlock" user).
   virtual void create_user(const std::string& user, const std::string& password) = 0;
-  // Refuses (false) or allows new logins of `user`; open connections are not touched.
-  virtual void set_login(const std::string& user, bool allowed) = 0;
   // Terminates every connection of `user` from the server side; returns how many.
   virtual int kill_connections(const std::string& user) = 0;
   // Clean stop and start on the same port.

@@ -2,7 +2,10 @@
 
 #include <errmsg.h>
 #include <mysqld_error.h>
+#include <poll.h>
+#include <sys/socket.h>
 
+#include <cerrno>
 #include <cstdlib>
 #include <mutex>
 
@@ -89,6 +92,17 @@ result<conn> conn::open(const target& t, std::chrono::milliseconds timeout) {
     return fail(f);
   }
   return conn(m, t.where);
+}
+
+bool conn::peer_closed() {
+  if (!m_) return true;
+  pollfd p{socket(), POLLIN, 0};
+  if (::poll(&p, 1, 0) <= 0) return false;
+  char byte;
+  auto n = ::recv(p.fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+  if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return false;
+  close();
+  return true;
 }
 
 void conn::close() {

@@ -62,6 +62,11 @@ class conn {
 
   bool usable() const { return m_ != nullptr; }
   void close();
+  int socket() const { return m_ ? static_cast<int>(mysql_get_socket(m_)) : -1; }
+  // Whether the server ended this idle connection: with no request in flight the server
+  // sends nothing, so anything readable (EOF, or the error packet of a KILL) means its end.
+  // Closes the connection if so.
+  bool peer_closed();
   const std::string& where() const { return where_; }
 
  private:

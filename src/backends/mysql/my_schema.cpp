@@ -7,12 +7,19 @@ namespace {
 
 // The server's clock as UTC milliseconds (the connection's time_zone is +00:00).
 #define DLOCK_NOW "CAST(UNIX_TIMESTAMP(NOW(6)) * 1000 AS SIGNED)"
+// Session row `s` still has its connection (rows of schema version 1 have none recorded).
+#define DLOCK_CONNECTED(s)                                                                         \
+  "(" s ".conn IS NULL OR IFNULL(IS_USED_LOCK(CONCAT('dlock_session:', " s ".id)), 0) = " s ".con" \
+                                                                                            "n)"
 
 const char* const ddl[] = {
     "CREATE TABLE IF NOT EXISTS dlock_meta(k VARCHAR(64) PRIMARY KEY, v VARCHAR(255) NOT NULL)"
     " ENGINE=InnoDB",
     "CREATE TABLE IF NOT EXISTS dlock_sessions(id VARBINARY(64) PRIMARY KEY,"
-    " owner VARBINARY(1024) NOT NULL, expires_ms BIGINT NOT NULL) ENGINE=InnoDB",
+    " owner VARBINARY(1024) NOT NULL, expires_ms BIGINT NOT NULL, conn BIGINT NULL)"
+    " ENGINE=InnoDB",
+    // Version 1 tables lack the connection id (a duplicate column is ignored below).
+    "ALTER TABLE dlock_sessions ADD COLUMN conn BIGINT NULL",
     "CREATE TABLE IF NOT EXISTS dlock_fences(name VARBINARY(1024) PRIMARY KEY,"
     " fence BIGINT NOT NULL) ENGINE=InnoDB",
     "CREATE TABLE IF NOT EXISTS dlock_entries(id VARBINARY(255) PRIMARY KEY,"
@@ -20,13 +27,19 @@ const char* const ddl[] = {
     " session VARBINARY(64) NOT NULL, created_ms BIGINT NOT NULL,"
     " UNIQUE KEY name_token(name, token), KEY by_session(session)) ENGINE=InnoDB",
     "DROP PROCEDURE IF EXISTS dlock_queue",
-    // The live queue of one lock; entries of lapsed sessions are deleted on the way.
-    "CREATE PROCEDURE dlock_queue(IN p_name VARBINARY(1024))\n"
+    // The live queue of one lock. Entries of lapsed sessions, and of sessions whose
+    // connection is gone, are deleted on the way (with those sessions); the caller's own
+    // session (p_session) is alive, so an uncontended call checks no connection.
+    "CREATE PROCEDURE dlock_queue(IN p_name VARBINARY(1024), IN p_session VARBINARY(64))\n"
     "BEGIN\n"
     "  DECLARE t BIGINT DEFAULT " DLOCK_NOW
     ";\n"
     "  IF EXISTS (SELECT 1 FROM dlock_entries e LEFT JOIN dlock_sessions s ON s.id = e.session\n"
-    "             WHERE e.name = p_name AND (s.id IS NULL OR s.expires_ms <= t)) THEN\n"
+    "             WHERE e.name = p_name AND e.session <> p_session\n"
+    "               AND (s.id IS NULL OR s.expires_ms <= t OR NOT " DLOCK_CONNECTED("s") ")) THEN\n"
+    "    DELETE FROM dlock_sessions WHERE id IN (SELECT e.session FROM dlock_entries e\n"
+    "        WHERE e.name = p_name AND e.session <> p_session)\n"
+    "      AND (expires_ms <= t OR NOT " DLOCK_CONNECTED("dlock_sessions") ");\n"
     "    DELETE e FROM dlock_entries e LEFT JOIN dlock_sessions s ON s.id = e.session\n"
     "    WHERE e.name = p_name AND (s.id IS NULL OR s.expires_ms <= t);\n"
     "  END IF;\n"
@@ -44,7 +57,7 @@ const char* const ddl[] = {
     "  DECLARE EXIT HANDLER FOR SQLEXCEPTION BEGIN ROLLBACK; RESIGNAL; END;\n"
     "  IF NOT EXISTS (SELECT 1 FROM dlock_sessions\n"
     "                 WHERE id = p_session AND expires_ms > " DLOCK_NOW
-    ") THEN\n"
+    "                   AND conn = CONNECTION_ID()) THEN\n"
     "    SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = 'dlock session expired';\n"
     "  END IF;\n"
     "  IF NOT EXISTS (SELECT 1 FROM dlock_entries WHERE id = p_id) THEN\n"
@@ -57,9 +70,9 @@ const char* const ddl[] = {
     ");\n"
     "    COMMIT;\n"
     "  END IF;\n"
-    "  CALL dlock_queue(p_name);\n"
+    "  CALL dlock_queue(p_name, p_session);\n"
     "END",
-    "INSERT IGNORE INTO dlock_meta(k, v) VALUES ('schema_version', '1')",
+    "INSERT INTO dlock_meta(k, v) VALUES ('schema_version', '2') ON DUPLICATE KEY UPDATE v = '2'",
 };
 
 // The stored version, 0 if there is none yet.
@@ -78,17 +91,22 @@ result<long long> stored_version(conn& c) {
 const std::string statements::purge_sessions =
     "DELETE s, e FROM dlock_sessions s LEFT JOIN dlock_entries e ON e.session = s.id"
     " WHERE s.expires_ms <= " DLOCK_NOW;
+std::string session_lock_name(const std::string& session) { return "dlock_session:" + session; }
+
+const std::string statements::take_session = "SELECT GET_LOCK(?, 0)";
 const std::string statements::open_session =
-    "INSERT INTO dlock_sessions(id, owner, expires_ms) VALUES (?, ?, " DLOCK_NOW
-    " + ?)"
+    "INSERT INTO dlock_sessions(id, owner, expires_ms, conn) VALUES (?, ?, " DLOCK_NOW
+    " + ?, CONNECTION_ID())"
     " ON DUPLICATE KEY UPDATE id = id";
 const std::string statements::enqueue = "CALL dlock_enqueue(?, ?, ?, ?)";
-const std::string statements::list = "CALL dlock_queue(?)";
+const std::string statements::list = "CALL dlock_queue(?, ?)";
 const std::string statements::remove =
     "DELETE FROM dlock_entries WHERE name = ? AND id = ? AND session = ?";
 const std::string statements::keep_alive = "UPDATE dlock_sessions SET expires_ms = " DLOCK_NOW
                                            " + ?"
-                                           " WHERE id = ? AND expires_ms > " DLOCK_NOW;
+                                           " WHERE id = ? AND expires_ms > " DLOCK_NOW
+                                           " AND conn = CONNECTION_ID()"
+                                           " AND " DLOCK_CONNECTED("dlock_sessions");
 const std::string statements::close_entries = "DELETE FROM dlock_entries WHERE session = ?";
 const std::string statements::close_session = "DELETE FROM dlock_sessions WHERE id = ?";
 const std::string statements::lock_names =
@@ -98,7 +116,7 @@ const std::string statements::lock_names =
 const std::string statements::alive =
     "SELECT s.expires_ms - " DLOCK_NOW
     " FROM dlock_entries e JOIN dlock_sessions s ON s.id = e.session"
-    " WHERE e.id = ? AND s.expires_ms > " DLOCK_NOW;
+    " WHERE e.id = ? AND s.expires_ms > " DLOCK_NOW " AND " DLOCK_CONNECTED("s");
 
 result<void> ensure_schema(conn& c) {
   auto check = [&]() -> result<bool> {
@@ -123,7 +141,12 @@ result<void> ensure_schema(conn& c) {
     out = fail(done.error());
   } else if (!*done) {
     for (const char* sql : ddl) {
-      if (auto r = c.exec(sql); !r) {
+      auto r = c.exec(sql);
+      if (!r && r.error().message.find("(error " + std::to_string(ER_DUP_FIELDNAME)) !=
+                    std::string::npos) {
+        continue;  // the column is there already
+      }
+      if (!r) {
         out = fail(failure{r.error().code, r.error().message + " (creating dlock's tables)"});
         break;
       }
@@ -133,6 +156,7 @@ result<void> ensure_schema(conn& c) {
   return out;
 }
 
+#undef DLOCK_CONNECTED
 #undef DLOCK_NOW
 
 }  // namespace dlock::detail::my

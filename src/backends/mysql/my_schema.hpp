@@ -1,10 +1,17 @@
 #pragma once
 // dlock's tables and procedures in the MySQL/MariaDB database of the URL, and the statements
 // the backend runs. The design is SQLite's (sqlite_backend.cpp) and PostgreSQL's
-// (pg_schema.hpp): dlock_sessions (one lease row per session), dlock_fences (per-lock
+// (pg_schema.hpp): dlock_sessions (one lease row per session, with its connection's id),
+// dlock_fences (per-lock
 // fencing counter), dlock_entries (the queue, ordered by token). Expiries are UTC
 // milliseconds computed by the server's clock (NOW(6)) in the same statement. Names and ids
 // are VARBINARY: stored and compared byte for byte, whatever the server's collation.
+//
+// The connection is the session: it holds the named lock session_lock_name(session)
+// (GET_LOCK, released by the server when the connection ends, visible to every user through
+// IS_USED_LOCK without the PROCESS privilege, and never mistaken for a later connection that
+// reuses the id), only that connection may renew the lease, and the entries of a session
+// whose connection no longer holds that lock are dead to everyone.
 
 #include <string>
 
@@ -12,20 +19,23 @@
 
 namespace dlock::detail::my {
 
-inline constexpr int schema_version = 1;
+inline constexpr int schema_version = 2;
+
+std::string session_lock_name(const std::string& session);
 
 // Statement texts; parameters in the order documented.
 struct statements {
   static const std::string purge_sessions;  // ()
+  static const std::string take_session;    // (lock name) -> 1 if this connection holds it
   static const std::string open_session;    // (session, owner, ttl_ms)
   static const std::string enqueue;         // (session, name, entry id, kind) -> queue rows
-  static const std::string list;            // (name) -> queue rows
+  static const std::string list;            // (name, session) -> queue rows
   static const std::string remove;          // (name, entry id, session)
   static const std::string keep_alive;      // (ttl_ms, session) -> affected 0 or 1
   static const std::string close_entries;   // (session)
   static const std::string close_session;   // (session)
   static const std::string lock_names;      // (prefix length, prefix) -> names
-  static const std::string alive;           // (entry id) -> lease_ms, if alive
+  static const std::string alive;           // (entry id) -> lease_ms, if alive and connected
 };
 // Queue rows: id, kind, token, created_ms, owner, lease_ms -- live entries in token order.
 

@@ -1,15 +1,19 @@
 // The MySQL/MariaDB backend: the SQLite backend's design (my_schema.hpp) on a server. Lock
-// statements run on dlock's own connection, each in its own short transaction; a connection
-// that broke is replaced on the next call, and the session's lease row outlives it, so a
-// dropped connection makes holds suspect (failed renewals) and lost only if the lease
-// lapses before a renewal gets through. MySQL has no LISTEN/NOTIFY: waiters poll the one
-// entry they wait for, backing off with jitter up to a cap.
+// statements run on dlock's own connection, each in its own short transaction. That
+// connection is the session (it holds the session's named lock, see my_schema.hpp): when it
+// ends, waiters treat the session's entries as dead at once, it can never be renewed, and
+// the holder is told lost as soon as its socket shows the end (conn_watch) or its next
+// request fails; the lease stays the backstop for a connection the server has not yet
+// noticed is gone. MySQL has no LISTEN/NOTIFY: waiters poll the one entry they wait for,
+// backing off with jitter up to a cap.
 #include "backends/mysql/mysql_backend.hpp"
 
 #include <condition_variable>
+#include <functional>
 #include <mutex>
 #include <random>
 
+#include "backends/common/conn_watch.hpp"
 #include "backends/common/queue_rows.hpp"
 #include "backends/mysql/my_conn.hpp"
 #include "backends/mysql/my_schema.hpp"
@@ -27,31 +31,51 @@ class mysql_session final : public backend_session {
 
   result<void> start() {
     std::lock_guard lk(mu_);
-    auto c = connection();
+    auto c = connection(false);
     if (!c) return fail(c.error());
     if (auto r = my::ensure_schema(**c); !r) return r;
     // Lapsed sessions of crashed clients go first; they can never be renewed.
     if (auto r = (*c)->run(stmts::purge_sessions, {}); !r) return fail(r.error());
+    auto taken = (*c)->run(stmts::take_session, {my::session_lock_name(info_.id)});
+    if (!taken) return fail(taken.error());
+    if (taken->rows.empty() || taken->i64(0, 0) != 1) {
+      return fail(errc::backend_error, target_.where + ": session lock of " + info_.id +
+                                           " is held by another connection");
+    }
     auto owner = info_.owner.substr(0, 1000);
     auto r = (*c)->run(stmts::open_session, {info_.id, owner, info_.ttl.count()});
     if (!r) return fail(r.error());
     opened_ = true;
+    watch_.start((*c)->socket(),
+                 [this] {
+                   std::lock_guard lk(mu_);
+                   if (!lost_ && (!conn_ || conn_->peer_closed())) mark_lost_locked();
+                   return !lost_;
+                 },
+                 [this] { announce_lost(); });
     return {};
+  }
+
+  void set_event_handler(std::function<void(session_event)> handler) override {
+    std::lock_guard lk(handler_mu_);
+    handler_ = std::move(handler);
   }
 
   capabilities caps() const noexcept override { return {reach::network, false, true}; }
 
   result<queue_view> enqueue(std::string_view lock, entry_kind kind, std::string_view id) override {
     auto sent = steady::now();
-    auto r = run(stmts::enqueue, {info_.id, std::string(lock), std::string(id),
-                                  std::int64_t{kind == entry_kind::shared ? 1 : 0}});
+    auto r = run(stmts::enqueue,
+                 {info_.id, std::string(lock), std::string(id),
+                  std::int64_t{kind == entry_kind::shared ? 1 : 0}},
+                 true);
     if (!r) return fail(r.error());
     return rows_to_queue(*r, r->rows.size(), sent);
   }
 
   result<queue_view> list(std::string_view lock) override {
     auto sent = steady::now();
-    auto r = run(stmts::list, {std::string(lock)});
+    auto r = run(stmts::list, {std::string(lock), info_.id}, false, 1);
     if (!r) return fail(r.error());
     return rows_to_queue(*r, r->rows.size(), sent);
   }
@@ -84,28 +108,32 @@ class mysql_session final : public backend_session {
 
   result<steady::time_point> keep_alive() override {
     auto sent = steady::now();
-    auto r = run(stmts::keep_alive, {info_.ttl.count(), info_.id});
+    auto r = run(stmts::keep_alive, {info_.ttl.count(), info_.id}, true);
     if (!r) return fail(r.error());
     if (r->affected == 0) {
-      return fail(errc::session_expired,
-                  target_.where + ": session " + info_.id + " expired (lease lapsed)");
+      return fail(errc::session_expired, target_.where + ": session " + info_.id +
+                                             " expired (lease lapsed or its connection ended)");
     }
     return sent;
   }
 
   void close() noexcept override {
+    watch_.stop();
     std::lock_guard lk(mu_);
     if (closed_) return;
     closed_ = !opened_;  // nothing was created on the server
-    // One attempt, with one reconnect: the lease frees whatever this misses.
+    // One attempt, with one reconnect: the lease (or the connection's end) frees whatever
+    // this misses.
     for (int attempt = 0; attempt < 2 && !closed_; ++attempt) {
-      auto c = connection();
+      auto c = connection(false);
       if (c && (*c)->run(stmts::close_entries, {info_.id}) &&
           (*c)->run(stmts::close_session, {info_.id})) {
         break;
       }
+      if (!lost_ && conn_ && !conn_->usable()) mark_lost_locked();
     }
     conn_.reset();
+    spare_.reset();
     closed_ = true;
   }
 
@@ -124,31 +152,84 @@ class mysql_session final : public backend_session {
   static constexpr std::chrono::microseconds first_pause{1'000};
   static constexpr std::chrono::microseconds max_pause{16'000};
 
-  // The connection, reconnected if the last one broke. Caller holds mu_.
-  result<my::conn*> connection() {
+  // The session's connection; once it is lost, `bound` requests (those that act for the
+  // session: enqueue, renew) fail with session_expired, and the others (list, remove,
+  // close, wait) use a spare connection. Caller holds mu_.
+  result<my::conn*> connection(bool bound) {
     if (closed_) return fail(errc::session_closed, target_.where + ": session closed");
-    if (!conn_ || !conn_->usable()) {
-      conn_.reset();
+    if (!lost_ && conn_ && conn_->usable()) return &*conn_;
+    if (!lost_ && opened_) mark_lost_locked();
+    if (lost_ && bound) return fail(expired());
+    auto& slot = opened_ ? spare_ : conn_;
+    if (!slot || !slot->usable()) {
+      slot.reset();
       auto c = my::conn::open(target_, info_.request_timeout);
       if (!c) return fail(c.error());
-      conn_.emplace(std::move(*c));
+      slot.emplace(std::move(*c));
     }
-    return &*conn_;
+    return &*slot;
   }
 
-  result<my::outcome> run(const std::string& sql, const std::vector<my::param>& params) {
-    std::lock_guard lk(mu_);
-    auto c = connection();
-    if (!c) return fail(c.error());
-    return (*c)->run(sql, params);
+  failure expired() const {
+    return {make_error_code(errc::session_expired),
+            target_.where + ": session " + info_.id + " ended with its connection"};
+  }
+
+  // Caller holds mu_. The server ends (or has ended) the session with the connection.
+  void mark_lost_locked() {
+    lost_ = true;
+    if (conn_) conn_->close();
+  }
+
+  void announce_lost() {
+    std::function<void(session_event)> h;
+    {
+      std::lock_guard lk(handler_mu_);
+      if (announced_) return;
+      announced_ = true;
+      h = handler_;
+    }
+    if (h) h(session_event::expired);
+  }
+
+  // `self` (list only): the index of the parameter naming this session, whose entries the
+  // server then skips checking; blanked when the session's connection is gone.
+  result<my::outcome> run(const std::string& sql, std::vector<my::param> params, bool bound = false,
+                          int self = -1) {
+    bool newly_lost = false;
+    auto r = [&]() -> result<my::outcome> {
+      std::lock_guard lk(mu_);
+      bool was_lost = lost_;
+      auto c = connection(bound);
+      if (!c) {
+        newly_lost = lost_ && !was_lost;
+        return fail(c.error());
+      }
+      if (self >= 0 && lost_) params[static_cast<std::size_t>(self)] = std::string();
+      auto out = (*c)->run(sql, params);
+      if (opened_ && !lost_ && conn_ && *c == &*conn_ && !conn_->usable()) {
+        mark_lost_locked();
+        newly_lost = true;
+        if (bound) return fail(expired());
+      }
+      return out;
+    }();
+    if (newly_lost) announce_lost();
+    return r;
   }
 
   my::target target_;
   session_info info_;
   std::mutex mu_;
-  std::optional<my::conn> conn_;
+  std::optional<my::conn> conn_;   // the session's connection
+  std::optional<my::conn> spare_;  // for list/remove/close/wait once conn_ is lost
   bool opened_{false};
   bool closed_{false};
+  bool lost_{false};
+  std::mutex handler_mu_;
+  std::function<void(session_event)> handler_;
+  bool announced_{false};
+  conn_watch watch_;  // last: stopped before the members it uses go
 };
 
 }  // namespace

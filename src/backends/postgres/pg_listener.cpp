@@ -100,10 +100,10 @@ result<std::optional<std::chrono::milliseconds>> listener::alive(const std::stri
   return std::optional{std::chrono::milliseconds{r->i64(0, 0)}};
 }
 
-void listener::wait(const ticket& t, std::chrono::steady_clock::time_point until,
+bool listener::wait(const ticket& t, std::chrono::steady_clock::time_point until,
                     std::stop_token stop) {
   std::unique_lock lk(mu_);
-  cv_.wait_until(lk, stop, until, [&] {
+  return cv_.wait_until(lk, stop, until, [&] {
     if (stopping_ || epoch_ != t.epoch) return true;
     auto it = by_id_.find(t.id);
     return it == by_id_.end() || it->second.notified != t.seen;

@@ -38,8 +38,8 @@ class listener {
   // The lease left of entry `id`'s session, or nullopt if the entry is gone or lapsed.
   result<std::optional<std::chrono::milliseconds>> alive(const std::string& id);
   // Blocks until the entry's channel is notified, the connection breaks, `until` passes or
-  // `stop` is requested.
-  void wait(const ticket& t, std::chrono::steady_clock::time_point until, std::stop_token stop);
+  // `stop` is requested; false if only `until` passed.
+  bool wait(const ticket& t, std::chrono::steady_clock::time_point until, std::stop_token stop);
   void unsubscribe(const ticket& t);
   void close() noexcept;
 

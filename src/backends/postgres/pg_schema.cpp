@@ -16,6 +16,27 @@ CREATE TABLE IF NOT EXISTS @S.entries(
   id text PRIMARY KEY, name text NOT NULL, kind smallint NOT NULL, token bigint NOT NULL,
   session text NOT NULL, created timestamptz NOT NULL, UNIQUE (name, token));
 CREATE INDEX IF NOT EXISTS entries_session ON @S.entries(session);
+-- Version 2: the server process (pid and start) of the session's connection. The
+-- connection is the session: once it is gone the session can never be renewed, and
+-- waiters treat its entries as dead without waiting out the lease.
+ALTER TABLE @S.sessions ADD COLUMN IF NOT EXISTS pid integer,
+  ADD COLUMN IF NOT EXISTS started timestamptz;
+
+-- Whether the server process behind a session still runs. backend_start is visible only
+-- to the same role (or pg_read_all_stats); where it is hidden the pid alone decides.
+CREATE OR REPLACE FUNCTION @S.conn_alive(p_pid integer, p_started timestamptz)
+RETURNS boolean LANGUAGE sql STABLE AS $$
+  SELECT p_pid IS NULL OR EXISTS (
+    SELECT 1 FROM pg_stat_get_activity(p_pid) a WHERE a.pid = p_pid
+      AND (a.backend_start IS NULL OR p_started IS NULL OR a.backend_start = p_started))
+$$;
+
+-- The session of this connection, if it is still live.
+CREATE OR REPLACE FUNCTION @S.own_session(p_session text) RETURNS boolean
+LANGUAGE sql STABLE AS $$
+  SELECT EXISTS (SELECT 1 FROM @S.sessions s WHERE s.id = p_session
+    AND s.expires > clock_timestamp() AND s.pid IS NOT DISTINCT FROM pg_backend_pid())
+$$;
 
 -- One channel per entry, so a release wakes only the waiters of that entry.
 CREATE OR REPLACE FUNCTION @S.channel(p_id text) RETURNS text
@@ -42,15 +63,23 @@ BEGIN
   RETURN ch;
 END $$;
 
--- The live queue of one lock; entries of lapsed sessions are deleted on the way.
-CREATE OR REPLACE FUNCTION @S.queue(p_name text)
+-- The live queue of one lock. Entries of lapsed sessions, and of sessions whose connection
+-- is gone, are deleted on the way (with those sessions, so they can never be renewed); the
+-- caller's own session (p_session) is known to be alive, so an uncontended call never
+-- looks at the server's process list.
+CREATE OR REPLACE FUNCTION @S.queue(p_name text, p_session text)
 RETURNS TABLE(r_id text, r_kind smallint, r_token bigint, r_created_ms bigint, r_owner text,
               r_lease_ms bigint)
 LANGUAGE plpgsql AS $$
 DECLARE t timestamptz := clock_timestamp();
 BEGIN
   IF EXISTS (SELECT 1 FROM @S.entries e LEFT JOIN @S.sessions s ON s.id = e.session
-             WHERE e.name = p_name AND (s.id IS NULL OR s.expires <= t)) THEN
+             WHERE e.name = p_name AND e.session IS DISTINCT FROM p_session
+               AND (s.id IS NULL OR s.expires <= t OR NOT @S.conn_alive(s.pid, s.started))) THEN
+    DELETE FROM @S.sessions s WHERE s.id IN (
+      SELECT e.session FROM @S.entries e WHERE e.name = p_name
+        AND e.session IS DISTINCT FROM p_session)
+      AND (s.expires <= t OR NOT @S.conn_alive(s.pid, s.started));
     DELETE FROM @S.entries e WHERE e.name = p_name AND NOT EXISTS (
       SELECT 1 FROM @S.sessions s WHERE s.id = e.session AND s.expires > t);
   END IF;
@@ -70,8 +99,7 @@ RETURNS TABLE(r_id text, r_kind smallint, r_token bigint, r_created_ms bigint, r
 LANGUAGE plpgsql AS $$
 DECLARE t bigint;
 BEGIN
-  PERFORM 1 FROM @S.sessions s WHERE s.id = p_session AND s.expires > clock_timestamp();
-  IF NOT FOUND THEN
+  IF NOT @S.own_session(p_session) THEN
     RAISE EXCEPTION USING ERRCODE = 'DL001', MESSAGE = 'dlock session ' || p_session || ' expired';
   END IF;
   PERFORM 1 FROM @S.entries e WHERE e.id = p_id;
@@ -81,10 +109,11 @@ BEGIN
     INSERT INTO @S.entries(id, name, kind, token, session, created)
       VALUES (p_id, p_name, p_kind, t, p_session, clock_timestamp());
   END IF;
-  RETURN QUERY SELECT * FROM @S.queue(p_name);
+  RETURN QUERY SELECT * FROM @S.queue(p_name, p_session);
 END $$;
 
-INSERT INTO @S.meta(key, value) VALUES ('schema_version', '1') ON CONFLICT (key) DO NOTHING;
+INSERT INTO @S.meta(key, value) VALUES ('schema_version', '2')
+  ON CONFLICT (key) DO UPDATE SET value = '2';
 COMMIT;
 )sql";
 
@@ -115,15 +144,16 @@ statements make_statements(const std::string& schema) {
       s("open_session",
         "WITH old AS (DELETE FROM @S.sessions WHERE expires <= clock_timestamp() RETURNING id),"
         " gone AS (DELETE FROM @S.entries e USING old WHERE e.session = old.id)"
-        " INSERT INTO @S.sessions(id, owner, expires)"
-        " VALUES ($1, $2, clock_timestamp() + $3::float8 * interval '1 millisecond')"
+        " INSERT INTO @S.sessions(id, owner, expires, pid, started)"
+        " SELECT $1, $2, clock_timestamp() + $3::float8 * interval '1 millisecond',"
+        " a.pid, a.backend_start FROM pg_stat_get_activity(pg_backend_pid()) a"
         " ON CONFLICT (id) DO NOTHING"),
       s("enqueue", "SELECT * FROM @S.enqueue($1, $2, $3, $4::smallint)"),
-      s("list", "SELECT * FROM @S.queue($1)"),
+      s("list", "SELECT * FROM @S.queue($1, $2)"),
       s("remove", "DELETE FROM @S.entries WHERE name = $1 AND id = $2 AND session = $3"),
       s("keep_alive",
         "UPDATE @S.sessions SET expires = clock_timestamp() + $2::float8 * interval '1 millisecond'"
-        " WHERE id = $1 AND expires > clock_timestamp()"),
+        " WHERE id = $1 AND expires > clock_timestamp() AND pid = pg_backend_pid()"),
       s("close",
         "WITH gone AS (DELETE FROM @S.entries WHERE session = $1)"
         " DELETE FROM @S.sessions WHERE id = $1"),
@@ -134,7 +164,7 @@ statements make_statements(const std::string& schema) {
       s("alive",
         "SELECT (extract(epoch FROM (s.expires - clock_timestamp())) * 1000)::bigint"
         " FROM @S.entries e JOIN @S.sessions s ON s.id = e.session"
-        " WHERE e.id = $1 AND s.expires > clock_timestamp()"),
+        " WHERE e.id = $1 AND s.expires > clock_timestamp() AND @S.conn_alive(s.pid, s.started)"),
       s("listen", "SELECT @S.listen($1, $2::boolean)"),
   };
 }

@@ -1,7 +1,8 @@
 #pragma once
 // dlock's tables and functions in one PostgreSQL schema (default "dlock"), and the
 // statements the backend runs against them. The design is SQLite's (sqlite_backend.cpp):
-//   sessions(id, owner, expires)  -- one lease row per session
+//   sessions(id, owner, expires, pid, started)  -- one lease row per session and its
+//                                  connection's server process: the connection is the session
 //   fences(name, fence)           -- per-lock fencing counter, never reset
 //   entries(id, name, kind, token, session, created)  -- the queue, ordered by token
 // with every expiry computed by the database's clock_timestamp() (now() would be the
@@ -14,18 +15,19 @@
 
 namespace dlock::detail::pg {
 
-inline constexpr int schema_version = 1;
+inline constexpr int schema_version = 2;
 
 // Every statement the backend runs; parameters are $1.. in the order documented.
 struct statements {
   statement open_session;  // (session, owner, ttl_ms); also purges lapsed sessions
   statement enqueue;       // (session, name, entry id, kind) -> queue rows
-  statement list;          // (name) -> queue rows
+  statement list;          // (name, session) -> queue rows
   statement remove;        // (name, entry id, session); the trigger notifies waiters
-  statement keep_alive;    // (session, ttl_ms) -> affected 0 or 1
+  statement keep_alive;    // (session, ttl_ms) -> affected 0 or 1; only on its own connection
   statement close;         // (session)
   statement lock_names;    // (prefix) -> names
-  statement alive;         // (entry id) -> lease_ms of the entry's session, if alive
+  statement alive;         // (entry id) -> lease_ms of the entry's session, if alive and
+                           // its connection still exists
   statement listen;        // (entry id, reset) -> channel; LISTENs on it
 };
 // Queue rows: id, kind, token, created_ms, owner, lease_ms -- live entries in token order.

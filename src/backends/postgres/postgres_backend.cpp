@@ -1,13 +1,18 @@
 // The PostgreSQL backend: the SQLite backend's design (pg_schema.hpp) on a server. Lock
-// statements run on dlock's own connection, each in its own implicit transaction; a
-// connection that broke is replaced on the next call, and the session's lease row outlives
-// it, so a dropped connection makes holds suspect (failed renewals) and lost only if the
-// lease lapses before a renewal gets through.
+// statements run on dlock's own connection, each in its own implicit transaction. That
+// connection is the session, as a ZooKeeper session or an advisory lock's connection is:
+// its session row records the server process, only that process may renew the lease, and
+// waiters treat the entries of a session whose process is gone as dead. So a connection the
+// server ended (terminated, restarted, noticed dead) frees its locks at once, and its holder
+// is told lost as soon as its socket shows the end (conn_watch) or its next request fails;
+// the lease stays the backstop for a connection the server has not yet noticed is gone.
 #include "backends/postgres/postgres_backend.hpp"
 
 #include <algorithm>
+#include <functional>
 #include <mutex>
 
+#include "backends/common/conn_watch.hpp"
 #include "backends/common/queue_rows.hpp"
 #include "backends/postgres/pg_conn.hpp"
 #include "backends/postgres/pg_listener.hpp"
@@ -31,29 +36,43 @@ class postgres_session final : public backend_session {
 
   result<void> start() {
     std::lock_guard lk(mu_);
-    auto c = connection();
+    auto c = connection(false);
     if (!c) return fail(c.error());
     if (auto r = pg::ensure_schema(**c, schema_); !r) return r;
     auto r =
         (*c)->run(stmts_.open_session, {info_.id, info_.owner, std::to_string(info_.ttl.count())});
     if (!r) return fail(r.error());
     opened_ = true;
+    watch_.start((*c)->socket(),
+                 [this] {
+                   std::lock_guard lk(mu_);
+                   if (!lost_ && !(conn_ && conn_->consume())) mark_lost_locked();
+                   return !lost_;
+                 },
+                 [this] { announce_lost(); });
     return {};
+  }
+
+  void set_event_handler(std::function<void(session_event)> handler) override {
+    std::lock_guard lk(handler_mu_);
+    handler_ = std::move(handler);
   }
 
   capabilities caps() const noexcept override { return {reach::network, true, true}; }
 
   result<queue_view> enqueue(std::string_view lock, entry_kind kind, std::string_view id) override {
     auto sent = steady::now();
-    auto r = run(stmts_.enqueue, {info_.id, std::string(lock), std::string(id),
-                                  kind == entry_kind::shared ? "1" : "0"});
+    auto r =
+        run(stmts_.enqueue,
+            {info_.id, std::string(lock), std::string(id), kind == entry_kind::shared ? "1" : "0"},
+            true);
     if (!r) return fail(r.error());
     return rows_to_queue(*r, static_cast<std::size_t>(r->count()), sent);
   }
 
   result<queue_view> list(std::string_view lock) override {
     auto sent = steady::now();
-    auto r = run(stmts_.list, {std::string(lock)});
+    auto r = run(stmts_.list, {std::string(lock), info_.id}, false, 1);
     if (!r) return fail(r.error());
     return rows_to_queue(*r, static_cast<std::size_t>(r->count()), sent);
   }
@@ -69,41 +88,53 @@ class postgres_session final : public backend_session {
     // Subscribe before checking, so a removal between the two is not missed.
     auto t = listener_.subscribe(awaited.id);
     if (!t) return fail(t.error());
-    auto alive = listener_.alive(awaited.id);
-    if (alive && *alive) {
-      // A crashed holder never NOTIFYs: its entry vanishes when its lease ends, so wake
-      // then at the latest (the safety net; a renewed lease just means another wait).
-      auto lease_end =
-          steady::now() + std::clamp(**alive, milliseconds{1}, max_nap) + milliseconds{5};
-      listener_.wait(*t, std::min(deadline, lease_end), std::move(stop));
+    result<void> out;
+    // A holder whose connection ended or who crashed never NOTIFYs: re-check its session
+    // with a backoff (its connection may be gone), and wake at its lease's end at the latest.
+    auto nap = first_check;
+    for (int round = 0; round < 10'000 && !stop.stop_requested(); ++round) {
+      auto alive = listener_.alive(awaited.id);
+      if (!alive) {
+        out = fail(alive.error());
+        break;
+      }
+      if (!*alive) break;
+      auto now = steady::now();
+      auto lease_end = now + std::clamp(**alive, milliseconds{1}, max_nap) + milliseconds{5};
+      auto until = std::min({deadline, lease_end, now + nap});
+      if (listener_.wait(*t, until, stop) || until == deadline || until == lease_end) break;
+      nap = std::min(nap * 2, max_check);
     }
     listener_.unsubscribe(*t);
-    if (!alive) return fail(alive.error());
-    return {};
+    return out;
   }
 
   result<steady::time_point> keep_alive() override {
     auto sent = steady::now();
-    auto r = run(stmts_.keep_alive, {info_.id, std::to_string(info_.ttl.count())});
+    auto r = run(stmts_.keep_alive, {info_.id, std::to_string(info_.ttl.count())}, true);
     if (!r) return fail(r.error());
     if (r->affected() == 0) {
-      return fail(errc::session_expired,
-                  target_.where + ": session " + info_.id + " expired (lease lapsed)");
+      return fail(errc::session_expired, target_.where + ": session " + info_.id +
+                                             " expired (lease lapsed or its connection ended)");
     }
     return sent;
   }
 
   void close() noexcept override {
     listener_.close();
+    watch_.stop();
     std::lock_guard lk(mu_);
     if (closed_) return;
     closed_ = !opened_;  // nothing was created on the server
-    // One attempt, with one reconnect: the lease frees whatever this misses.
+    // One attempt, with one reconnect: the lease (or the connection's end) frees whatever
+    // this misses.
     for (int attempt = 0; attempt < 2 && !closed_; ++attempt) {
-      auto c = connection();
+      auto c = connection(false);
       if (c && (*c)->run(stmts_.close, {info_.id})) break;
+      if (!lost_ && conn_ && !conn_->usable()) mark_lost_locked();
     }
     conn_.reset();
+    spare_.reset();
     closed_ = true;
   }
 
@@ -117,23 +148,74 @@ class postgres_session final : public backend_session {
 
  private:
   static constexpr milliseconds max_nap{30'000};
+  // How soon, and then how often at most, a waiter re-checks that its predecessor's
+  // connection still exists.
+  static constexpr milliseconds first_check{20};
+  static constexpr milliseconds max_check{500};
 
-  // The connection, reconnected if the last one broke. Caller holds mu_.
-  result<pg::conn*> connection() {
+  // The session's connection; once it is lost, `bound` requests (those that act for the
+  // session: enqueue, renew) fail with session_expired, and the others (list, remove,
+  // close) use a spare connection. Caller holds mu_.
+  result<pg::conn*> connection(bool bound) {
     if (closed_) return fail(errc::session_closed, target_.where + ": session closed");
-    if (!conn_ || !conn_->usable()) {
+    if (!lost_ && conn_ && conn_->usable()) return &*conn_;
+    if (!lost_ && opened_) mark_lost_locked();
+    if (lost_ && bound) return fail(expired());
+    auto& slot = opened_ ? spare_ : conn_;
+    if (!slot || !slot->usable()) {
       auto c = pg::conn::open(target_, info_.request_timeout);
       if (!c) return fail(c.error());
-      conn_ = std::move(*c);
+      slot = std::move(*c);
     }
-    return &*conn_;
+    return &*slot;
   }
 
-  result<pg::rows> run(const pg::statement& s, const std::vector<std::string>& params) {
-    std::lock_guard lk(mu_);
-    auto c = connection();
-    if (!c) return fail(c.error());
-    return (*c)->run(s, params);
+  failure expired() const {
+    return {make_error_code(errc::session_expired),
+            target_.where + ": session " + info_.id + " ended with its connection"};
+  }
+
+  // Caller holds mu_. The server ends (or has ended) the session with the connection.
+  void mark_lost_locked() {
+    lost_ = true;
+    if (conn_) conn_->close();
+  }
+
+  void announce_lost() {
+    std::function<void(session_event)> h;
+    {
+      std::lock_guard lk(handler_mu_);
+      if (announced_) return;
+      announced_ = true;
+      h = handler_;
+    }
+    if (h) h(session_event::expired);
+  }
+
+  // `self` (list only): the index of the parameter naming this session, whose entries the
+  // server then skips checking; blanked when the session's connection is gone.
+  result<pg::rows> run(const pg::statement& s, std::vector<std::string> params, bool bound = false,
+                       int self = -1) {
+    bool newly_lost = false;
+    auto r = [&]() -> result<pg::rows> {
+      std::lock_guard lk(mu_);
+      bool was_lost = lost_;
+      auto c = connection(bound);
+      if (!c) {
+        newly_lost = lost_ && !was_lost;
+        return fail(c.error());
+      }
+      if (self >= 0 && lost_) params[static_cast<std::size_t>(self)].clear();
+      auto out = (*c)->run(s, params);
+      if (opened_ && !lost_ && conn_ && *c == &*conn_ && !conn_->usable()) {
+        mark_lost_locked();
+        newly_lost = true;
+        if (bound) return fail(expired());
+      }
+      return out;
+    }();
+    if (newly_lost) announce_lost();
+    return r;
   }
 
   pg::target target_;
@@ -142,9 +224,15 @@ class postgres_session final : public backend_session {
   session_info info_;
   pg::listener listener_;
   std::mutex mu_;
-  std::optional<pg::conn> conn_;
+  std::optional<pg::conn> conn_;   // the session's connection
+  std::optional<pg::conn> spare_;  // for list/remove/close once conn_ is lost
   bool opened_{false};
   bool closed_{false};
+  bool lost_{false};
+  std::mutex handler_mu_;
+  std::function<void(session_event)> handler_;
+  bool announced_{false};
+  conn_watch watch_;  // last: stopped before the members it uses go
 };
 
 std::string join_hosts(const url& u, bool ports) {
