@@ -7,8 +7,10 @@
 // sequence, which restarts when the container is re-created.
 //
 // Cost: the uncontended cycle is create2 + getChildren + delete, nothing more; the czxid of
-// our own entry comes back from create2, and the czxids of other entries are read once per
-// session (pipelined) and cached by node name.
+// our own entry comes back from create2. A handoff costs the holder's delete and one watch
+// notification to the next waiter (the engine needs no getChildren after a certain
+// deletion). The czxids of other entries are read only by list() (status tools, or a waiter
+// whose wake-up was not a deletion), pipelined, and cached by node name.
 #include "backends/zookeeper/zk_backend.hpp"
 
 #include <algorithm>
@@ -69,7 +71,7 @@ class zk_session final : public backend_session {
     if (!adopted) {
       if (auto c = create_entry(lp, kind, id); !c) return fail(c.error());
     }
-    auto q = read_queue(lp);
+    auto q = read_queue(lp, /*all_tokens=*/false);
     if (!q) return q;
     q->sent_at = sent;
     return q;
@@ -77,7 +79,7 @@ class zk_session final : public backend_session {
 
   result<queue_view> list(std::string_view lock) override {
     auto sent = steady::now();
-    auto q = read_queue(lock_path(lock));
+    auto q = read_queue(lock_path(lock), /*all_tokens=*/true);
     if (q) q->sent_at = sent;
     return q;
   }
@@ -95,9 +97,18 @@ class zk_session final : public backend_session {
 
   result<void> wait(std::string_view lock, const entry& awaited, steady::time_point deadline,
                     std::stop_token stop) override {
+    auto r = wait_knowing(lock, awaited, deadline, std::move(stop));
+    if (!r) return fail(r.error());
+    return {};
+  }
+
+  // A deletion seen by the watch is certain, so the engine can take the lock without a
+  // getChildren: a handoff costs the holder's delete and one notification, nothing more.
+  result<bool> wait_knowing(std::string_view lock, const entry& awaited,
+                            steady::time_point deadline, std::stop_token stop) override {
     auto lp = lock_path(lock);
     auto name = cache_.child_with_prefix(lp, zk::entry_prefix(awaited.id));
-    if (!name) return {};  // not seen in our last listing: let the engine list again
+    if (!name) return false;  // not seen in our last listing: let the engine list again
     return conn_->await_change(lp + "/" + *name, deadline, std::move(stop));
   }
 
@@ -277,7 +288,10 @@ class zk_session final : public backend_session {
     return fail(conn_->error(rc, "create", lp));
   }
 
-  result<queue_view> read_queue(const std::string& lp) {
+  // With !all_tokens (enqueue, the hot path) the metadata of entries not yet seen is not
+  // read: the grant needs only our own czxid, which create2 returned, and that read was one
+  // pipelined round trip per handoff. Such entries carry token 0 until a list() reads them.
+  result<queue_view> read_queue(const std::string& lp, bool all_tokens) {
     auto children = get_children(lp);
     if (!children) return fail(children.error());
     struct parsed {
@@ -291,7 +305,8 @@ class zk_session final : public backend_session {
       auto c = zk::parse_child(n);
       if (!c) continue;  // not a dlock entry
       parsed p{std::move(*c), n, cache_.meta(lp, n)};
-      if (!p.meta) missing.push_back(lp + "/" + n);
+      if (!p.meta && all_tokens) missing.push_back(lp + "/" + n);
+      if (!p.meta && !all_tokens) p.meta = child_meta{};  // czxid 0: unknown, see zk_cache
       items.push_back(std::move(p));
     }
     auto reads = fetch(missing);
@@ -321,7 +336,10 @@ class zk_session final : public backend_session {
       e.kind = p.c.kind;
       e.token = static_cast<std::uint64_t>(p.meta->czxid);
       e.owner = std::move(p.meta->owner);
-      e.since = std::chrono::system_clock::time_point{std::chrono::milliseconds{p.meta->ctime_ms}};
+      if (p.meta->czxid != 0) {
+        e.since =
+            std::chrono::system_clock::time_point{std::chrono::milliseconds{p.meta->ctime_ms}};
+      }
       v.entries.push_back(std::move(e));
     }
     cache_.replace(lp, std::move(present));
