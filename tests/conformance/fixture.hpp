@@ -29,6 +29,11 @@ class backend_fixture {
   virtual std::chrono::milliseconds ttl() const { return std::chrono::seconds{2}; }
   // True when a SIGKILLed holder on this host is freed at once (sqlite's pid check).
   virtual bool frees_dead_process_at_once() const { return false; }
+  // Whether waiters are served in arrival order (FIFO; a reader never overtakes a queued
+  // writer, nor a later writer a queued reader). False only for a mode without a server-side
+  // queue (postgres ?mode=advisory), which then skips the three tests of arrival order and
+  // says why in its fixture.
+  virtual bool fifo() const { return true; }
 };
 
 using fixture_factory = std::function<std::unique_ptr<backend_fixture>()>;

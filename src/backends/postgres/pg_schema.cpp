@@ -38,6 +38,9 @@ LANGUAGE sql STABLE AS $$
     AND s.expires > clock_timestamp() AND s.pid IS NOT DISTINCT FROM pg_backend_pid())
 $$;
 
+-- Fencing tokens of ?mode=advisory (pg_advisory_lock has no counter of its own).
+CREATE SEQUENCE IF NOT EXISTS @S.advisory_fence;
+
 -- One channel per entry, so a release wakes only the waiters of that entry.
 CREATE OR REPLACE FUNCTION @S.channel(p_id text) RETURNS text
 LANGUAGE sql IMMUTABLE AS $$ SELECT 'dlock_' || md5(p_id) $$;
@@ -166,6 +169,22 @@ statements make_statements(const std::string& schema) {
         " FROM @S.entries e JOIN @S.sessions s ON s.id = e.session"
         " WHERE e.id = $1 AND s.expires > clock_timestamp() AND @S.conn_alive(s.pid, s.started)"),
       s("listen", "SELECT @S.listen($1, $2::boolean)"),
+      // ?mode=advisory; $1 is "schema:name", hashed to the 64-bit lock key by the server.
+      s("adv_try_x",
+        "SELECT CASE WHEN pg_try_advisory_lock(hashtextextended($1, 0))"
+        " THEN nextval('@S.advisory_fence') END"),
+      s("adv_try_s",
+        "SELECT CASE WHEN pg_try_advisory_lock_shared(hashtextextended($1, 0))"
+        " THEN nextval('@S.advisory_fence') END"),
+      s("adv_unlock_x",
+        "SELECT pg_advisory_unlock(hashtextextended($1, 0)),"
+        " pg_notify(@S.channel('advisory:' || $1), '')"),
+      s("adv_unlock_s",
+        "SELECT pg_advisory_unlock_shared(hashtextextended($1, 0)),"
+        " pg_notify(@S.channel('advisory:' || $1), '')"),
+      s("adv_mark", "SELECT pg_advisory_lock_shared(hashtextextended($1, 1))"),
+      s("adv_unmark", "SELECT pg_advisory_unlock_shared(hashtextextended($1, 1))"),
+      s("ping", "SELECT 1"),
   };
 }
 

@@ -14,6 +14,7 @@
 
 #include "backends/common/conn_watch.hpp"
 #include "backends/common/queue_rows.hpp"
+#include "backends/postgres/pg_advisory.hpp"
 #include "backends/postgres/pg_conn.hpp"
 #include "backends/postgres/pg_listener.hpp"
 #include "backends/postgres/pg_schema.hpp"
@@ -255,11 +256,11 @@ result<std::unique_ptr<backend_session>> open_postgres(const url& u, const sessi
   if (!pg::valid_schema_name(schema)) {
     return bad("schema '" + schema + "' must be lower-case letters, digits and '_' (at most 63)");
   }
-  // mode=advisory (pg_advisory_lock / GET_LOCK) is not built: connection-scoped locks
-  // break behind transaction-pooling proxies and across replication failover.
-  if (auto mode = u.param("mode", "lease"); mode != "lease") {
-    return fail(errc::unsupported,
-                "URL '" + u.redacted + "': mode '" + mode + "' is not supported (want mode=lease)");
+  // mode=advisory: session-level advisory locks (pg_advisory.hpp, with its caveats).
+  auto mode = u.param("mode", "lease");
+  if (mode != "lease" && mode != "advisory") {
+    return fail(errc::invalid_argument, "URL '" + u.redacted + "': mode '" + mode +
+                                            "' is not known (want mode=lease or mode=advisory)");
   }
   std::string db = u.path.size() > 1 ? u.path.substr(1) : std::string{};
   if (db.find('/') != std::string::npos) return bad("want postgres://user:password@host:port/db");
@@ -282,6 +283,17 @@ result<std::unique_ptr<backend_session>> open_postgres(const url& u, const sessi
   add("options", "-c statement_timeout=" + std::to_string(info.request_timeout.count()));
   for (const char* k : {"sslmode", "sslrootcert", "sslcert", "sslkey", "target_session_attrs"}) {
     if (auto v = u.param(k); !v.empty()) add(k, v);
+  }
+  if (mode == "advisory") {
+    // The session's connection is the lease: the server ends it after a TTL without a
+    // statement (renewals are pings every TTL/3), freeing its advisory locks. Its
+    // application_name names the session, for administrators (and the tests) to find it.
+    auto listen = t;
+    for (auto& [k, v] : t.params) {
+      if (k == "options") v += " -c idle_session_timeout=" + std::to_string(info.ttl.count());
+      if (k == "application_name") v = "dlock:" + info.id;
+    }
+    return pg::open_advisory(std::move(t), std::move(listen), schema, info);
   }
   auto s = std::make_unique<postgres_session>(std::move(t), schema, info);
   if (auto r = s->start(); !r) return fail(r.error());

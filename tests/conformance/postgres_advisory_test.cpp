@@ -1,0 +1,50 @@
+// The conformance suite on postgres://...?mode=advisory (session-level advisory locks; a
+// PostgreSQL 15 server started for this executable). Entries are read raw from pg_locks:
+// a holder's advisory lock on the name's key, and each waiting session's shared lock on the
+// name's second key (the server keeps no queue of waiters).
+#include "conformance/suite.hpp"
+#include "support/postgres_server.hpp"
+
+namespace dlock::test {
+namespace {
+
+postgres_server& server() {
+  static postgres_server s;
+  return s;
+}
+
+class postgres_advisory_fixture : public backend_fixture {
+ public:
+  std::string url() override { return server().url("ttl=2s&mode=advisory"); }
+  std::size_t raw_entries(const std::string& lock) override {
+    return std::stoul(
+        server()
+            .query("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted"
+                   " AND objsubid = 1 AND ((classid::bigint << 32) | objid::bigint) IN"
+                   " (hashtextextended('dlock:' || $1, 0), hashtextextended('dlock:' || $1, 1))",
+                   {lock})
+            .at(0));
+  }
+  // An advisory lock lives as long as its connection: ending the session's lease from the
+  // server side is terminating that connection.
+  void expire(const dlock::session& s) override {
+    server().query(
+        "SELECT pg_terminate_backend(pid, 5000) FROM pg_stat_activity"
+        " WHERE application_name = 'dlock:' || $1",
+        {s.id()});
+  }
+  // No server-side queue: when a release NOTIFYs the waiters, whichever retries first wins,
+  // so arrival order is not kept -- neither among writers nor between readers and writers
+  // (documented in pg_advisory.hpp and the README). Exclusion, fencing, loss signals and
+  // crash recovery are tested as for every backend.
+  bool fifo() const override { return false; }
+};
+
+INSTANTIATE_TEST_SUITE_P(postgres_advisory, conformance,
+                         ::testing::Values(fixture_param{
+                             "postgres_advisory",
+                             [] { return std::make_unique<postgres_advisory_fixture>(); }}),
+                         param_name);
+
+}  // namespace
+}  // namespace dlock::test
