@@ -15,6 +15,8 @@
 //  - A lock lives as long as its connection. The server ends a connection idle for the TTL
 //    (idle_session_timeout, PostgreSQL >= 14), which is the lease; renewals are pings.
 //  - Two names whose 64-bit hashes collide are one lock (safe, just less concurrent).
+//  - Tokens: nextval() commits without waiting for its WAL, so after a server crash the last
+//    tokens may be handed out again (a clean restart keeps them).
 // Within one session (one connection) advisory locks are re-entrant, so the session keeps a
 // local queue per lock and lets only the entries at its head ask the server.
 
