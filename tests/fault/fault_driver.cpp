@@ -159,7 +159,7 @@ class run {
   // Every fault may end every session (a server restart does): room for that, but bounded.
   int max_replacements() const { return p_.workers * (3 + r_.planned); }
 
-  // Slots left empty while the server was down get their worker now.
+  // Slots left empty while the server was down (or a proxy reset) get their worker now.
   void refill() {
     for (std::size_t i = 0; i < slots_.size(); ++i) {
       if (!slots_[i].proc && replaced_ < max_replacements()) {
@@ -253,9 +253,15 @@ class run {
         each([](auto& px) { px.pass(); });
         break;
       case fault::proxy_reset:
+        // A holder whose connection is its session (the SQL backends) exits at once; its
+        // replacement could not connect through the resetting proxy (and start_worker
+        // blocks until it gives up), so replacements wait for the reset to end.
+        server_down_ = true;
         each([](auto& px) { px.reset(); });
         pump(100ms);
         each([](auto& px) { px.pass(); });
+        server_down_ = false;
+        refill();
         break;
       case fault::proxy_drop_reply: {
         // Alternate between the holder (its renewal or release is hit) and a waiter (its

@@ -15,14 +15,25 @@ std::string query_of(std::chrono::milliseconds ttl) {
 
 class postgres_fault final : public fault_backend {
  public:
+  explicit postgres_fault(bool advisory) : advisory_(advisory) {}
   std::string url(const std::vector<std::uint16_t>& ports) override {
     return "postgres://dlock:secret@127.0.0.1:" + std::to_string(ports.at(0)) + "/dlock" +
-           query_of(ttl());
+           query_of(ttl()) + (advisory_ ? "&mode=advisory" : "");
   }
   std::vector<std::uint16_t> server_ports() const override { return {server_.port()}; }
   // Rows of the lock whose session row is gone or whose lease lapsed (by the server's clock,
-  // which is the clock the backend's leases use).
+  // which is the clock the backend's leases use). In advisory mode: advisory locks (held or
+  // "waiting" marks) on the lock's keys still held once every worker has exited.
   std::size_t orphans(const std::string& lock) override {
+    if (advisory_) {
+      return std::stoul(
+          server_
+              .query("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted"
+                     " AND objsubid = 1 AND ((classid::bigint << 32) | objid::bigint) IN"
+                     " (hashtextextended('dlock:' || $1, 0), hashtextextended('dlock:' || $1, 1))",
+                     {lock})
+              .at(0));
+    }
     return std::stoul(server_
                           .query("SELECT count(*) FROM dlock.entries e WHERE e.name = $1 AND "
                                  "NOT EXISTS (SELECT 1 FROM dlock.sessions s WHERE s.id = "
@@ -31,6 +42,14 @@ class postgres_fault final : public fault_backend {
                           .at(0));
   }
   void expire(const worker_session& ws) override {
+    if (advisory_) {
+      // The connection is the lease: ending it is ending the session.
+      server_.query(
+          "SELECT pg_terminate_backend(pid, 5000) FROM pg_stat_activity"
+          " WHERE application_name = 'dlock:' || $1",
+          {ws.id});
+      return;
+    }
     server_.query(
         "UPDATE dlock.sessions SET expires = clock_timestamp() - interval '1 second'"
         " WHERE id = $1",
@@ -40,6 +59,7 @@ class postgres_fault final : public fault_backend {
   void start_server() override { server_.start(); }
 
  private:
+  bool advisory_;
   test::postgres_server server_;
 };
 
@@ -75,7 +95,10 @@ class mysql_fault final : public fault_backend {
 }  // namespace
 
 std::unique_ptr<fault_backend> make_postgres_fault(const std::string&) {
-  return std::make_unique<postgres_fault>();
+  return std::make_unique<postgres_fault>(false);
+}
+std::unique_ptr<fault_backend> make_postgres_advisory_fault(const std::string&) {
+  return std::make_unique<postgres_fault>(true);
 }
 std::unique_ptr<fault_backend> make_mysql_fault(const std::string&) {
   return std::make_unique<mysql_fault>();
