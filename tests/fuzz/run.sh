@@ -2,6 +2,11 @@
 # Builds the libFuzzer targets with clang 16 (ASan+UBSan) and runs each briefly
 # (FUZZ_SECONDS, default 15). Inputs in regressions/<target>/ are replayed first: a crash
 # once found is kept there as a regression test. Seeds come from corpus/<target>/.
+# Targets: url, name (lock-name validation), duration; and each backend's reply parsing:
+# redis_reply (RESP bytes -> hiredis's reader -> parse_queue_reply -> Redlock merge_views),
+# zk_children (child names + czxid/ctime -> queue), pg_rows (a libpq PGresult -> queue),
+# mysql_rows (libmariadb's fetched cells -> queue), sqlite_rows (any typed values in the
+# shared database file -> queue rows -> entries).
 #
 # Why the __cpp_concepts define: Debian 12's libstdc++ 12 hides std::expected unless
 # __cpp_concepts >= 202002L; clang 16 implements what it needs but reports 201907L.
