@@ -163,7 +163,9 @@ TEST_P(flash_sale_faults, sold_plus_left_is_stock) {
 }
 
 INSTANTIATE_TEST_SUITE_P(backends, flash_sale_faults, ::testing::ValuesIn(sale_cases()),
-                         [](const auto& info) { return info.param.name; });
+                         [](const ::testing::TestParamInfo<sale_case>& info) {
+                           return info.param.name;
+                         });
 
 }  // namespace
 }  // namespace dlock::test

@@ -9,6 +9,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "backends/redis/redis_merge.hpp"
@@ -16,7 +17,30 @@
 
 namespace r = dlock::detail::redis;
 
+namespace {
+
+// Debian 12's hiredis (0.14) allocates a declared aggregate's element table before any
+// element arrives, so "*1700000007" alone asks for 13 GB: the client library's behaviour,
+// not our parsing (found by this target; kept in regressions/). Such inputs are skipped.
+bool declares_huge_aggregate(std::string_view in) {
+  for (std::size_t at = 0; at < in.size();) {
+    auto end = in.find('\n', at);
+    if (end == std::string_view::npos) end = in.size();
+    auto line = in.substr(at, end - at);
+    if (!line.empty() && (line[0] == '*' || line[0] == '%' || line[0] == '~' || line[0] == '>')) {
+      std::size_t digits = 0;
+      for (std::size_t i = 1; i < line.size() && line[i] >= '0' && line[i] <= '9'; ++i) ++digits;
+      if (digits > 4) return true;  // more than 9999 elements
+    }
+    at = end + 1;
+  }
+  return false;
+}
+
+}  // namespace
+
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  if (declares_huge_aggregate({reinterpret_cast<const char*>(data), size})) return 0;
   std::unique_ptr<redisReader, decltype(&redisReaderFree)> reader(redisReaderCreate(),
                                                                   &redisReaderFree);
   if (!reader) return 0;

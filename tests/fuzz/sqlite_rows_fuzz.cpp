@@ -50,8 +50,7 @@ bool bind_value(sqlite3_stmt* s, int i, bytes& in) {
       std::string v(len, '\0');
       if (!in.take(v.data(), len)) return false;
       return (tag % 5 == 3 ? sqlite3_bind_text(s, i, v.data(), len, SQLITE_TRANSIENT)
-                           : sqlite3_bind_blob(s, i, v.data(), len, SQLITE_TRANSIENT)) ==
-             SQLITE_OK;
+                           : sqlite3_bind_blob(s, i, v.data(), len, SQLITE_TRANSIENT)) == SQLITE_OK;
     }
   }
 }
@@ -64,8 +63,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   sqlite3_exec(db, "CREATE TABLE q(c0, c1, c2, c3, c4, c5, c6, c7, c8, c9)", nullptr, nullptr,
                nullptr);
   sqlite3_stmt* ins = nullptr;
-  sqlite3_prepare_v2(db, "INSERT INTO q VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)", -1,
-                     &ins, nullptr);
+  sqlite3_prepare_v2(db, "INSERT INTO q VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)", -1, &ins,
+                     nullptr);
   bytes in{data, size};
   for (int row = 0; row < 8 && ins; ++row) {
     bool full = true;

@@ -30,12 +30,13 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     start = end + 1;
   }
   std::size_t i = 0, with_meta = 0;
-  auto items = zk::dlock_children(names, [&](const std::string& n) -> std::optional<zk::child_meta> {
-    if (((known >> (i++ % 8)) & 1) == 0) return std::nullopt;
-    auto k = static_cast<std::uint64_t>(i);
-    return zk::child_meta{static_cast<std::int64_t>(static_cast<std::uint64_t>(czxid) + k),
-                          static_cast<std::int64_t>(static_cast<std::uint64_t>(ctime) ^ k), n};
-  });
+  auto items =
+      zk::dlock_children(names, [&](const std::string& n) -> std::optional<zk::child_meta> {
+        if (((known >> (i++ % 8)) & 1) == 0) return std::nullopt;
+        auto k = static_cast<std::uint64_t>(i);
+        return zk::child_meta{static_cast<std::int64_t>(static_cast<std::uint64_t>(czxid) + k),
+                              static_cast<std::int64_t>(static_cast<std::uint64_t>(ctime) ^ k), n};
+      });
   for (auto& c : items) {
     if (c.c.entry_id.empty()) std::abort();  // an entry needs an id
     if (!c.meta && (c.name.size() % 2) == 0) c.meta = zk::child_meta{czxid, ctime, c.name};

@@ -5,8 +5,14 @@
 namespace dlock::detail::sqlite {
 
 queue_row read_queue_row(const stmt& s) {
-  return {s.text(0),  s.i64(1), s.i64(2), s.i64(3), s.text(4), s.text(5),
-          {s.text(6), s.i64(7), s.i64(8)}, s.i64(9)};
+  return {s.text(0),
+          s.i64(1),
+          s.i64(2),
+          s.i64(3),
+          s.text(4),
+          s.text(5),
+          {s.text(6), s.i64(7), s.i64(8)},
+          s.i64(9)};
 }
 
 entry row_entry(const queue_row& r, std::int64_t now_ms) {
