@@ -23,6 +23,7 @@
 #include "backends/zookeeper/zk_connection.hpp"
 #include "backends/zookeeper/zk_fetch.hpp"
 #include "backends/zookeeper/zk_names.hpp"
+#include "backends/zookeeper/zk_queue.hpp"
 
 namespace dlock::detail {
 namespace {
@@ -294,20 +295,12 @@ class zk_session final : public backend_session {
   result<queue_view> read_queue(const std::string& lp, bool all_tokens) {
     auto children = get_children(lp);
     if (!children) return fail(children.error());
-    struct parsed {
-      zk::child_name c;
-      std::string name;
-      std::optional<child_meta> meta;
-    };
-    std::vector<parsed> items;
+    auto items =
+        zk::dlock_children(*children, [&](const std::string& n) { return cache_.meta(lp, n); });
     std::vector<std::string> missing;
-    for (auto& n : *children) {
-      auto c = zk::parse_child(n);
-      if (!c) continue;  // not a dlock entry
-      parsed p{std::move(*c), n, cache_.meta(lp, n)};
-      if (!p.meta && all_tokens) missing.push_back(lp + "/" + n);
+    for (auto& p : items) {
+      if (!p.meta && all_tokens) missing.push_back(lp + "/" + p.name);
       if (!p.meta && !all_tokens) p.meta = child_meta{};  // czxid 0: unknown, see zk_cache
-      items.push_back(std::move(p));
     }
     auto reads = fetch(missing);
     if (!reads) return fail(reads.error());
@@ -326,24 +319,8 @@ class zk_session final : public backend_session {
       }
       present.emplace_back(p.name, *p.meta);
     }
-    std::erase_if(items, [](const parsed& p) { return !p.meta.has_value(); });
-    std::sort(items.begin(), items.end(),
-              [](const parsed& a, const parsed& b) { return a.c.seq < b.c.seq; });
-    queue_view v;
-    for (auto& p : items) {
-      entry e;
-      e.id = std::move(p.c.entry_id);
-      e.kind = p.c.kind;
-      e.token = static_cast<std::uint64_t>(p.meta->czxid);
-      e.owner = std::move(p.meta->owner);
-      if (p.meta->czxid != 0) {
-        e.since =
-            std::chrono::system_clock::time_point{std::chrono::milliseconds{p.meta->ctime_ms}};
-      }
-      v.entries.push_back(std::move(e));
-    }
     cache_.replace(lp, std::move(present));
-    return v;
+    return zk::children_to_queue(std::move(items));
   }
 
   std::unique_ptr<connection> conn_;
