@@ -119,8 +119,8 @@ class advisory_session final : public backend_session {
       return {};
     }
     // Another connection holds it: woken by the NOTIFY of its release, or after a nap (a
-    // holder whose connection ended releases without one; a release just before the LISTEN
-    // went unseen).
+    // holder whose connection ended releases without one; a release just before the LISTEN,
+    // or just before this session's "waiting" mark, went without one or unseen).
     auto t = listener_.subscribe(awaited.id);
     if (!t) return fail(t.error());
     auto nap = std::min<steady::time_point>(deadline, steady::now() + remote_nap);

@@ -176,12 +176,18 @@ statements make_statements(const std::string& schema) {
       s("adv_try_s",
         "SELECT CASE WHEN pg_try_advisory_lock_shared(hashtextextended($1, 0))"
         " THEN nextval('@S.advisory_fence') END"),
+      // NOTIFY only if some session waits (holds its shared "waiting" mark on key 1, so
+      // the exclusive try on it fails): an uncontended release skips the notify queue.
       s("adv_unlock_x",
         "SELECT pg_advisory_unlock(hashtextextended($1, 0)),"
-        " pg_notify(@S.channel('advisory:' || $1), '')"),
+        " CASE WHEN pg_try_advisory_lock(hashtextextended($1, 1))"
+        " THEN pg_advisory_unlock(hashtextextended($1, 1))"
+        " ELSE pg_notify(@S.channel('advisory:' || $1), '') IS NULL END"),
       s("adv_unlock_s",
         "SELECT pg_advisory_unlock_shared(hashtextextended($1, 0)),"
-        " pg_notify(@S.channel('advisory:' || $1), '')"),
+        " CASE WHEN pg_try_advisory_lock(hashtextextended($1, 1))"
+        " THEN pg_advisory_unlock(hashtextextended($1, 1))"
+        " ELSE pg_notify(@S.channel('advisory:' || $1), '') IS NULL END"),
       s("adv_mark", "SELECT pg_advisory_lock_shared(hashtextextended($1, 1))"),
       s("adv_unmark", "SELECT pg_advisory_unlock_shared(hashtextextended($1, 1))"),
       s("ping", "SELECT 1"),

@@ -32,7 +32,8 @@ struct statements {
   // ?mode=advisory (pg_advisory.hpp); the key is the server's 64-bit hash of "schema:name".
   statement adv_try_x;     // (schema:name) -> token, or NULL if another connection holds it
   statement adv_try_s;     // (schema:name) -> token, or NULL if another connection writes
-  statement adv_unlock_x;  // (schema:name); NOTIFYs channel("advisory:" + schema:name)
+  statement adv_unlock_x;  // (schema:name); NOTIFYs channel("advisory:" + schema:name) if
+                           // a session is marked waiting
   statement adv_unlock_s;  // (schema:name); likewise
   statement adv_mark;      // (schema:name): "this session waits" (a shared lock on key 2)
   statement adv_unmark;    // (schema:name)
