@@ -8,10 +8,10 @@ namespace {
 // The server's clock as UTC milliseconds (the connection's time_zone is +00:00).
 #define DLOCK_NOW "CAST(UNIX_TIMESTAMP(NOW(6)) * 1000 AS SIGNED)"
 // Session row `s` still has its connection (rows of schema version 1 have none recorded).
-#define DLOCK_CONNECTED(s)                                                                  \
-  "(" s ".conn IS NULL OR IFNULL(IS_USED_LOCK(CONCAT('dlock_session:', " s ".id)), 0) = " s \
-  ".con"                                                                                    \
-  "n)"
+#define DLOCK_CONNECTED(s)                \
+  "(" s                                   \
+  ".conn IS NULL OR IFNULL(IS_USED_LOCK(" \
+  "CONCAT('dlock_session:', " s ".id)), 0) = " s ".conn)"
 
 const char* const ddl[] = {
     "CREATE TABLE IF NOT EXISTS dlock_meta(k VARCHAR(64) PRIMARY KEY, v VARCHAR(255) NOT NULL)"
