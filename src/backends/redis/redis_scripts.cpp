@@ -36,9 +36,24 @@ local q, m, f, own = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local prefix, wake_ttl = ARGV[1], tonumber(ARGV[2])
 local at_least, bump, add_id = tonumber(ARGV[3]), ARGV[4] == '1', ARGV[5]
 local function next_token()
-  local c = tonumber(redis.call('GET', f) or '0')
-  if c < at_least then redis.call('SET', f, string.format('%d', at_least)) end
+  if at_least > 0 then
+    local c = tonumber(redis.call('GET', f) or '0')
+    if c < at_least then redis.call('SET', f, string.format('%d', at_least)) end
+  end
   return redis.call('INCR', f)
+end
+-- The uncontended case: an empty queue (redis drops an empty sorted set) has nothing to
+-- purge or wake, and the new entry holds at once, so its grant is its own fresh token
+-- (above every token this server gave before, like a grant assigned later would be).
+if add_id ~= '' and redis.call('EXISTS', q) == 0 then
+  local ttl = redis.call('PTTL', own)
+  if ttl == -2 then return {0} end
+  local t = next_token()
+  local ts = string.format('%d', t)
+  local g = bump and ts or ''
+  redis.call('ZADD', q, t, add_id)
+  redis.call('HSET', m, add_id, ARGV[6] .. '|' .. ARGV[7] .. '|' .. ARGV[8] .. '|' .. g .. '|' .. ARGV[9])
+  return {1, t, add_id, ts, ARGV[6], ARGV[7], ARGV[8], g, ARGV[9], ttl}
 end
 local raw = redis.call('ZRANGE', q, 0, -1, 'WITHSCORES')
 local ids, scores = {}, {}
@@ -133,7 +148,12 @@ for p = 1, #ARGV - 4 do
   local meta = redis.call('HGET', m, id)
   local kind, owner = nil, nil
   if meta then kind, owner = string.match(meta, '^(%a)|(%x+)|') end
-  if owner == sid then
+  local head = owner == sid and redis.call('ZRANGE', q, 0, 1) or {}
+  if #head == 1 and head[1] == id then
+    -- Alone in the queue: nobody to wake, and the queue's keys go with the entry.
+    redis.call('DEL', q, m)
+    removed = removed + 1
+  elseif owner == sid then
     local rank = redis.call('ZRANK', q, id)
     local n = 0
     if rank then
