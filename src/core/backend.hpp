@@ -88,6 +88,8 @@ class backend_session {
 
   // Appends an entry of `kind` with id `entry_id` to the queue of `lock` (or finds it, if a
   // previous attempt with the same id got through) and returns the queue including it.
+  // Only the new entry's token must be known here (the grant needs it); other entries may
+  // carry token 0 when reading theirs would cost a round trip. list() gives every token.
   virtual result<queue_view> enqueue(std::string_view lock, entry_kind kind,
                                      std::string_view entry_id) = 0;
 
@@ -103,6 +105,19 @@ class backend_session {
   // error only for a failure worth reporting (the engine re-checks state anyway).
   virtual result<void> wait(std::string_view lock, const entry& awaited,
                             steady::time_point deadline, std::stop_token stop) = 0;
+
+  // wait(), and whether the backend knows for certain that `awaited` has left the queue (a
+  // ZooKeeper watch saw its node deleted, not a timeout or a spurious wake-up). Then the
+  // engine decides again from its last snapshot minus `awaited` instead of listing: sound
+  // because new entries only ever join behind existing ones (queue order is token order)
+  // and a verdict depends only on the entries ahead, so that snapshot still holds every
+  // entry that can be ahead. Default: never sure, so the engine lists.
+  virtual result<bool> wait_knowing(std::string_view lock, const entry& awaited,
+                                    steady::time_point deadline, std::stop_token stop) {
+    auto r = wait(lock, awaited, deadline, std::move(stop));
+    if (!r) return fail(r.error());
+    return false;
+  }
 
   // Renews the lease of the session and of every entry it owns. Returns the steady time at
   // which the renewal was sent. session_expired if the lease had already lapsed.

@@ -121,11 +121,20 @@ result<queue_view> lock_handle::wait_for_grant(const std::string& id, entry_kind
     if (steady::now() >= deadline) {
       return fail(errc::timed_out, "lock '" + name_ + "' not granted before the deadline");
     }
-    auto w = session_->backend().wait(name_, q.entries[*v.wait_on], deadline, stop);
+    auto w = session_->backend().wait_knowing(name_, q.entries[*v.wait_on], deadline, stop);
     if (!w) {
       // Waiting failed (e.g. the connection dropped): back off instead of spinning.
       if (!is_transient(w.error())) return fail(w.error());
       backoff_sleep(policy, failures++, deadline, stop);
+    } else if (*w) {
+      // The awaited entry is certainly gone: if that alone grants us the lock, the handoff
+      // costs no request at all (see backend_session::wait_knowing for why this is sound).
+      auto rest = q;
+      rest.entries.erase(rest.entries.begin() + static_cast<std::ptrdiff_t>(*v.wait_on));
+      if (auto me = find_entry(rest.entries, id); me && decide(rest.entries, *me).holds) {
+        if (session_->ended_token().stop_requested()) return fail(session_->ended_failure());
+        return rest;
+      }
     }
     auto retry_until = std::max(deadline, steady::now() + session_->options().request_timeout);
     auto next =

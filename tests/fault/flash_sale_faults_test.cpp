@@ -1,20 +1,26 @@
 // The flash-sale demo under random faults (issue 7): while `dlock demo flash-sale` runs, its
 // worker processes (`dlock demo flash-sale-worker`) are SIGKILLed and SIGSTOPped (then
 // SIGCONTed past the TTL) at random. Whatever the faults, sold + left = stock and nothing is
-// oversold: a stopped holder's late sale is refused by the shop's fence.
+// oversold: a stopped holder's late sale is refused by the shop's fence. One run per backend,
+// each on its own freshly started server; each run is small (stock 200, at most 30 s).
 #include <dirent.h>
 #include <gtest/gtest.h>
 #include <signal.h>
 
 #include <fstream>
+#include <functional>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <random>
 #include <sstream>
 #include <thread>
 
+#include "support/mariadb_server.hpp"
 #include "support/net.hpp"
+#include "support/postgres_server.hpp"
 #include "support/process.hpp"
 #include "support/redis_server.hpp"
+#include "support/zk_server.hpp"
 
 namespace dlock::test {
 namespace {
@@ -55,12 +61,12 @@ struct sale {
 // time); returns its JSON report.
 sale run_sale_under_faults(const std::string& url, std::chrono::milliseconds ttl) {
   child_process demo(std::vector<std::string>{DLOCK_CLI_PATH, "demo", "flash-sale", "--url", url,
-                                              "--workers", "6", "--stock", "400", "--time-limit",
-                                              "60s", "--json"});
+                                              "--workers", "6", "--stock", "200", "--time-limit",
+                                              "30s", "--json"});
   sale s;
   std::minstd_rand rng(std::random_device{}());
   std::vector<std::pair<pid_t, steady::time_point>> stopped;
-  auto until = steady::now() + 90s;
+  auto until = steady::now() + 45s;
   for (int tick = 0; tick < 2000 && demo.running() && steady::now() < until; ++tick) {
     std::this_thread::sleep_for(std::chrono::milliseconds{100 + rng() % 200});
     for (auto it = stopped.begin(); it != stopped.end();) {
@@ -107,15 +113,59 @@ void check_sale(const sale& s) {
   EXPECT_GT(s.kills + s.stops, 0) << "no fault was injected";
 }
 
-TEST(flash_sale_faults, sqlite) {
-  temp_dir dir("dlock-flash-faults");
-  check_sale(run_sale_under_faults("sqlite://" + dir.path() + "/locks.db?ttl=2s", 2s));
+// A backend's server(s), started for one run and stopped when `keep` goes, and the demo's URL.
+struct started {
+  std::shared_ptr<void> keep;
+  std::string url;
+};
+
+struct sale_case {
+  std::string name;
+  std::function<started()> start;  // every lease (TTL, session timeout) is 2 s
+};
+
+const std::vector<sale_case>& sale_cases() {
+  static const std::vector<sale_case> cases{
+      {"sqlite",
+       [] {
+         auto dir = std::make_shared<temp_dir>("dlock-flash-faults");
+         return started{dir, "sqlite://" + dir->path() + "/locks.db?ttl=2s"};
+       }},
+      {"redis",
+       [] {
+         auto s = std::make_shared<redis_server>();
+         return started{s, "redis://" + s->address() + "?ttl=2s"};
+       }},
+      {"zookeeper",
+       [] {
+         auto s = std::make_shared<zk_server>();
+         return started{s, "zk://" + s->hosts() + "/flash?session_timeout=2000ms"};
+       }},
+      {"postgres",
+       [] {
+         auto s = std::make_shared<postgres_server>();
+         return started{s, s->url("ttl=2s")};
+       }},
+      {"mysql",
+       [] {
+         auto s = std::make_shared<mariadb_server>();
+         return started{s, s->url("ttl=2s")};
+       }},
+  };
+  return cases;
 }
 
-TEST(flash_sale_faults, redis) {
-  redis_server server;
-  check_sale(run_sale_under_faults("redis://" + server.address() + "?ttl=2s", 2s));
+class flash_sale_faults : public ::testing::TestWithParam<sale_case> {};
+
+TEST_P(flash_sale_faults, sold_plus_left_is_stock) {
+  auto backend = GetParam().start();
+  check_sale(run_sale_under_faults(backend.url, 2s));
 }
+
+INSTANTIATE_TEST_SUITE_P(backends, flash_sale_faults, ::testing::ValuesIn(sale_cases()),
+                         [](const ::testing::TestParamInfo<sale_case>& info) {
+                           return info.param.name;
+                         });
 
 }  // namespace
 }  // namespace dlock::test

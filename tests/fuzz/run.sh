@@ -2,6 +2,11 @@
 # Builds the libFuzzer targets with clang 16 (ASan+UBSan) and runs each briefly
 # (FUZZ_SECONDS, default 15). Inputs in regressions/<target>/ are replayed first: a crash
 # once found is kept there as a regression test. Seeds come from corpus/<target>/.
+# Targets: url, name (lock-name validation), duration; and each backend's reply parsing:
+# redis_reply (RESP bytes -> hiredis's reader -> parse_queue_reply -> Redlock merge_views),
+# zk_children (child names + czxid/ctime -> queue), pg_rows (a libpq PGresult -> queue),
+# mysql_rows (libmariadb's fetched cells -> queue), sqlite_rows (any typed values in the
+# shared database file -> queue rows -> entries).
 #
 # Why the __cpp_concepts define: Debian 12's libstdc++ 12 hides std::expected unless
 # __cpp_concepts >= 202002L; clang 16 implements what it needs but reports 201907L.
@@ -15,10 +20,25 @@ flags=(-std=c++2b -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recov
        -Wno-macro-redefined -Wno-builtin-macro-redefined -U__cpp_concepts -D__cpp_concepts=202002L
        -I"$src/include" -I"$src/src")
 core=("$src/src/core/url.cpp" "$src/src/core/duration.cpp" "$src/src/core/names.cpp" "$src/src/core/errors.cpp")
+b="$src/src/backends"
+# Per target: the sources and client libraries it needs beyond its own file and core. The
+# *_reply / *_rows / *_children targets feed each backend's reply parsing what a server
+# (or, for SQLite, the shared database file) may send back.
+declare -A extra=(
+  [url]="" [name]="" [duration]=""
+  [redis_reply]="$b/redis/redis_scripts.cpp $b/redis/redis_conn.cpp $b/redis/redis_merge.cpp
+                 $src/src/core/verdict.cpp $(pkg-config --cflags --libs hiredis)"
+  [zk_children]="$b/zookeeper/zk_names.cpp $b/zookeeper/zk_queue.cpp"
+  [pg_rows]="$b/postgres/pg_conn.cpp $(pkg-config --cflags --libs libpq)"
+  [mysql_rows]="$b/mysql/my_conn.cpp $(pkg-config --cflags --libs libmariadb)"
+  [sqlite_rows]="$b/sqlite/sqlite_rows.cpp $b/sqlite/sqlite_db.cpp $(pkg-config --cflags --libs sqlite3)"
+)
 failed=0
 passed=0
-for target in url name duration; do
-  "$CXX" "${flags[@]}" "$src/tests/fuzz/${target}_fuzz.cpp" "${core[@]}" -o "$out/${target}_fuzz"
+for target in url name duration redis_reply zk_children pg_rows mysql_rows sqlite_rows; do
+  # shellcheck disable=SC2086 # extra[] is a word list on purpose
+  "$CXX" "${flags[@]}" "$src/tests/fuzz/${target}_fuzz.cpp" "${core[@]}" ${extra[$target]} \
+    -o "$out/${target}_fuzz"
   work=$(mktemp -d)
   cp -r "$src/tests/fuzz/corpus/$target/." "$work/" 2>/dev/null || true
   regressions="$src/tests/fuzz/regressions/$target"

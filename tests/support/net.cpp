@@ -7,26 +7,55 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <mutex>
 #include <random>
+#include <set>
 #include <stdexcept>
 #include <thread>
 
 namespace dlock::test {
 
-std::uint16_t free_port() {
+namespace {
+
+bool bindable(std::uint16_t port, std::uint16_t* got) {
   int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) return false;
   sockaddr_in a{};
   a.sin_family = AF_INET;
   a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  a.sin_port = 0;
-  if (::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
-    ::close(fd);
-    throw std::runtime_error("free_port: bind failed");
+  a.sin_port = htons(port);
+  bool ok = ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
+  if (ok && got != nullptr) {
+    socklen_t len = sizeof a;
+    ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+    *got = ntohs(a.sin_port);
   }
-  socklen_t len = sizeof a;
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
   ::close(fd);
-  return ntohs(a.sin_port);
+  return ok;
+}
+
+}  // namespace
+
+std::uint16_t free_port() {
+  // Below the kernel's ephemeral range (32768-60999 by default): a port the kernel handed out
+  // with bind(0) may be taken by any outgoing connection before the server binds it, and on
+  // a busy machine one was. A random pick also keeps parallel fixtures apart.
+  // Never the same port twice in one process (an ensemble takes nine at once).
+  static std::mutex mu;
+  static std::set<std::uint16_t> given;
+  static std::mt19937 rng{std::random_device{}()};
+  std::lock_guard lk(mu);
+  std::uniform_int_distribution<int> pick(20000, 32000);
+  for (int i = 0; i < 200; ++i) {
+    auto port = static_cast<std::uint16_t>(pick(rng));
+    if (!given.contains(port) && bindable(port, nullptr)) {
+      given.insert(port);
+      return port;
+    }
+  }
+  std::uint16_t port = 0;
+  if (!bindable(0, &port)) throw std::runtime_error("free_port: bind failed");
+  return port;
 }
 
 bool wait_for_port(std::uint16_t port, std::chrono::milliseconds timeout) {

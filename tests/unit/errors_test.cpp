@@ -27,6 +27,8 @@ TEST(errors, sessions_refuse_bad_input_with_a_clear_message) {
            {"memory://x?ttl=0", "ttl must be greater than zero"},
            {"memory://x?ttl=abc", "duration 'abc'"},
            {"memory://x?ttl=5ms", "ttl 5ms is too short"},
+           {"memory://x?tll=5s", "unknown parameter 'tll' for memory (known: ttl keepalive)"},
+           {"zk://127.0.0.1:1/?session_timeot=5s", "unknown parameter 'session_timeot'"},
            {"sqlite://relative/path", "want sqlite:///path"},
            {"sqlite:///nonexistent-dir/deeper/locks.db", "cannot open database"},
            {"not a url", "missing '://'"}}) {

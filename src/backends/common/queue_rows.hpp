@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstddef>
 
+#include "backends/common/wire_time.hpp"
 #include "core/backend.hpp"
 
 namespace dlock::detail {
@@ -22,7 +23,7 @@ queue_view rows_to_queue(const Rows& rows, std::size_t count, steady::time_point
     e.id = rows.text(i, 0);
     e.kind = rows.i64(i, 1) == 1 ? entry_kind::shared : entry_kind::exclusive;
     e.token = static_cast<std::uint64_t>(rows.i64(i, 2));
-    e.since = std::chrono::system_clock::time_point{milliseconds{rows.i64(i, 3)}};
+    e.since = unix_ms_time(rows.i64(i, 3));
     e.owner = rows.text(i, 4);
     e.lease_left = milliseconds{rows.i64(i, 5)};
     v.entries.push_back(std::move(e));

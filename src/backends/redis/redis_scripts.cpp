@@ -3,6 +3,9 @@
 #include <hiredis/hiredis.h>
 
 #include <charconv>
+#include <cstdint>
+
+#include "backends/common/wire_time.hpp"
 
 namespace dlock::detail::redis {
 namespace {
@@ -231,8 +234,8 @@ result<node_view> parse_queue_reply(const target& where, const redisReply* r) {
     ne.e.token = *token;
     ne.e.kind = field(2) == "s" ? entry_kind::shared : entry_kind::exclusive;
     ne.session = std::string(field(3));
-    if (auto ms = to_u64(field(4))) {
-      ne.e.since = std::chrono::system_clock::time_point{std::chrono::milliseconds{*ms}};
+    if (auto ms = to_u64(field(4)); ms && *ms <= INT64_MAX) {
+      ne.e.since = unix_ms_time(static_cast<std::int64_t>(*ms));
     }
     if (auto g = to_u64(field(5))) ne.grant = *g;
     ne.e.owner = std::string(field(6));

@@ -16,6 +16,7 @@
 #include "backends/sqlite/local_process.hpp"
 #include "backends/sqlite/local_wake.hpp"
 #include "backends/sqlite/sqlite_db.hpp"
+#include "backends/sqlite/sqlite_rows.hpp"
 
 namespace dlock::detail {
 namespace {
@@ -287,21 +288,14 @@ class sqlite_session final : public backend_session {
       auto row = s->step();
       if (!row) return fail(row.error());
       if (!*row) break;
-      auto session = s->text(4);
+      auto r = sqlite::read_queue_row(*s);
       // Our own process is alive; for others, /proc is read (once per entry and look).
-      bool mine = session == info_.id;
-      if (s->i64(9) <= now || (!mine && !process_alive({s->text(6), s->i64(7), s->i64(8)}))) {
-        dead.push_back(session);
+      bool mine = r.session == info_.id;
+      if (!sqlite::lease_runs(r, now) || (!mine && !process_alive(r.process))) {
+        dead.push_back(r.session);
         continue;
       }
-      entry e;
-      e.id = s->text(0);
-      e.kind = static_cast<entry_kind>(s->i64(1));
-      e.token = static_cast<std::uint64_t>(s->i64(2));
-      e.owner = s->text(5);
-      e.since = std::chrono::system_clock::time_point{std::chrono::milliseconds{s->i64(3)}};
-      e.lease_left = std::chrono::milliseconds{s->i64(9) - now};
-      v.entries.push_back(std::move(e));
+      v.entries.push_back(sqlite::row_entry(r, now));
     }
     if (!dead.empty()) reap(dead);
     return v;

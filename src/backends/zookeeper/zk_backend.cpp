@@ -7,8 +7,10 @@
 // sequence, which restarts when the container is re-created.
 //
 // Cost: the uncontended cycle is create2 + getChildren + delete, nothing more; the czxid of
-// our own entry comes back from create2, and the czxids of other entries are read once per
-// session (pipelined) and cached by node name.
+// our own entry comes back from create2. A handoff costs the holder's delete and one watch
+// notification to the next waiter (the engine needs no getChildren after a certain
+// deletion). The czxids of other entries are read only by list() (status tools, or a waiter
+// whose wake-up was not a deletion), pipelined, and cached by node name.
 #include "backends/zookeeper/zk_backend.hpp"
 
 #include <algorithm>
@@ -17,10 +19,11 @@
 #include <set>
 
 #include "backends/zookeeper/zk_cache.hpp"
+#include "backends/zookeeper/zk_config.hpp"
 #include "backends/zookeeper/zk_connection.hpp"
 #include "backends/zookeeper/zk_fetch.hpp"
 #include "backends/zookeeper/zk_names.hpp"
-#include "core/duration.hpp"
+#include "backends/zookeeper/zk_queue.hpp"
 
 namespace dlock::detail {
 namespace {
@@ -69,7 +72,7 @@ class zk_session final : public backend_session {
     if (!adopted) {
       if (auto c = create_entry(lp, kind, id); !c) return fail(c.error());
     }
-    auto q = read_queue(lp);
+    auto q = read_queue(lp, /*all_tokens=*/false);
     if (!q) return q;
     q->sent_at = sent;
     return q;
@@ -77,7 +80,7 @@ class zk_session final : public backend_session {
 
   result<queue_view> list(std::string_view lock) override {
     auto sent = steady::now();
-    auto q = read_queue(lock_path(lock));
+    auto q = read_queue(lock_path(lock), /*all_tokens=*/true);
     if (q) q->sent_at = sent;
     return q;
   }
@@ -95,9 +98,18 @@ class zk_session final : public backend_session {
 
   result<void> wait(std::string_view lock, const entry& awaited, steady::time_point deadline,
                     std::stop_token stop) override {
+    auto r = wait_knowing(lock, awaited, deadline, std::move(stop));
+    if (!r) return fail(r.error());
+    return {};
+  }
+
+  // A deletion seen by the watch is certain, so the engine can take the lock without a
+  // getChildren: a handoff costs the holder's delete and one notification, nothing more.
+  result<bool> wait_knowing(std::string_view lock, const entry& awaited,
+                            steady::time_point deadline, std::stop_token stop) override {
     auto lp = lock_path(lock);
     auto name = cache_.child_with_prefix(lp, zk::entry_prefix(awaited.id));
-    if (!name) return {};  // not seen in our last listing: let the engine list again
+    if (!name) return false;  // not seen in our last listing: let the engine list again
     return conn_->await_change(lp + "/" + *name, deadline, std::move(stop));
   }
 
@@ -277,22 +289,18 @@ class zk_session final : public backend_session {
     return fail(conn_->error(rc, "create", lp));
   }
 
-  result<queue_view> read_queue(const std::string& lp) {
+  // With !all_tokens (enqueue, the hot path) the metadata of entries not yet seen is not
+  // read: the grant needs only our own czxid, which create2 returned, and that read was one
+  // pipelined round trip per handoff. Such entries carry token 0 until a list() reads them.
+  result<queue_view> read_queue(const std::string& lp, bool all_tokens) {
     auto children = get_children(lp);
     if (!children) return fail(children.error());
-    struct parsed {
-      zk::child_name c;
-      std::string name;
-      std::optional<child_meta> meta;
-    };
-    std::vector<parsed> items;
+    auto items =
+        zk::dlock_children(*children, [&](const std::string& n) { return cache_.meta(lp, n); });
     std::vector<std::string> missing;
-    for (auto& n : *children) {
-      auto c = zk::parse_child(n);
-      if (!c) continue;  // not a dlock entry
-      parsed p{std::move(*c), n, cache_.meta(lp, n)};
-      if (!p.meta) missing.push_back(lp + "/" + n);
-      items.push_back(std::move(p));
+    for (auto& p : items) {
+      if (!p.meta && all_tokens) missing.push_back(lp + "/" + p.name);
+      if (!p.meta && !all_tokens) p.meta = child_meta{};  // czxid 0: unknown, see zk_cache
     }
     auto reads = fetch(missing);
     if (!reads) return fail(reads.error());
@@ -311,21 +319,8 @@ class zk_session final : public backend_session {
       }
       present.emplace_back(p.name, *p.meta);
     }
-    std::erase_if(items, [](const parsed& p) { return !p.meta.has_value(); });
-    std::sort(items.begin(), items.end(),
-              [](const parsed& a, const parsed& b) { return a.c.seq < b.c.seq; });
-    queue_view v;
-    for (auto& p : items) {
-      entry e;
-      e.id = std::move(p.c.entry_id);
-      e.kind = p.c.kind;
-      e.token = static_cast<std::uint64_t>(p.meta->czxid);
-      e.owner = std::move(p.meta->owner);
-      e.since = std::chrono::system_clock::time_point{std::chrono::milliseconds{p.meta->ctime_ms}};
-      v.entries.push_back(std::move(e));
-    }
     cache_.replace(lp, std::move(present));
-    return v;
+    return zk::children_to_queue(std::move(items));
   }
 
   std::unique_ptr<connection> conn_;
@@ -338,63 +333,14 @@ class zk_session final : public backend_session {
   std::set<std::pair<std::string, std::string>> pending_;  // (lock path, entry id) to delete
 };
 
-result<std::chrono::milliseconds> duration_param(const url& u, std::string_view key,
-                                                 std::chrono::milliseconds fallback) {
-  auto v = u.param(key);
-  if (v.empty()) return fallback;
-  auto d = parse_duration(v);
-  if (!d) {
-    return fail(errc::invalid_argument,
-                "URL '" + u.redacted + "': " + std::string(key) + ": " + d.error().message);
-  }
-  return *d;
-}
-
-// Why ZooKeeper would refuse `path` as a node path prefix, or empty if it is fine.
-std::string bad_chroot(const std::string& path) {
-  std::size_t start = 1;
-  while (start <= path.size()) {
-    auto end = path.find('/', start);
-    if (end == std::string::npos) end = path.size();
-    auto segment = path.substr(start, end - start);
-    if (segment.empty()) return "has an empty segment ('//')";
-    if (segment == "." || segment == "..") return "has a '.' or '..' segment";
-    for (unsigned char ch : segment) {
-      if (ch < 0x20 || ch == 0x7f) return "contains a control character";
-    }
-    start = end + 1;
-  }
-  return {};
-}
-
 }  // namespace
 
 result<std::unique_ptr<backend_session>> open_zookeeper(const url& u, const session_info& info) {
-  if (u.hosts.empty()) {
-    return fail(errc::invalid_argument,
-                "URL '" + u.redacted + "': want zk://host:2181[,host:2181...][/chroot]");
-  }
-  zk::config cfg;
-  for (auto& h : u.hosts) {
-    if (!cfg.hosts.empty()) cfg.hosts += ',';
-    cfg.hosts += h.host + ":" + std::to_string(h.port != 0 ? h.port : 2181);
-  }
-  auto timeout = duration_param(u, "session_timeout", info.ttl);
-  if (!timeout) return fail(timeout.error());
-  auto connect = duration_param(u, "connect_timeout", info.request_timeout);
-  if (!connect) return fail(connect.error());
-  cfg.session_timeout = *timeout;
-  cfg.connect_timeout = *connect;
-  if (!u.user.empty()) cfg.credentials = u.user + ":" + u.password;
-  std::string chroot = u.path;
-  while (!chroot.empty() && chroot.back() == '/') chroot.pop_back();
-  // ZooKeeper refuses such paths only later, on the first request, as "bad arguments".
-  if (auto bad = bad_chroot(chroot); !bad.empty()) {
-    return fail(errc::invalid_argument, "URL '" + u.redacted + "': chroot '" + chroot + "' " + bad);
-  }
-  auto c = connection::open(cfg);
+  auto cfg = zk::parse_url(u, info);
+  if (!cfg) return fail(cfg.error());
+  auto c = connection::open(cfg->client);
   if (!c) return fail(c.error());
-  return std::make_unique<zk_session>(std::move(*c), chroot + "/dlock", !u.user.empty(), info);
+  return std::make_unique<zk_session>(std::move(*c), cfg->chroot + "/dlock", cfg->secure, info);
 }
 
 std::optional<zk::client_identity> zookeeper_identity(backend_session& b) {

@@ -14,7 +14,8 @@ std::optional<child_meta> session_cache::meta(const std::string& lock,
   auto it = children_.find(lock);
   if (it == children_.end()) return std::nullopt;
   auto m = it->second.find(name);
-  if (m == it->second.end()) return std::nullopt;
+  // czxid 0 marks a child whose name was seen but whose metadata was not read yet.
+  if (m == it->second.end() || m->second.czxid == 0) return std::nullopt;
   return m->second;
 }
 

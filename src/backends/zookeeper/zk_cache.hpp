@@ -22,7 +22,8 @@ struct child_meta {
 
 class session_cache {
  public:
-  // `lock` is the lock node's path, `name` a child's name.
+  // `lock` is the lock node's path, `name` a child's name. Nothing for a child that was
+  // recorded with czxid 0 (name seen, metadata not read).
   std::optional<child_meta> meta(const std::string& lock, const std::string& name) const;
   // The child of `lock` whose name starts with `prefix` (one entry's node), if seen.
   std::optional<std::string> child_with_prefix(const std::string& lock,

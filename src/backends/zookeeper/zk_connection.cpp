@@ -174,6 +174,7 @@ void connection::node_watcher(zhandle_t*, int type, int, const char* path, void*
     std::lock_guard lk(self->mu_);
     if (auto it = self->watches_.find(std::string_view(path)); it != self->watches_.end()) {
       ++it->second.generation;
+      if (type == ZOO_DELETED_EVENT) it->second.deleted = true;
     }
   }
   self->cv_.notify_all();
@@ -213,7 +214,7 @@ void connection::event_loop(std::stop_token stop) {
   }
 }
 
-result<void> connection::await_change(const std::string& path, steady::time_point deadline,
+result<bool> connection::await_change(const std::string& path, steady::time_point deadline,
                                       std::stop_token stop) {
   std::unique_lock lk(mu_);
   auto it = watches_.try_emplace(path).first;  // map iterators stay valid
@@ -238,9 +239,10 @@ result<void> connection::await_change(const std::string& path, steady::time_poin
     cv_.wait_until(lk, stop, deadline,
                    [&] { return it->second.generation != generation || ended_; });
   }
+  const bool deleted = rc == ZNONODE || (rc == ZOK && it->second.deleted);
   if (--it->second.waiters == 0) watches_.erase(it);
   lk.unlock();
-  if (rc == ZOK || rc == ZNONODE) return {};
+  if (rc == ZOK || rc == ZNONODE) return deleted;
   return fail(error(rc, "watch", path));
 }
 

@@ -74,7 +74,9 @@ class connection {
 
   // Sets a data watch on `path` and blocks until the node is deleted or changed, the session
   // ends, `deadline` passes or `stop` is requested. A node already gone returns at once.
-  result<void> await_change(const std::string& path, steady::time_point deadline,
+  // True when the node is known to be deleted (sequential names are never reused, so a
+  // deleted entry node never comes back).
+  result<bool> await_change(const std::string& path, steady::time_point deadline,
                             std::stop_token stop);
 
   // Ends the ZooKeeper session (its ephemeral nodes go with it) and the event thread.
@@ -102,6 +104,7 @@ class connection {
   struct watched {
     std::uint64_t generation{0};
     int waiters{0};
+    bool deleted{false};
   };
   std::map<std::string, watched, std::less<>> watches_;
   std::deque<session_event> events_;

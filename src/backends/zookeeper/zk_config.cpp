@@ -1,0 +1,68 @@
+#include "backends/zookeeper/zk_config.hpp"
+
+#include "core/duration.hpp"
+
+namespace dlock::detail::zk {
+namespace {
+
+result<std::chrono::milliseconds> duration_param(const url& u, std::string_view key,
+                                                 std::chrono::milliseconds fallback) {
+  auto v = u.param(key);
+  if (v.empty()) return fallback;
+  auto d = parse_duration(v);
+  if (!d) {
+    return fail(errc::invalid_argument,
+                "URL '" + u.redacted + "': " + std::string(key) + ": " + d.error().message);
+  }
+  return *d;
+}
+
+// Why ZooKeeper would refuse `path` as a node path prefix, or empty if it is fine.
+std::string bad_chroot(const std::string& path) {
+  std::size_t start = 1;
+  while (start <= path.size()) {
+    auto end = path.find('/', start);
+    if (end == std::string::npos) end = path.size();
+    auto segment = path.substr(start, end - start);
+    if (segment.empty()) return "has an empty segment ('//')";
+    if (segment == "." || segment == "..") return "has a '.' or '..' segment";
+    for (unsigned char ch : segment) {
+      if (ch < 0x20 || ch == 0x7f) return "contains a control character";
+    }
+    start = end + 1;
+  }
+  return {};
+}
+
+}  // namespace
+
+result<zk_url> parse_url(const url& u, const session_info& info) {
+  if (u.hosts.empty()) {
+    return fail(errc::invalid_argument,
+                "URL '" + u.redacted + "': want zk://host:2181[,host:2181...][/chroot]");
+  }
+  zk_url out;
+  auto& cfg = out.client;
+  for (auto& h : u.hosts) {
+    if (!cfg.hosts.empty()) cfg.hosts += ',';
+    cfg.hosts += h.host + ":" + std::to_string(h.port != 0 ? h.port : 2181);
+  }
+  auto timeout = duration_param(u, "session_timeout", info.ttl);
+  if (!timeout) return fail(timeout.error());
+  auto connect = duration_param(u, "connect_timeout", info.request_timeout);
+  if (!connect) return fail(connect.error());
+  cfg.session_timeout = *timeout;
+  cfg.connect_timeout = *connect;
+  if (!u.user.empty()) cfg.credentials = u.user + ":" + u.password;
+  std::string& chroot = out.chroot;
+  chroot = u.path;
+  while (!chroot.empty() && chroot.back() == '/') chroot.pop_back();
+  // ZooKeeper refuses such paths only later, on the first request, as "bad arguments".
+  if (auto bad = bad_chroot(chroot); !bad.empty()) {
+    return fail(errc::invalid_argument, "URL '" + u.redacted + "': chroot '" + chroot + "' " + bad);
+  }
+  out.secure = !u.user.empty();
+  return out;
+}
+
+}  // namespace dlock::detail::zk

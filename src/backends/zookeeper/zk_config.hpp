@@ -1,0 +1,21 @@
+#pragma once
+// zk:// URLs: hosts, chroot, session and connect timeouts, digest credentials.
+
+#include <string>
+
+#include "backends/zookeeper/zk_connection.hpp"
+#include "core/backend.hpp"
+#include "core/url.hpp"
+
+namespace dlock::detail::zk {
+
+struct zk_url {
+  config client;
+  std::string chroot;  // "" or "/a/b", without a trailing slash
+  bool secure{false};  // credentials given: lock nodes get the creator-only-delete ACL
+};
+
+// Fails with errc::invalid_argument naming the bad part of the URL (password redacted).
+result<zk_url> parse_url(const url& u, const session_info& info);
+
+}  // namespace dlock::detail::zk

@@ -1,0 +1,149 @@
+// Injecting one fault of a run into the current holder (or a waiter, a link, the server),
+// then waiting for the next grant.
+#include <signal.h>
+
+#include "fault/fault_run_state.hpp"
+
+namespace dlock::fault::driver {
+
+bool run::inject(int k) {
+  std::optional<live_view::holder> h;
+  if (!pump_until(3s, [&] { return (h = view_.holder_in_pause()) && slot_of(h->worker); })) {
+    note("injection " + std::to_string(k) + ": no holder found within 3 s");
+    return false;
+  }
+  auto* w = slot_of(h->worker);
+  auto target = w->id;
+  std::vector<std::unique_ptr<test::tcp_proxy>>* links = nullptr;
+  if (!proxies_.empty()) links = &proxies_[static_cast<std::size_t>(w - slots_.data())];
+  auto each = [&](auto fn) {
+    for (auto& px : *links) fn(*px);
+  };
+  auto ns = monotonic_ns();
+  switch (f_) {
+    case fault::none:
+      return false;
+    case fault::kill_holder: {
+      w->proc->signal(SIGKILL);
+      driver_event(*w, step::killed, {}, ns);
+      if (auto st = w->proc->wait(5s)) w->status = *st;
+      view_.poll();
+      view_.ended(target);
+      break;
+    }
+    case fault::stop_holder:
+    case fault::stop_holder_late_check: {
+      w->proc->signal(SIGSTOP);
+      driver_event(*w, step::stopped, {}, ns);
+      // Resume only once a newer holder wrote: the fence must then refuse a stale write.
+      // If the stop caught the holder inside the register's transaction, the new holder
+      // cannot read or write until it resumes: wait for its write only briefly then.
+      bool granted = pump_until(b_.ttl() + 3s,
+                                [&] { return view_.first_grant_after(ns, target).has_value(); });
+      if (!granted) note("stop " + std::to_string(k) + ": no newer grant within TTL + 3 s");
+      if (granted && !pump_until(1s, [&] { return view_.newer_write_accepted(h->token, ns); }))
+        note("stop " + std::to_string(k) +
+             ": newer holder could not write (stopped in the "
+             "register's transaction?)");
+      w = slot_of(target);
+      if (w) {
+        driver_event(*w, step::continued);
+        w->proc->signal(SIGCONT);
+      }
+      break;
+    }
+    case fault::proxy_blackhole:
+      each([](auto& px) { px.blackhole(); });
+      pump(b_.ttl() + 500ms);
+      each([](auto& px) { px.pass(); });
+      break;
+    case fault::proxy_delay:
+      each([&](auto& px) { px.delay(b_.ttl() / 4); });
+      pump(b_.ttl());
+      each([](auto& px) { px.pass(); });
+      break;
+    case fault::proxy_reset:
+      each([](auto& px) { px.reset(); });
+      pump(100ms);
+      each([](auto& px) { px.pass(); });
+      break;
+    case fault::proxy_drop_reply: {
+      // Alternate between the holder (its renewal or release is hit) and a waiter (its
+      // enqueue or poll is hit).
+      auto waiters = view_.waiters();
+      if (k % 2 == 1 && !waiters.empty()) {
+        if (auto* ww = slot_of(waiters.front())) {
+          target = ww->id;
+          links = &proxies_[static_cast<std::size_t>(ww - slots_.data())];
+        }
+      }
+      // One server's link (Redlock: a different master each time).
+      auto& px = *(*links)[static_cast<std::size_t>(k) % links->size()];
+      auto before = px.dropped_replies();
+      px.drop_next_reply();
+      if (!pump_until(3s, [&] { return px.dropped_replies() > before; }))
+        note("drop reply: nothing was sent within 3 s");
+      px.pass();
+      break;
+    }
+    case fault::expire_holder:
+      b_.expire(w->session);
+      break;
+    case fault::expire_waiter: {
+      worker_proc* ww = nullptr;
+      pump_until(2s, [&] {
+        for (auto& id : view_.waiters()) {
+          if ((ww = slot_of(id)) && id != target) return true;
+        }
+        return false;
+      });
+      if (!ww) {
+        note("expire waiter " + std::to_string(k) + ": no waiter found within 2 s");
+        return false;
+      }
+      target = ww->id;
+      // The holder is held still meanwhile (far less than its TTL), so the waiter cannot be
+      // granted before its session ends: the fault stays an expiry while waiting.
+      w->proc->signal(SIGSTOP);
+      b_.expire(ww->session);
+      w->proc->signal(SIGCONT);
+      break;
+    }
+    case fault::server_restart:
+    case fault::server_restart_nosave: {
+      // No new worker can open a session while the server is down: replacements wait.
+      server_down_ = true;
+      b_.stop_server(f_ == fault::server_restart);
+      pump(1s);
+      b_.start_server();
+      server_down_ = false;
+      ns = monotonic_ns();  // measured from when the server is back
+      target.clear();
+      refill();
+      break;
+    }
+    case fault::member_kill: {
+      note("killed " + b_.kill_member(k));
+      target.clear();
+      pump_until(b_.ttl() + 3s, [&] { return view_.first_grant_after(ns, "").has_value(); });
+      pump(b_.member_down_time());
+      b_.restart_member();
+      break;
+    }
+  }
+  faults_.push_back({ns, target});
+  pump_until(b_.ttl() + 3s, [&] { return view_.first_grant_after(ns, target).has_value(); });
+  if (f_ == fault::kill_holder) {
+    // Replace the killed worker at once.
+    for (std::size_t i = 0; i < slots_.size(); ++i) {
+      if (slots_[i].id == target) {
+        finished_.push_back(std::move(slots_[i]));
+        slots_[i] = {};
+        start_worker(i);
+      }
+    }
+  }
+  return true;
+}
+
+}  // namespace dlock::fault::driver
