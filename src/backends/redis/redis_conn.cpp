@@ -101,18 +101,24 @@ failure connection::transport_failure() {
   return {make_error_code(errc::backend_unavailable), target_.where + ": " + text};
 }
 
-result<void> connection::send(std::span<const std::string> argv) {
+result<void> connection::send(std::initializer_list<std::string_view> head,
+                              std::span<const std::string> argv) {
   if (broken_) return fail(errc::backend_unavailable, target_.where + ": connection broken");
-  std::vector<const char*> ptrs;
-  std::vector<std::size_t> lens;
-  ptrs.reserve(argv.size());
-  lens.reserve(argv.size());
+  // Reused per thread: every request of a lock cycle goes through here.
+  thread_local std::vector<const char*> ptrs;
+  thread_local std::vector<std::size_t> lens;
+  ptrs.clear();
+  lens.clear();
+  for (auto a : head) {
+    ptrs.push_back(a.data());
+    lens.push_back(a.size());
+  }
   for (const auto& a : argv) {
     ptrs.push_back(a.data());
     lens.push_back(a.size());
   }
   errno = 0;
-  if (redisAppendCommandArgv(ctx_, static_cast<int>(argv.size()), ptrs.data(), lens.data()) !=
+  if (redisAppendCommandArgv(ctx_, static_cast<int>(ptrs.size()), ptrs.data(), lens.data()) !=
       REDIS_OK) {
     return fail(transport_failure());
   }

@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <initializer_list>
 #include <memory>
 #include <span>
 #include <string>
@@ -34,7 +35,10 @@ class connection {
   // a transport failure marks the connection broken.
   result<reply_ptr> call(std::span<const std::string> argv);
   // Writes one command without reading its reply (to overlap round trips across servers).
-  result<void> send(std::span<const std::string> argv);
+  result<void> send(std::span<const std::string> argv) { return send({}, argv); }
+  // The same with `head` before `argv` ("EVALSHA", sha), without copying either.
+  result<void> send(std::initializer_list<std::string_view> head,
+                    std::span<const std::string> argv);
   result<reply_ptr> receive();
 
   result<void> set_timeout(std::chrono::milliseconds t);

@@ -18,16 +18,6 @@ std::map<std::string_view, std::string, std::less<>>& sha_cache() {
   return m;
 }
 
-std::vector<std::string> with_head(std::string a, std::string_view b,
-                                   const std::vector<std::string>& rest) {
-  std::vector<std::string> out;
-  out.reserve(rest.size() + 2);
-  out.push_back(std::move(a));
-  out.emplace_back(b);
-  out.insert(out.end(), rest.begin(), rest.end());
-  return out;
-}
-
 bool is_error(const reply_ptr& r) { return r && r->type == REDIS_REPLY_ERROR; }
 
 }  // namespace
@@ -60,7 +50,7 @@ void node::give(std::unique_ptr<connection> c) {
 
 result<void> node::send(connection& c, const request& req) {
   if (!req.script) return c.send(req.argv);
-  std::string sha;
+  std::string_view sha;  // entries of sha_cache are never replaced, so the view stays valid
   {
     std::lock_guard lk(sha_mu);
     if (auto it = sha_cache().find(req.script->name); it != sha_cache().end()) sha = it->second;
@@ -72,17 +62,17 @@ result<void> node::send(connection& c, const request& req) {
     if (is_error(*r) || (*r)->type != REDIS_REPLY_STRING) {
       return fail(error_reply_failure(target_, reply_text(r->get())));
     }
-    sha = std::string(reply_text(r->get()));
     std::lock_guard lk(sha_mu);
-    sha_cache()[req.script->name] = sha;
+    sha = sha_cache().try_emplace(req.script->name, reply_text(r->get())).first->second;
   }
-  return c.send(with_head("EVALSHA", sha, req.argv));
+  return c.send({"EVALSHA", sha}, req.argv);
 }
 
 result<reply_ptr> node::finish(connection& c, const request& req, reply_ptr r) {
   if (req.script && is_error(r) && reply_text(r.get()).starts_with("NOSCRIPT")) {
     // SCRIPT FLUSH or a restart emptied the cache: EVAL sends the text and re-caches it.
-    auto again = c.call(with_head("EVAL", req.script->text, req.argv));
+    auto sent = c.send({"EVAL", req.script->text}, req.argv);
+    auto again = sent ? c.receive() : result<reply_ptr>(fail(sent.error()));
     if (!again) return again;
     r = std::move(*again);
   }

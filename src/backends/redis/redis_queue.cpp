@@ -15,6 +15,15 @@ std::int64_t now_ms() {
   return duration_cast<milliseconds>(system_clock::now().time_since_epoch()).count();
 }
 
+// n copies of one request; the last takes argv itself (one server: no copy at all).
+std::vector<request> same_request(std::size_t n, const lua_script* script,
+                                  std::vector<std::string> argv) {
+  std::vector<request> reqs(n);
+  for (std::size_t i = 0; i + 1 < n; ++i) reqs[i] = request{script, argv};
+  reqs[n - 1] = request{script, std::move(argv)};
+  return reqs;
+}
+
 }  // namespace
 
 std::vector<result<reply_ptr>> session::queue_calls(std::string_view lock,
@@ -41,8 +50,7 @@ std::vector<result<reply_ptr>> session::queue_calls(std::string_view lock,
         argv.insert(argv.end(), it->second.begin(), it->second.end());
     }
   }
-  std::vector<request> reqs(nodes_.size(), request{&queue_script, std::move(argv)});
-  return run_all(nodes_, reqs);
+  return run_all(nodes_, same_request(nodes_.size(), &queue_script, std::move(argv)));
 }
 
 result<queue_view> session::queue_round(std::string_view lock, std::optional<add_request> add,
@@ -158,8 +166,7 @@ std::vector<result<reply_ptr>> session::release_calls(
   std::vector<std::string> argv{std::to_string(keys.size())};
   argv.insert(argv.end(), keys.begin(), keys.end());
   argv.insert(argv.end(), args.begin(), args.end());
-  std::vector<request> reqs(nodes_.size(), request{&release_script, std::move(argv)});
-  return run_all(nodes_, reqs);
+  return run_all(nodes_, same_request(nodes_.size(), &release_script, std::move(argv)));
 }
 
 result<void> session::remove_everywhere(std::string_view lock, std::string_view id) {
