@@ -137,15 +137,18 @@ result<bool> session::wait_knowing(std::string_view lock, const entry& awaited,
                                    steady::time_point deadline, std::stop_token stop) {
   (void)lock;
   auto r = wait_for_token(awaited, deadline, std::move(stop));
-  if (!r) return r;
-  // A wake token is pushed only when the awaited entry leaves the queue, and entry ids are
-  // never reused, so on one server a popped token proves it is gone. Not so for Redlock:
-  // there the engine must list, because a grant's token is settled by the merge.
-  return *r && !redlock();
+  if (!r) return fail(r.error());
+  // A wake token is pushed only when the awaited entry leaves the queue (entry ids are never
+  // reused), and an 'h' only when it left from the head: then nothing is ahead of us any
+  // more, which is what the engine's decision from [awaited, us] (the view enqueue gave, see
+  // queue_round) needs. Not for Redlock: there a grant's token is settled by the merge.
+  return *r == "h" && !redlock();
 }
 
-result<bool> session::wait_for_token(const entry& awaited, steady::time_point deadline,
-                                     std::stop_token stop) {
+result<std::optional<std::string>> session::wait_for_token(const entry& awaited,
+                                                           steady::time_point deadline,
+                                                           std::stop_token stop) {
+  using popped = std::optional<std::string>;
   if (auto r = check_open(); !r) return fail(r.error());
   if (awaited.id == recheck_id) {
     thread_local std::minstd_rand rng{std::random_device{}()};
@@ -154,7 +157,7 @@ result<bool> session::wait_for_token(const entry& awaited, steady::time_point de
                                  std::chrono::ceil<std::chrono::milliseconds>(
                                      std::max(deadline - steady::now(), steady::duration{}))),
                         stop);
-    return false;
+    return popped{};
   }
   std::size_t server = 0;
   {

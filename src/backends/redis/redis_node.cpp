@@ -104,10 +104,11 @@ result<reply_ptr> node::run(const request& req) {
   }
 }
 
-result<bool> node::pop_wake(const std::string& key, steady::time_point until,
-                            std::stop_token stop) {
+result<std::optional<std::string>> node::pop_wake(const std::string& key, steady::time_point until,
+                                                  std::stop_token stop) {
+  using popped = std::optional<std::string>;
   auto left = std::chrono::duration_cast<std::chrono::milliseconds>(until - steady::now());
-  if (left < std::chrono::milliseconds{1} || stop.stop_requested()) return false;
+  if (left < std::chrono::milliseconds{1} || stop.stop_requested()) return popped{};
   auto c = take();
   if (!c) return fail(c.error());
   if (auto t = (*c)->set_timeout(left + target_.timeout); !t) return fail(t.error());
@@ -124,12 +125,15 @@ result<bool> node::pop_wake(const std::string& key, steady::time_point until,
     });
     r = (*c)->call(argv);
   }
-  if (stopped) return false;
+  if (stopped) return popped{};
   if (!r) return fail(r.error());
   if (is_error(*r)) return fail(error_reply_failure(target_, reply_text(r->get())));
-  bool woken = (*r)->type == REDIS_REPLY_ARRAY;
+  popped value;
+  if ((*r)->type == REDIS_REPLY_ARRAY && (*r)->elements == 2) {
+    value = std::string(reply_text((*r)->element[1]));
+  }
   if ((*c)->set_timeout(target_.timeout)) give(std::move(*c));
-  return woken;
+  return value;
 }
 
 std::vector<result<reply_ptr>> run_all(std::span<node* const> nodes,

@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "backends/redis/redis_session.hpp"
+#include "core/verdict.hpp"
 
 namespace dlock::detail::redis {
 namespace {
@@ -22,6 +23,21 @@ std::vector<request> same_request(std::size_t n, const lua_script* script,
   for (std::size_t i = 0; i + 1 < n; ++i) reqs[i] = request{script, argv};
   reqs[n - 1] = request{script, std::move(argv)};
   return reqs;
+}
+
+// An enqueue that must wait returns only [the entry it waits on, itself]: the engine waits
+// on the former either way, and when an 'h' wake token proves that entry left from the
+// head, deciding from [itself] alone is right (session::wait_knowing), so the handoff
+// needs no listing. list() still returns the whole queue.
+void trim_to_wait(std::vector<entry>& entries, std::string_view id) {
+  auto me = find_entry(entries, id);
+  if (!me) return;
+  auto v = decide(entries, *me);
+  if (v.holds || !v.wait_on) return;
+  std::vector<entry> kept;
+  kept.push_back(std::move(entries[*v.wait_on]));
+  kept.push_back(std::move(entries[*me]));
+  entries = std::move(kept);
 }
 
 }  // namespace
@@ -84,6 +100,7 @@ result<queue_view> session::queue_round(std::string_view lock, std::optional<add
     }
     queue_view out{{}, sent};
     for (auto& ne : views[0]->entries) out.entries.push_back(std::move(ne.e));
+    if (add) trim_to_wait(out.entries, add->id);
     return out;
   }
   // Redlock: a majority must have answered well within the lease.

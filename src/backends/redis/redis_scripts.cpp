@@ -25,10 +25,10 @@ local function count_waiters(kinds, i, n)
   end
   return c
 end
-local function wake(prefix, id, n, ttl)
+local function wake(prefix, id, n, ttl, value)
   if n > 0 then
     local key = prefix .. 'w:' .. id
-    for _ = 1, n do redis.call('RPUSH', key, '1') end
+    for _ = 1, n do redis.call('RPUSH', key, value) end
     redis.call('PEXPIRE', key, ttl)
   end
 end
@@ -57,6 +57,26 @@ if add_id ~= '' and redis.call('EXISTS', q) == 0 then
   redis.call('ZADD', q, t, add_id)
   redis.call('HSET', m, add_id, ARGV[6] .. '|' .. ARGV[7] .. '|' .. ARGV[8] .. '|' .. g .. '|' .. ARGV[9])
   return {1, t, add_id, ts, ARGV[6], ARGV[7], ARGV[8], g, ARGV[9], ttl}
+end
+-- One server, an exclusive entry joining a live tail: it waits on that tail, whatever is
+-- ahead of it, so only the tail is read; the client keeps just [tail, new] of a waiting
+-- enqueue anyway. Anything else (a dead tail, a retry, shared, Redlock) takes the full path.
+if add_id ~= '' and not bump and ARGV[6] ~= 's' then
+  local tail = redis.call('ZRANGE', q, -1, -1, 'WITHSCORES')
+  local tmeta = tail[1] and tail[1] ~= add_id and not redis.call('ZSCORE', q, add_id) and
+                redis.call('HGET', m, tail[1])
+  local k, s, c, g, o
+  if tmeta then k, s, c, g, o = string.match(tmeta, '^(%a)|(%x+)|(%d*)|(%d*)|(.*)$') end
+  local tail_ttl = k and redis.call('PTTL', prefix .. 's:' .. s) or -2
+  if tail_ttl ~= -2 then
+    local ttl = redis.call('PTTL', own)
+    if ttl == -2 then return {0} end
+    local t = next_token()
+    redis.call('ZADD', q, t, add_id)
+    redis.call('HSET', m, add_id, ARGV[6] .. '|' .. ARGV[7] .. '|' .. ARGV[8] .. '||' .. ARGV[9])
+    return {1, t, tail[1], tail[2], k, s, c, g, o, tail_ttl,
+            add_id, string.format('%d', t), ARGV[6], ARGV[7], ARGV[8], '', ARGV[9], ttl}
+  end
 end
 local raw = redis.call('ZRANGE', q, 0, -1, 'WITHSCORES')
 local ids, scores = {}, {}
@@ -92,7 +112,7 @@ for i = 1, #ids do
   if live[i] then
     kept[#kept + 1] = i
   else
-    wake(prefix, ids[i], count_waiters(kinds, i, #ids), wake_ttl)
+    wake(prefix, ids[i], count_waiters(kinds, i, #ids), wake_ttl, '1')
     redis.call('ZREM', q, ids[i])
     redis.call('HDEL', m, ids[i])
   end
@@ -152,9 +172,20 @@ for p = 1, #ARGV - 4 do
   local kind, owner = nil, nil
   if meta then kind, owner = string.match(meta, '^(%a)|(%x+)|') end
   local head = owner == sid and redis.call('ZRANGE', q, 0, 1) or {}
+  local next_kind = nil
+  if head[1] == id and head[2] and kind ~= 's' then
+    local next_meta = redis.call('HGET', m, head[2])
+    next_kind = next_meta and string.sub(next_meta, 1, 1) or 'x'
+  end
   if #head == 1 and head[1] == id then
     -- Alone in the queue: nobody to wake, and the queue's keys go with the entry.
     redis.call('DEL', q, m)
+    removed = removed + 1
+  elseif next_kind == 'x' then
+    -- An exclusive holder hands over to one exclusive successor (count_waiters: one).
+    redis.call('ZREM', q, id)
+    redis.call('HDEL', m, id)
+    wake(prefix, id, 1, wake_ttl, 'h')
     removed = removed + 1
   elseif owner == sid then
     local rank = redis.call('ZRANK', q, id)
@@ -177,7 +208,8 @@ for p = 1, #ARGV - 4 do
     end
     redis.call('ZREM', q, id)
     redis.call('HDEL', m, id)
-    wake(prefix, id, n, wake_ttl)
+    -- 'h': the entry was at the head, so every entry it wakes holds now (see wake_value).
+    wake(prefix, id, n, wake_ttl, rank == 0 and 'h' or '1')
     removed = removed + 1
   end
 end

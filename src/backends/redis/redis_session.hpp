@@ -59,9 +59,10 @@ class session final : public backend_session {
   failure quorum_failure(std::string_view what, const std::vector<result<reply_ptr>>& replies,
                          std::size_t expired) const;
   result<void> check_open() const;
-  // wait(); true when a wake token was popped (pushed only by the awaited entry's removal).
-  result<bool> wait_for_token(const entry& awaited, steady::time_point deadline,
-                              std::stop_token stop);
+  // wait(); the wake token popped (pushed only by the awaited entry's removal), if any.
+  result<std::optional<std::string>> wait_for_token(const entry& awaited,
+                                                    steady::time_point deadline,
+                                                    std::stop_token stop);
 
   config cfg_;
   session_info info_;
