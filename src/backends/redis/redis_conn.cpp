@@ -57,9 +57,7 @@ result<std::unique_ptr<connection>> connection::open(const target& t) {
   c->ctx_ = redisConnectWithTimeout(t.host.c_str(), t.port, to_timeval(t.timeout));
   if (!c->ctx_) return fail(errc::backend_unavailable, t.where + ": out of memory");
   if (c->ctx_->err) return fail(c->transport_failure());
-  if (redisSetTimeout(c->ctx_, to_timeval(t.timeout)) != REDIS_OK) {
-    return fail(c->transport_failure());
-  }
+  if (auto r = c->set_timeout(t.timeout); !r) return fail(r.error());
   std::vector<std::vector<std::string>> login;
   if (t.has_password) {
     login.push_back(t.user.empty() ? std::vector<std::string>{"AUTH", t.password}
@@ -147,6 +145,7 @@ result<reply_ptr> connection::call(std::span<const std::string> argv) {
 result<void> connection::set_timeout(std::chrono::milliseconds t) {
   if (broken_) return fail(errc::backend_unavailable, target_.where + ": connection broken");
   if (redisSetTimeout(ctx_, to_timeval(t)) != REDIS_OK) return fail(transport_failure());
+  timeout_ = t;
   return {};
 }
 

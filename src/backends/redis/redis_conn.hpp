@@ -42,6 +42,7 @@ class connection {
   result<reply_ptr> receive();
 
   result<void> set_timeout(std::chrono::milliseconds t);
+  std::chrono::milliseconds timeout() const noexcept { return timeout_; }
   // Makes a blocked call() return at once, from another thread (the connection is then broken).
   void interrupt() noexcept;
 
@@ -58,6 +59,7 @@ class connection {
   redisContext* ctx_{nullptr};
   std::atomic<bool> broken_{false};
   bool timed_out_{false};
+  std::chrono::milliseconds timeout_{};
 };
 
 // The dlock error for an error reply ("WRONGPASS ...", "LOADING ..."), naming the server.

@@ -101,6 +101,7 @@ result<reply_ptr> node::run(const request& req) {
     if (!reused || attempt > 0 || (*c)->timed_out() || !is_transient(r.error())) return r;
     std::lock_guard lk(mu_);
     idle_.clear();
+    idle_waiting_.clear();
   }
 }
 
@@ -109,9 +110,22 @@ result<std::optional<std::string>> node::pop_wake(const std::string& key, steady
   using popped = std::optional<std::string>;
   auto left = std::chrono::duration_cast<std::chrono::milliseconds>(until - steady::now());
   if (left < std::chrono::milliseconds{1} || stop.stop_requested()) return popped{};
-  auto c = take();
+  result<std::unique_ptr<connection>> c = fail(errc::backend_unavailable);
+  {
+    std::lock_guard lk(mu_);
+    if (!idle_waiting_.empty()) {
+      c = std::move(idle_waiting_.back());
+      idle_waiting_.pop_back();
+    }
+  }
+  if (!c) c = take();
   if (!c) return fail(c.error());
-  if (auto t = (*c)->set_timeout(left + target_.timeout); !t) return fail(t.error());
+  // The socket timeout only has to outlast BLPOP's own; it is changed only when it falls
+  // short or is far too long (a dead server would then be noticed late).
+  auto needed = left + target_.timeout;
+  if ((*c)->timeout() < needed || (*c)->timeout() > 2 * needed) {
+    if (auto t = (*c)->set_timeout(needed + needed / 4); !t) return fail(t.error());
+  }
   char secs[32];
   std::snprintf(secs, sizeof secs, "%.3f", static_cast<double>(left.count()) / 1000.0);
   std::vector<std::string> argv{"BLPOP", key, secs};
@@ -126,13 +140,21 @@ result<std::optional<std::string>> node::pop_wake(const std::string& key, steady
     r = (*c)->call(argv);
   }
   if (stopped) return popped{};
-  if (!r) return fail(r.error());
+  if (!r) {
+    // The server likely closed every pooled connection (a restart): do not wait on them.
+    std::lock_guard lk(mu_);
+    idle_waiting_.clear();
+    return fail(r.error());
+  }
   if (is_error(*r)) return fail(error_reply_failure(target_, reply_text(r->get())));
   popped value;
   if ((*r)->type == REDIS_REPLY_ARRAY && (*r)->elements == 2) {
     value = std::string(reply_text((*r)->element[1]));
   }
-  if ((*c)->set_timeout(target_.timeout)) give(std::move(*c));
+  if (!(*c)->broken()) {
+    std::lock_guard lk(mu_);
+    if (idle_waiting_.size() < max_idle) idle_waiting_.push_back(std::move(*c));
+  }
   return value;
 }
 

@@ -54,6 +54,9 @@ class node {
   target target_;
   std::mutex mu_;
   std::vector<std::unique_ptr<connection>> idle_;
+  // Connections used for BLPOP keep their longer socket timeout between waits (two
+  // setsockopt calls each saved per wait), so they are pooled apart from the others.
+  std::vector<std::unique_ptr<connection>> idle_waiting_;
   std::chrono::steady_clock::time_point down_until_{};
   failure down_failure_;
 };

@@ -63,19 +63,22 @@ end
 -- enqueue anyway. Anything else (a dead tail, a retry, shared, Redlock) takes the full path.
 if add_id ~= '' and not bump and ARGV[6] ~= 's' then
   local tail = redis.call('ZRANGE', q, -1, -1, 'WITHSCORES')
-  local tmeta = tail[1] and tail[1] ~= add_id and not redis.call('ZSCORE', q, add_id) and
-                redis.call('HGET', m, tail[1])
+  local tmeta = tail[1] and tail[1] ~= add_id and redis.call('HGET', m, tail[1])
   local k, s, c, g, o
   if tmeta then k, s, c, g, o = string.match(tmeta, '^(%a)|(%x+)|(%d*)|(%d*)|(.*)$') end
   local tail_ttl = k and redis.call('PTTL', prefix .. 's:' .. s) or -2
   if tail_ttl ~= -2 then
     local ttl = redis.call('PTTL', own)
     if ttl == -2 then return {0} end
-    local t = next_token()
-    redis.call('ZADD', q, t, add_id)
-    redis.call('HSET', m, add_id, ARGV[6] .. '|' .. ARGV[7] .. '|' .. ARGV[8] .. '||' .. ARGV[9])
-    return {1, t, tail[1], tail[2], k, s, c, g, o, tail_ttl,
-            add_id, string.format('%d', t), ARGV[6], ARGV[7], ARGV[8], '', ARGV[9], ttl}
+    -- HSETNX finds a retried enqueue's entry (then the full path below answers it).
+    local fresh = redis.call('HSETNX', m, add_id, ARGV[6] .. '|' .. ARGV[7] .. '|' .. ARGV[8] ..
+                             '||' .. ARGV[9]) == 1
+    if fresh then
+      local t = next_token()
+      redis.call('ZADD', q, t, add_id)
+      return {1, t, tail[1], tail[2], k, s, c, g, o, tail_ttl,
+              add_id, string.format('%d', t), ARGV[6], ARGV[7], ARGV[8], '', ARGV[9], ttl}
+    end
   end
 end
 local raw = redis.call('ZRANGE', q, 0, -1, 'WITHSCORES')
