@@ -171,13 +171,19 @@ local prefix, wake_ttl, sid, drop = ARGV[1], tonumber(ARGV[2]), ARGV[3], ARGV[4]
 local removed = 0
 for p = 1, #ARGV - 4 do
   local q, m, id = KEYS[2 * p - 1], KEYS[2 * p], ARGV[4 + p]
-  local meta = redis.call('HGET', m, id)
+  local head = redis.call('ZRANGE', q, 0, 1)
+  local meta, next_meta = nil, nil
+  if head[1] == id and head[2] then
+    local both = redis.call('HMGET', m, id, head[2])
+    meta, next_meta = both[1], both[2]
+  else
+    meta = redis.call('HGET', m, id)
+  end
   local kind, owner = nil, nil
   if meta then kind, owner = string.match(meta, '^(%a)|(%x+)|') end
-  local head = owner == sid and redis.call('ZRANGE', q, 0, 1) or {}
+  if owner ~= sid then head = {} end
   local next_kind = nil
   if head[1] == id and head[2] and kind ~= 's' then
-    local next_meta = redis.call('HGET', m, head[2])
     next_kind = next_meta and string.sub(next_meta, 1, 1) or 'x'
   end
   if #head == 1 and head[1] == id then
