@@ -76,11 +76,14 @@ RETURNS TABLE(r_id text, r_kind smallint, r_token bigint, r_created_ms bigint, r
 LANGUAGE plpgsql AS $$
 DECLARE t timestamptz := clock_timestamp();
 BEGIN
-  IF EXISTS (SELECT 1 FROM @S.entries e LEFT JOIN @S.sessions s ON s.id = e.session
-             WHERE e.name = p_name AND e.session IS DISTINCT FROM p_session
-               AND (s.id IS NULL OR s.expires <= t OR NOT @S.conn_alive(s.pid, s.started))) THEN
+  -- Per distinct session, not per entry: 1000 waiters from 8 sessions are 8 process-list
+  -- look-ups, not 1000 (version 3; per entry, 1000 waiters starved the sessions' renewals).
+  IF EXISTS (SELECT 1 FROM (SELECT DISTINCT e.session FROM @S.entries e
+                            WHERE e.name = p_name AND e.session IS DISTINCT FROM p_session) d
+             LEFT JOIN @S.sessions s ON s.id = d.session
+             WHERE s.id IS NULL OR s.expires <= t OR NOT @S.conn_alive(s.pid, s.started)) THEN
     DELETE FROM @S.sessions s WHERE s.id IN (
-      SELECT e.session FROM @S.entries e WHERE e.name = p_name
+      SELECT DISTINCT e.session FROM @S.entries e WHERE e.name = p_name
         AND e.session IS DISTINCT FROM p_session)
       AND (s.expires <= t OR NOT @S.conn_alive(s.pid, s.started));
     DELETE FROM @S.entries e WHERE e.name = p_name AND NOT EXISTS (
@@ -115,8 +118,8 @@ BEGIN
   RETURN QUERY SELECT * FROM @S.queue(p_name, p_session);
 END $$;
 
-INSERT INTO @S.meta(key, value) VALUES ('schema_version', '2')
-  ON CONFLICT (key) DO UPDATE SET value = '2';
+INSERT INTO @S.meta(key, value) VALUES ('schema_version', '3')
+  ON CONFLICT (key) DO UPDATE SET value = '3';
 COMMIT;
 )sql";
 

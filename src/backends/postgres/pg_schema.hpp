@@ -15,7 +15,7 @@
 
 namespace dlock::detail::pg {
 
-inline constexpr int schema_version = 2;
+inline constexpr int schema_version = 3;
 
 // Every statement the backend runs; parameters are $1.. in the order documented.
 struct statements {
