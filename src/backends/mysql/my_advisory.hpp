@@ -21,6 +21,9 @@
 //    whole seconds, at least 1): the server ends a connection idle that long, which is the
 //    lease; renewals are pings. A lost connection is lost locks, signalled at once.
 //  - Two names whose hashes collide are one lock (safe, just less concurrent).
+//  - Tokens: the sequence reserves a cached range with one InnoDB write, so a restart or a
+//    crash skips the rest of that range and never hands a token out twice (with
+//    innodb_flush_log_at_trx_commit=1).
 // Within one session (one connection) GET_LOCK is re-entrant, so the session keeps a local
 // queue per lock and lets only the entry at its head ask the server. The connection also
 // holds "dlock_session:<session id>" (IS_USED_LOCK names the connection, for administrators
