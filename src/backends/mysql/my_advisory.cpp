@@ -1,5 +1,7 @@
 #include "backends/mysql/my_advisory.hpp"
 
+#include <mysqld_error.h>
+
 #include <algorithm>
 #include <condition_variable>
 #include <functional>
@@ -66,6 +68,12 @@ class advisory_session final : public backend_session {
                                          r->text(0, 1) + " has none): use mode=lease");
     }
     auto seq = conn_->exec("CREATE SEQUENCE IF NOT EXISTS dlock_adv_tokens");
+    if (!seq &&
+        seq.error().message.find("(error " + std::to_string(ER_PARSE_ERROR)) != std::string::npos) {
+      return fail(errc::unsupported, target_.where + ": mode=advisory needs MariaDB >= 10.3 " +
+                                         "(CREATE SEQUENCE was refused: " + seq.error().message +
+                                         "): use mode=lease");
+    }
     if (!seq) {
       return fail(failure{seq.error().code, seq.error().message + " (creating dlock's sequence)"});
     }
