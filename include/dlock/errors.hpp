@@ -55,6 +55,13 @@ class system_error : public std::system_error {
   using std::system_error::system_error;
 };
 
+/// The detailed message of the last error a `std::error_code&` overload reported on the
+/// calling thread: what the throwing overload would have put in what() (the operation, the
+/// lock or URL concerned, the backend's own words; never a password). Empty until a call
+/// fails on this thread; a later failing call replaces it, a succeeding one leaves it as is.
+/// Thread-local, so it needs no locking; errno-style.
+std::string last_error_message();
+
 }  // namespace dlock
 
 template <>

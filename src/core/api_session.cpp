@@ -50,6 +50,7 @@ session session::open(std::string_view url, const session_options& options,
     auto r = detail::session_core::open(url, options);
     if (!r) {
       ec = r.error().code;
+      detail::remember(r.error(), "dlock: cannot open session");
       return {};
     }
     ec.clear();

@@ -89,7 +89,10 @@ class backend_session {
   // Appends an entry of `kind` with id `entry_id` to the queue of `lock` (or finds it, if a
   // previous attempt with the same id got through) and returns the queue including it.
   // Only the new entry's token must be known here (the grant needs it); other entries may
-  // carry token 0 when reading theirs would cost a round trip. list() gives every token.
+  // carry token 0 when reading theirs would cost a round trip. A backend may also leave out
+  // entries ahead of the one the new entry waits on (Redis does, for an exclusive entry
+  // joining behind another): the verdict only needs that one. list() gives every entry and
+  // every token.
   virtual result<queue_view> enqueue(std::string_view lock, entry_kind kind,
                                      std::string_view entry_id) = 0;
 
@@ -107,11 +110,12 @@ class backend_session {
                             steady::time_point deadline, std::stop_token stop) = 0;
 
   // wait(), and whether the backend knows for certain that `awaited` has left the queue (a
-  // ZooKeeper watch saw its node deleted, not a timeout or a spurious wake-up). Then the
-  // engine decides again from its last snapshot minus `awaited` instead of listing: sound
-  // because new entries only ever join behind existing ones (queue order is token order)
-  // and a verdict depends only on the entries ahead, so that snapshot still holds every
-  // entry that can be ahead. Default: never sure, so the engine lists.
+  // ZooKeeper watch saw its node deleted, not a timeout or a spurious wake-up) AND that the
+  // caller's last view minus `awaited` still holds every entry that can be ahead of it. Then
+  // the engine decides again from that view instead of listing. For a whole-queue view the
+  // second part is free: new entries only ever join behind (queue order is token order) and
+  // a verdict depends only on the entries ahead. A backend that returned a partial view must
+  // know more (Redis: the awaited entry left from the head). Default: never sure.
   virtual result<bool> wait_knowing(std::string_view lock, const entry& awaited,
                                     steady::time_point deadline, std::stop_token stop) {
     auto r = wait(lock, awaited, deadline, std::move(stop));

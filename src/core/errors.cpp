@@ -96,11 +96,29 @@ std::error_condition make_error_condition(condition c) noexcept {
 }
 
 namespace detail {
-void raise(const failure& f, const std::string& context) {
+namespace {
+thread_local std::string last_message;
+
+std::string describe(const failure& f, const std::string& context) {
   std::string what = context;
   if (!f.message.empty()) what += (what.empty() ? "" : ": ") + f.message;
-  throw system_error(f.code, what);
+  return what;
+}
+}  // namespace
+
+void raise(const failure& f, const std::string& context) {
+  throw system_error(f.code, describe(f, context));
+}
+
+void remember(const failure& f, const std::string& context) noexcept {
+  try {
+    last_message = describe(f, context) + ": " + f.code.message();
+  } catch (...) {
+    last_message.clear();  // out of memory: better nothing than a stale message
+  }
 }
 }  // namespace detail
+
+std::string last_error_message() { return detail::last_message; }
 
 }  // namespace dlock

@@ -45,6 +45,7 @@ bool lock_handle::acquire(entry_kind kind, steady::time_point deadline, std::sto
       return true;
     }
     ec = r.error().code;
+    remember(r.error(), "dlock: acquire '" + name_ + "' on " + session_->redacted_url());
     if (message) *message = std::move(r.error().message);
   } catch (const std::bad_alloc&) {
     ec = std::make_error_code(std::errc::not_enough_memory);
@@ -183,6 +184,8 @@ void lock_handle::release(std::error_code& ec) noexcept {
     ec = make_error_code(errc::backend_error);
   }
   if (was_lost) ec = make_error_code(errc::lock_lost);
+  if (ec)
+    remember(failure{ec, {}}, "dlock: release '" + name_ + "' on " + session_->redacted_url());
 }
 
 }  // namespace dlock::detail

@@ -30,5 +30,8 @@ inline bool is_transient(const failure& f) {
 
 // Throws dlock::system_error with "context: message".
 [[noreturn]] void raise(const failure& f, const std::string& context);
+// Records what raise() would have thrown, for dlock::last_error_message() (the error_code
+// overloads).
+void remember(const failure& f, const std::string& context) noexcept;
 
 }  // namespace dlock::detail

@@ -19,6 +19,8 @@ TEST_P(conformance, try_lock_fails_while_another_handle_holds) {
   std::error_code ec;
   EXPECT_FALSE(mb.try_lock(ec));
   EXPECT_EQ(ec, dlock::errc::would_block);
+  EXPECT_NE(dlock::last_error_message().find("'" + lock_name() + "'"), std::string::npos)
+      << dlock::last_error_message();
   ma.unlock();
   EXPECT_TRUE(mb.try_lock());
   mb.unlock();

@@ -36,6 +36,9 @@ TEST(errors, sessions_refuse_bad_input_with_a_clear_message) {
     auto s = dlock::session::open(url, {}, ec);
     EXPECT_FALSE(s) << url;
     EXPECT_TRUE(ec) << url;
+    // The error_code form keeps the detail too, for the calling thread.
+    EXPECT_NE(dlock::last_error_message().find(says), std::string::npos)
+        << url << " -> " << dlock::last_error_message();
     try {
       dlock::session::open(url);
       ADD_FAILURE() << url;

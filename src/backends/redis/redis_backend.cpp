@@ -128,7 +128,28 @@ result<steady::time_point> session::keep_alive() {
 result<void> session::wait(std::string_view lock, const entry& awaited, steady::time_point deadline,
                            std::stop_token stop) {
   (void)lock;
-  if (auto r = check_open(); !r) return r;
+  auto r = wait_for_token(awaited, deadline, std::move(stop));
+  if (!r) return fail(r.error());
+  return {};
+}
+
+result<bool> session::wait_knowing(std::string_view lock, const entry& awaited,
+                                   steady::time_point deadline, std::stop_token stop) {
+  (void)lock;
+  auto r = wait_for_token(awaited, deadline, std::move(stop));
+  if (!r) return fail(r.error());
+  // A wake token is pushed only when the awaited entry leaves the queue (entry ids are never
+  // reused), and an 'h' only when it left from the head: then nothing is ahead of us any
+  // more, which is what the engine's decision from [awaited, us] (the view enqueue gave, see
+  // queue_round) needs. Not for Redlock: there a grant's token is settled by the merge.
+  return *r == "h" && !redlock();
+}
+
+result<std::optional<std::string>> session::wait_for_token(const entry& awaited,
+                                                           steady::time_point deadline,
+                                                           std::stop_token stop) {
+  using popped = std::optional<std::string>;
+  if (auto r = check_open(); !r) return fail(r.error());
   if (awaited.id == recheck_id) {
     thread_local std::minstd_rand rng{std::random_device{}()};
     auto ms = std::uniform_int_distribution<int>(5, 25)(rng);
@@ -136,7 +157,7 @@ result<void> session::wait(std::string_view lock, const entry& awaited, steady::
                                  std::chrono::ceil<std::chrono::milliseconds>(
                                      std::max(deadline - steady::now(), steady::duration{}))),
                         stop);
-    return {};
+    return popped{};
   }
   std::size_t server = 0;
   {
@@ -156,7 +177,7 @@ result<void> session::wait(std::string_view lock, const entry& awaited, steady::
   auto r = nodes_[server]->pop_wake(key('w', awaited.id), until, stop);
   if (!r) return fail(r.error());
   (*r ? pushed_wakeups : timed_out_wakeups).fetch_add(1);
-  return {};
+  return *r;
 }
 
 void session::close() noexcept {

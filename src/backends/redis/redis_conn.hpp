@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <initializer_list>
 #include <memory>
 #include <span>
 #include <string>
@@ -34,10 +35,14 @@ class connection {
   // a transport failure marks the connection broken.
   result<reply_ptr> call(std::span<const std::string> argv);
   // Writes one command without reading its reply (to overlap round trips across servers).
-  result<void> send(std::span<const std::string> argv);
+  result<void> send(std::span<const std::string> argv) { return send({}, argv); }
+  // The same with `head` before `argv` ("EVALSHA", sha), without copying either.
+  result<void> send(std::initializer_list<std::string_view> head,
+                    std::span<const std::string> argv);
   result<reply_ptr> receive();
 
   result<void> set_timeout(std::chrono::milliseconds t);
+  std::chrono::milliseconds timeout() const noexcept { return timeout_; }
   // Makes a blocked call() return at once, from another thread (the connection is then broken).
   void interrupt() noexcept;
 
@@ -54,6 +59,7 @@ class connection {
   redisContext* ctx_{nullptr};
   std::atomic<bool> broken_{false};
   bool timed_out_{false};
+  std::chrono::milliseconds timeout_{};
 };
 
 // The dlock error for an error reply ("WRONGPASS ...", "LOADING ..."), naming the server.

@@ -18,16 +18,6 @@ std::map<std::string_view, std::string, std::less<>>& sha_cache() {
   return m;
 }
 
-std::vector<std::string> with_head(std::string a, std::string_view b,
-                                   const std::vector<std::string>& rest) {
-  std::vector<std::string> out;
-  out.reserve(rest.size() + 2);
-  out.push_back(std::move(a));
-  out.emplace_back(b);
-  out.insert(out.end(), rest.begin(), rest.end());
-  return out;
-}
-
 bool is_error(const reply_ptr& r) { return r && r->type == REDIS_REPLY_ERROR; }
 
 }  // namespace
@@ -60,7 +50,7 @@ void node::give(std::unique_ptr<connection> c) {
 
 result<void> node::send(connection& c, const request& req) {
   if (!req.script) return c.send(req.argv);
-  std::string sha;
+  std::string_view sha;  // entries of sha_cache are never replaced, so the view stays valid
   {
     std::lock_guard lk(sha_mu);
     if (auto it = sha_cache().find(req.script->name); it != sha_cache().end()) sha = it->second;
@@ -72,17 +62,17 @@ result<void> node::send(connection& c, const request& req) {
     if (is_error(*r) || (*r)->type != REDIS_REPLY_STRING) {
       return fail(error_reply_failure(target_, reply_text(r->get())));
     }
-    sha = std::string(reply_text(r->get()));
     std::lock_guard lk(sha_mu);
-    sha_cache()[req.script->name] = sha;
+    sha = sha_cache().try_emplace(req.script->name, reply_text(r->get())).first->second;
   }
-  return c.send(with_head("EVALSHA", sha, req.argv));
+  return c.send({"EVALSHA", sha}, req.argv);
 }
 
 result<reply_ptr> node::finish(connection& c, const request& req, reply_ptr r) {
   if (req.script && is_error(r) && reply_text(r.get()).starts_with("NOSCRIPT")) {
     // SCRIPT FLUSH or a restart emptied the cache: EVAL sends the text and re-caches it.
-    auto again = c.call(with_head("EVAL", req.script->text, req.argv));
+    auto sent = c.send({"EVAL", req.script->text}, req.argv);
+    auto again = sent ? c.receive() : result<reply_ptr>(fail(sent.error()));
     if (!again) return again;
     r = std::move(*again);
   }
@@ -111,16 +101,31 @@ result<reply_ptr> node::run(const request& req) {
     if (!reused || attempt > 0 || (*c)->timed_out() || !is_transient(r.error())) return r;
     std::lock_guard lk(mu_);
     idle_.clear();
+    idle_waiting_.clear();
   }
 }
 
-result<bool> node::pop_wake(const std::string& key, steady::time_point until,
-                            std::stop_token stop) {
+result<std::optional<std::string>> node::pop_wake(const std::string& key, steady::time_point until,
+                                                  std::stop_token stop) {
+  using popped = std::optional<std::string>;
   auto left = std::chrono::duration_cast<std::chrono::milliseconds>(until - steady::now());
-  if (left < std::chrono::milliseconds{1} || stop.stop_requested()) return false;
-  auto c = take();
+  if (left < std::chrono::milliseconds{1} || stop.stop_requested()) return popped{};
+  result<std::unique_ptr<connection>> c = fail(errc::backend_unavailable);
+  {
+    std::lock_guard lk(mu_);
+    if (!idle_waiting_.empty()) {
+      c = std::move(idle_waiting_.back());
+      idle_waiting_.pop_back();
+    }
+  }
+  if (!c) c = take();
   if (!c) return fail(c.error());
-  if (auto t = (*c)->set_timeout(left + target_.timeout); !t) return fail(t.error());
+  // The socket timeout only has to outlast BLPOP's own; it is changed only when it falls
+  // short or is far too long (a dead server would then be noticed late).
+  auto needed = left + target_.timeout;
+  if ((*c)->timeout() < needed || (*c)->timeout() > 2 * needed) {
+    if (auto t = (*c)->set_timeout(needed + needed / 4); !t) return fail(t.error());
+  }
   char secs[32];
   std::snprintf(secs, sizeof secs, "%.3f", static_cast<double>(left.count()) / 1000.0);
   std::vector<std::string> argv{"BLPOP", key, secs};
@@ -134,12 +139,23 @@ result<bool> node::pop_wake(const std::string& key, steady::time_point until,
     });
     r = (*c)->call(argv);
   }
-  if (stopped) return false;
-  if (!r) return fail(r.error());
+  if (stopped) return popped{};
+  if (!r) {
+    // The server likely closed every pooled connection (a restart): do not wait on them.
+    std::lock_guard lk(mu_);
+    idle_waiting_.clear();
+    return fail(r.error());
+  }
   if (is_error(*r)) return fail(error_reply_failure(target_, reply_text(r->get())));
-  bool woken = (*r)->type == REDIS_REPLY_ARRAY;
-  if ((*c)->set_timeout(target_.timeout)) give(std::move(*c));
-  return woken;
+  popped value;
+  if ((*r)->type == REDIS_REPLY_ARRAY && (*r)->elements == 2) {
+    value = std::string(reply_text((*r)->element[1]));
+  }
+  if (!(*c)->broken()) {
+    std::lock_guard lk(mu_);
+    if (idle_waiting_.size() < max_idle) idle_waiting_.push_back(std::move(*c));
+  }
+  return value;
 }
 
 std::vector<result<reply_ptr>> run_all(std::span<node* const> nodes,

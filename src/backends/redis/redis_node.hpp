@@ -7,6 +7,7 @@
 #include <chrono>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <span>
 #include <stop_token>
 #include <string>
@@ -35,10 +36,11 @@ class node {
   // An error reply becomes a failure.
   result<reply_ptr> run(const request& req);
 
-  // Blocks on BLPOP `key` until a token arrives (true), `until` passes (false) or `stop` is
-  // requested (false; the connection used is then closed).
-  result<bool> pop_wake(const std::string& key, std::chrono::steady_clock::time_point until,
-                        std::stop_token stop);
+  // Blocks on BLPOP `key` until a token arrives (its value), `until` passes (nullopt) or
+  // `stop` is requested (nullopt; the connection used is then closed).
+  result<std::optional<std::string>> pop_wake(const std::string& key,
+                                              std::chrono::steady_clock::time_point until,
+                                              std::stop_token stop);
 
   // Connections are handed out one per caller and returned when healthy.
   result<std::unique_ptr<connection>> take();
@@ -52,6 +54,9 @@ class node {
   target target_;
   std::mutex mu_;
   std::vector<std::unique_ptr<connection>> idle_;
+  // Connections used for BLPOP keep their longer socket timeout between waits (two
+  // setsockopt calls each saved per wait), so they are pooled apart from the others.
+  std::vector<std::unique_ptr<connection>> idle_waiting_;
   std::chrono::steady_clock::time_point down_until_{};
   failure down_failure_;
 };

@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "backends/redis/redis_session.hpp"
+#include "core/verdict.hpp"
 
 namespace dlock::detail::redis {
 namespace {
@@ -13,6 +14,30 @@ namespace {
 std::int64_t now_ms() {
   using namespace std::chrono;
   return duration_cast<milliseconds>(system_clock::now().time_since_epoch()).count();
+}
+
+// n copies of one request; the last takes argv itself (one server: no copy at all).
+std::vector<request> same_request(std::size_t n, const lua_script* script,
+                                  std::vector<std::string> argv) {
+  std::vector<request> reqs(n);
+  for (std::size_t i = 0; i + 1 < n; ++i) reqs[i] = request{script, argv};
+  reqs[n - 1] = request{script, std::move(argv)};
+  return reqs;
+}
+
+// An enqueue that must wait returns only [the entry it waits on, itself]: the engine waits
+// on the former either way, and when an 'h' wake token proves that entry left from the
+// head, deciding from [itself] alone is right (session::wait_knowing), so the handoff
+// needs no listing. list() still returns the whole queue.
+void trim_to_wait(std::vector<entry>& entries, std::string_view id) {
+  auto me = find_entry(entries, id);
+  if (!me) return;
+  auto v = decide(entries, *me);
+  if (v.holds || !v.wait_on) return;
+  std::vector<entry> kept;
+  kept.push_back(std::move(entries[*v.wait_on]));
+  kept.push_back(std::move(entries[*me]));
+  entries = std::move(kept);
 }
 
 }  // namespace
@@ -41,8 +66,7 @@ std::vector<result<reply_ptr>> session::queue_calls(std::string_view lock,
         argv.insert(argv.end(), it->second.begin(), it->second.end());
     }
   }
-  std::vector<request> reqs(nodes_.size(), request{&queue_script, std::move(argv)});
-  return run_all(nodes_, reqs);
+  return run_all(nodes_, same_request(nodes_.size(), &queue_script, std::move(argv)));
 }
 
 result<queue_view> session::queue_round(std::string_view lock, std::optional<add_request> add,
@@ -76,6 +100,7 @@ result<queue_view> session::queue_round(std::string_view lock, std::optional<add
     }
     queue_view out{{}, sent};
     for (auto& ne : views[0]->entries) out.entries.push_back(std::move(ne.e));
+    if (add) trim_to_wait(out.entries, add->id);
     return out;
   }
   // Redlock: a majority must have answered well within the lease.
@@ -158,8 +183,7 @@ std::vector<result<reply_ptr>> session::release_calls(
   std::vector<std::string> argv{std::to_string(keys.size())};
   argv.insert(argv.end(), keys.begin(), keys.end());
   argv.insert(argv.end(), args.begin(), args.end());
-  std::vector<request> reqs(nodes_.size(), request{&release_script, std::move(argv)});
-  return run_all(nodes_, reqs);
+  return run_all(nodes_, same_request(nodes_.size(), &release_script, std::move(argv)));
 }
 
 result<void> session::remove_everywhere(std::string_view lock, std::string_view id) {

@@ -25,10 +25,10 @@ local function count_waiters(kinds, i, n)
   end
   return c
 end
-local function wake(prefix, id, n, ttl)
+local function wake(prefix, id, n, ttl, value)
   if n > 0 then
     local key = prefix .. 'w:' .. id
-    for _ = 1, n do redis.call('RPUSH', key, '1') end
+    for _ = 1, n do redis.call('RPUSH', key, value) end
     redis.call('PEXPIRE', key, ttl)
   end
 end
@@ -39,9 +39,47 @@ local q, m, f, own = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local prefix, wake_ttl = ARGV[1], tonumber(ARGV[2])
 local at_least, bump, add_id = tonumber(ARGV[3]), ARGV[4] == '1', ARGV[5]
 local function next_token()
-  local c = tonumber(redis.call('GET', f) or '0')
-  if c < at_least then redis.call('SET', f, string.format('%d', at_least)) end
+  if at_least > 0 then
+    local c = tonumber(redis.call('GET', f) or '0')
+    if c < at_least then redis.call('SET', f, string.format('%d', at_least)) end
+  end
   return redis.call('INCR', f)
+end
+-- The uncontended case: an empty queue (redis drops an empty sorted set) has nothing to
+-- purge or wake, and the new entry holds at once, so its grant is its own fresh token
+-- (above every token this server gave before, like a grant assigned later would be).
+if add_id ~= '' and redis.call('EXISTS', q) == 0 then
+  local ttl = redis.call('PTTL', own)
+  if ttl == -2 then return {0} end
+  local t = next_token()
+  local ts = string.format('%d', t)
+  local g = bump and ts or ''
+  redis.call('ZADD', q, t, add_id)
+  redis.call('HSET', m, add_id, ARGV[6] .. '|' .. ARGV[7] .. '|' .. ARGV[8] .. '|' .. g .. '|' .. ARGV[9])
+  return {1, t, add_id, ts, ARGV[6], ARGV[7], ARGV[8], g, ARGV[9], ttl}
+end
+-- One server, an exclusive entry joining a live tail: it waits on that tail, whatever is
+-- ahead of it, so only the tail is read; the client keeps just [tail, new] of a waiting
+-- enqueue anyway. Anything else (a dead tail, a retry, shared, Redlock) takes the full path.
+if add_id ~= '' and not bump and ARGV[6] ~= 's' then
+  local tail = redis.call('ZRANGE', q, -1, -1, 'WITHSCORES')
+  local tmeta = tail[1] and tail[1] ~= add_id and redis.call('HGET', m, tail[1])
+  local k, s, c, g, o
+  if tmeta then k, s, c, g, o = string.match(tmeta, '^(%a)|(%x+)|(%d*)|(%d*)|(.*)$') end
+  local tail_ttl = k and redis.call('PTTL', prefix .. 's:' .. s) or -2
+  if tail_ttl ~= -2 then
+    local ttl = redis.call('PTTL', own)
+    if ttl == -2 then return {0} end
+    -- HSETNX finds a retried enqueue's entry (then the full path below answers it).
+    local fresh = redis.call('HSETNX', m, add_id, ARGV[6] .. '|' .. ARGV[7] .. '|' .. ARGV[8] ..
+                             '||' .. ARGV[9]) == 1
+    if fresh then
+      local t = next_token()
+      redis.call('ZADD', q, t, add_id)
+      return {1, t, tail[1], tail[2], k, s, c, g, o, tail_ttl,
+              add_id, string.format('%d', t), ARGV[6], ARGV[7], ARGV[8], '', ARGV[9], ttl}
+    end
+  end
 end
 local raw = redis.call('ZRANGE', q, 0, -1, 'WITHSCORES')
 local ids, scores = {}, {}
@@ -77,7 +115,7 @@ for i = 1, #ids do
   if live[i] then
     kept[#kept + 1] = i
   else
-    wake(prefix, ids[i], count_waiters(kinds, i, #ids), wake_ttl)
+    wake(prefix, ids[i], count_waiters(kinds, i, #ids), wake_ttl, '1')
     redis.call('ZREM', q, ids[i])
     redis.call('HDEL', m, ids[i])
   end
@@ -133,10 +171,32 @@ local prefix, wake_ttl, sid, drop = ARGV[1], tonumber(ARGV[2]), ARGV[3], ARGV[4]
 local removed = 0
 for p = 1, #ARGV - 4 do
   local q, m, id = KEYS[2 * p - 1], KEYS[2 * p], ARGV[4 + p]
-  local meta = redis.call('HGET', m, id)
+  local head = redis.call('ZRANGE', q, 0, 1)
+  local meta, next_meta = nil, nil
+  if head[1] == id and head[2] then
+    local both = redis.call('HMGET', m, id, head[2])
+    meta, next_meta = both[1], both[2]
+  else
+    meta = redis.call('HGET', m, id)
+  end
   local kind, owner = nil, nil
   if meta then kind, owner = string.match(meta, '^(%a)|(%x+)|') end
-  if owner == sid then
+  if owner ~= sid then head = {} end
+  local next_kind = nil
+  if head[1] == id and head[2] and kind ~= 's' then
+    next_kind = next_meta and string.sub(next_meta, 1, 1) or 'x'
+  end
+  if #head == 1 and head[1] == id then
+    -- Alone in the queue: nobody to wake, and the queue's keys go with the entry.
+    redis.call('DEL', q, m)
+    removed = removed + 1
+  elseif next_kind == 'x' then
+    -- An exclusive holder hands over to one exclusive successor (count_waiters: one).
+    redis.call('ZREM', q, id)
+    redis.call('HDEL', m, id)
+    wake(prefix, id, 1, wake_ttl, 'h')
+    removed = removed + 1
+  elseif owner == sid then
     local rank = redis.call('ZRANK', q, id)
     local n = 0
     if rank then
@@ -157,7 +217,8 @@ for p = 1, #ARGV - 4 do
     end
     redis.call('ZREM', q, id)
     redis.call('HDEL', m, id)
-    wake(prefix, id, n, wake_ttl)
+    -- 'h': the entry was at the head, so every entry it wakes holds now (see wake_value).
+    wake(prefix, id, n, wake_ttl, rank == 0 and 'h' or '1')
     removed = removed + 1
   end
 end

@@ -6,7 +6,9 @@
 //   P q:<lock>     sorted set: entry id -> score (the token assigned at enqueue)
 //   P m:<lock>     hash: entry id -> "kind|session|created_ms|grant|owner"
 //   P f:<lock>     counter: the lock's fencing counter; never expires (see README)
-//   P w:<entry>    list: one wake token per waiter of a removed entry, PX-expiring
+//   P w:<entry>    list: one wake token per waiter of a removed entry, PX-expiring; the
+//                  token is 'h' when the entry was at the head of the queue as it went (then
+//                  every waiter it wakes holds: nothing is left ahead of it), else '1'
 // An entry lives while its session key does; scripts purge entries of vanished sessions.
 
 #include <cstdint>

@@ -28,6 +28,8 @@ class session final : public backend_session {
   result<void> remove(std::string_view lock, std::string_view entry_id) override;
   result<void> wait(std::string_view lock, const entry& awaited, steady::time_point deadline,
                     std::stop_token stop) override;
+  result<bool> wait_knowing(std::string_view lock, const entry& awaited,
+                            steady::time_point deadline, std::stop_token stop) override;
   result<steady::time_point> keep_alive() override;
   void close() noexcept override;
   result<std::vector<std::string>> lock_names(std::string_view prefix) override;
@@ -57,6 +59,10 @@ class session final : public backend_session {
   failure quorum_failure(std::string_view what, const std::vector<result<reply_ptr>>& replies,
                          std::size_t expired) const;
   result<void> check_open() const;
+  // wait(); the wake token popped (pushed only by the awaited entry's removal), if any.
+  result<std::optional<std::string>> wait_for_token(const entry& awaited,
+                                                    steady::time_point deadline,
+                                                    std::stop_token stop);
 
   config cfg_;
   session_info info_;
