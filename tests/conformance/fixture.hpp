@@ -34,6 +34,10 @@ class backend_fixture {
   // queue (postgres ?mode=advisory), which then skips the three tests of arrival order and
   // says why in its fixture.
   virtual bool fifo() const { return true; }
+  // Whether shared (reader) locks exist. False only for a mode whose server lock is exclusive
+  // only (mysql ?mode=advisory, GET_LOCK), which refuses shared_mutex with errc::unsupported;
+  // the shared tests then check that refusal and skip, saying why in its fixture.
+  virtual bool shared_locks() const { return true; }
 };
 
 using fixture_factory = std::function<std::unique_ptr<backend_fixture>()>;

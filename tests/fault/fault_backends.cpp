@@ -220,6 +220,10 @@ const std::vector<backend_row>& backend_table() {
        make_mysql_fault,
        with_proxy_faults(plus(process_faults, fault::server_restart)),
        {lease_cut_short}},
+      {"mysql-advisory",
+       make_mysql_advisory_fault,
+       with_proxy_faults(plus(process_faults, fault::server_restart)),
+       {lease_cut_short}},
   };
   return rows;
 }

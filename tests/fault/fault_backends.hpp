@@ -96,6 +96,7 @@ std::unique_ptr<fault_backend> make_redis_fault(const std::string& dir);
 std::unique_ptr<fault_backend> make_redlock_fault(const std::string& dir);
 std::unique_ptr<fault_backend> make_postgres_fault(const std::string& dir);
 std::unique_ptr<fault_backend> make_postgres_advisory_fault(const std::string& dir);
+std::unique_ptr<fault_backend> make_mysql_advisory_fault(const std::string& dir);
 std::unique_ptr<fault_backend> make_mysql_fault(const std::string& dir);
 
 }  // namespace dlock::fault

@@ -65,12 +65,28 @@ class postgres_fault final : public fault_backend {
 
 class mysql_fault final : public fault_backend {
  public:
+  explicit mysql_fault(bool advisory) : advisory_(advisory) {
+    // Lists named locks (information_schema.METADATA_LOCK_INFO) for the advisory orphans.
+    if (advisory_) server_.query("INSTALL SONAME 'metadata_lock_info'");
+  }
   std::string url(const std::vector<std::uint16_t>& ports) override {
     return "mysql://dlock:secret@127.0.0.1:" + std::to_string(ports.at(0)) + "/dlock" +
-           query_of(ttl());
+           query_of(ttl()) + (advisory_ ? "&mode=advisory" : "");
   }
   std::vector<std::uint16_t> server_ports() const override { return {server_.port()}; }
+  // In advisory mode: named locks (held or "waiting" marks) on the lock's hash still held once
+  // every worker has exited.
   std::size_t orphans(const std::string& lock) override {
+    if (advisory_) {
+      return std::stoul(
+          server_
+              .query("SELECT count(*) FROM information_schema.METADATA_LOCK_INFO m,"
+                     " (SELECT LEFT(SHA2(CONCAT('dlock:', ?), 256), 36) AS h) k"
+                     " WHERE m.LOCK_TYPE = 'User lock' AND (m.TABLE_SCHEMA = CONCAT('dlock:', k.h)"
+                     " OR m.TABLE_SCHEMA LIKE CONCAT('dlockw:', k.h, ':%'))",
+                     {lock})
+              .at(0));
+    }
     return std::stoul(
         server_
             .query("SELECT count(*) FROM dlock.dlock_entries e WHERE e.name = CAST(? AS BINARY)"
@@ -80,6 +96,14 @@ class mysql_fault final : public fault_backend {
             .at(0));
   }
   void expire(const worker_session& ws) override {
+    if (advisory_) {
+      // The connection is the lease: ending it (found by its session lock) ends the session.
+      auto id = server_.query("SELECT IS_USED_LOCK(CONCAT('dlock_session:', ?))", {ws.id}).at(0);
+      if (!id.empty() && id.find_first_not_of("0123456789") == std::string::npos) {
+        server_.query("KILL " + id);
+      }
+      return;
+    }
     server_.query(
         "UPDATE dlock.dlock_sessions SET expires_ms = CAST(UNIX_TIMESTAMP(NOW(6)) * 1000 AS "
         "SIGNED) - 1000 WHERE id = ?",
@@ -89,6 +113,7 @@ class mysql_fault final : public fault_backend {
   void start_server() override { server_.start(); }
 
  private:
+  bool advisory_;
   test::mariadb_server server_;
 };
 
@@ -101,7 +126,10 @@ std::unique_ptr<fault_backend> make_postgres_advisory_fault(const std::string&) 
   return std::make_unique<postgres_fault>(true);
 }
 std::unique_ptr<fault_backend> make_mysql_fault(const std::string&) {
-  return std::make_unique<mysql_fault>();
+  return std::make_unique<mysql_fault>(false);
+}
+std::unique_ptr<fault_backend> make_mysql_advisory_fault(const std::string&) {
+  return std::make_unique<mysql_fault>(true);
 }
 
 }  // namespace dlock::fault

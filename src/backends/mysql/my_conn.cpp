@@ -76,7 +76,8 @@ result<conn> conn::open(const target& t, std::chrono::milliseconds timeout) {
   mysql_options(m, MYSQL_OPT_RECONNECT, &off);
   mysql_options(m, MYSQL_SET_CHARSET_NAME, "utf8mb4");
   // Leases are compared as UTC milliseconds; a row lock wait never outlives the request.
-  auto init = "SET time_zone = '+00:00', innodb_lock_wait_timeout = " + std::to_string(secs);
+  auto init =
+      "SET time_zone = '+00:00', innodb_lock_wait_timeout = " + std::to_string(secs) + t.init;
   mysql_options(m, MYSQL_INIT_COMMAND, init.c_str());
   // FOUND_ROWS: an UPDATE that matched its row counts as 1 even if nothing changed (a
   // renewal within the same millisecond must not look like a lapsed lease).

@@ -27,6 +27,7 @@ struct target {
   bool has_password{false};
   std::string db;
   std::string where;  // "mysql user@host:port/db", for messages
+  std::string init;   // more ", var = value" settings for the connection's session
 };
 
 using param = std::variant<std::string, std::int64_t>;

@@ -8,6 +8,7 @@
 // backing off with jitter up to a cap.
 #include "backends/mysql/mysql_backend.hpp"
 
+#include <algorithm>
 #include <condition_variable>
 #include <functional>
 #include <mutex>
@@ -15,6 +16,7 @@
 
 #include "backends/common/conn_watch.hpp"
 #include "backends/common/queue_rows.hpp"
+#include "backends/mysql/my_advisory.hpp"
 #include "backends/mysql/my_conn.hpp"
 #include "backends/mysql/my_schema.hpp"
 
@@ -243,11 +245,11 @@ result<std::unique_ptr<backend_session>> open_mysql(const url& u, const session_
   if (db.empty() || db.find('/') != std::string::npos) {
     return bad("name a database: mysql://user:password@host:port/db");
   }
-  // mode=advisory (pg_advisory_lock / GET_LOCK) is not built: connection-scoped locks
-  // break behind transaction-pooling proxies and across replication failover.
-  if (auto mode = u.param("mode", "lease"); mode != "lease") {
-    return fail(errc::unsupported,
-                "URL '" + u.redacted + "': mode '" + mode + "' is not supported (want mode=lease)");
+  // mode=advisory: named locks (my_advisory.hpp, with its caveats).
+  auto mode = u.param("mode", "lease");
+  if (mode != "lease" && mode != "advisory") {
+    return fail(errc::invalid_argument, "URL '" + u.redacted + "': mode '" + mode +
+                                            "' is not known (want mode=lease or mode=advisory)");
   }
   my::target t;
   if (!u.hosts.empty()) {
@@ -260,6 +262,13 @@ result<std::unique_ptr<backend_session>> open_mysql(const url& u, const session_
   t.db = db;
   t.where = "mysql " + (u.user.empty() ? "" : u.user + "@") +
             (t.host.empty() ? "localhost" : t.host) + ":" + std::to_string(t.port) + "/" + db;
+  if (mode == "advisory") {
+    // The session's connection is the lease: the server ends it after wait_timeout without a
+    // statement (renewals are pings every TTL/3), freeing its named locks.
+    auto secs = std::max<long long>(1, (info.ttl.count() + 999) / 1000);
+    t.init = ", SESSION wait_timeout = " + std::to_string(secs);
+    return my::open_advisory(std::move(t), info);
+  }
   auto s = std::make_unique<mysql_session>(std::move(t), info);
   if (auto r = s->start(); !r) return fail(r.error());
   return s;
