@@ -33,12 +33,29 @@ declare -A extra=(
   [mysql_rows]="$b/mysql/my_conn.cpp $(pkg-config --cflags --libs libmariadb)"
   [sqlite_rows]="$b/sqlite/sqlite_rows.cpp $b/sqlite/sqlite_db.cpp $(pkg-config --cflags --libs sqlite3)"
 )
+targets=(url name duration redis_reply zk_children pg_rows mysql_rows sqlite_rows)
+# Compiling dominates the run (each target is a full ASan build): as many at once as there
+# are CPUs. A target that fails to compile is reported below as failed.
+build() {
+  # shellcheck disable=SC2086 # extra[] is a word list on purpose
+  "$CXX" "${flags[@]}" "$src/tests/fuzz/$1_fuzz.cpp" "${core[@]}" ${extra[$1]} -o "$out/$1_fuzz"
+}
+max_jobs=$(nproc)
+for target in "${targets[@]}"; do
+  rm -f "$out/${target}_fuzz"
+  build "$target" >"$out/${target}.build.log" 2>&1 &
+  while (($(jobs -rp | wc -l) >= max_jobs)); do wait -n || true; done
+done
+wait || true
 failed=0
 passed=0
-for target in url name duration redis_reply zk_children pg_rows mysql_rows sqlite_rows; do
-  # shellcheck disable=SC2086 # extra[] is a word list on purpose
-  "$CXX" "${flags[@]}" "$src/tests/fuzz/${target}_fuzz.cpp" "${core[@]}" ${extra[$target]} \
-    -o "$out/${target}_fuzz"
+for target in "${targets[@]}"; do
+  if [[ ! -x $out/${target}_fuzz ]]; then
+    echo "$target: does not compile"
+    tail -20 "$out/${target}.build.log"
+    failed=$((failed + 1))
+    continue
+  fi
   work=$(mktemp -d)
   cp -r "$src/tests/fuzz/corpus/$target/." "$work/" 2>/dev/null || true
   regressions="$src/tests/fuzz/regressions/$target"
