@@ -15,6 +15,7 @@
 #include <random>
 
 #include "backends/common/conn_watch.hpp"
+#include "backends/common/loss_notice.hpp"
 #include "backends/common/queue_rows.hpp"
 #include "backends/mysql/my_advisory.hpp"
 #include "backends/mysql/my_conn.hpp"
@@ -59,8 +60,7 @@ class mysql_session final : public backend_session {
   }
 
   void set_event_handler(std::function<void(session_event)> handler) override {
-    std::lock_guard lk(handler_mu_);
-    handler_ = std::move(handler);
+    loss_.set_handler(std::move(handler));
   }
 
   capabilities caps() const noexcept override { return {reach::network, false, true}; }
@@ -183,16 +183,7 @@ class mysql_session final : public backend_session {
     if (conn_) conn_->close();
   }
 
-  void announce_lost() {
-    std::function<void(session_event)> h;
-    {
-      std::lock_guard lk(handler_mu_);
-      if (announced_) return;
-      announced_ = true;
-      h = handler_;
-    }
-    if (h) h(session_event::expired);
-  }
+  void announce_lost() { loss_.announce(); }
 
   // `self` (list only): the index of the parameter naming this session, whose entries the
   // server then skips checking; blanked when the session's connection is gone.
@@ -228,9 +219,7 @@ class mysql_session final : public backend_session {
   bool opened_{false};
   bool closed_{false};
   bool lost_{false};
-  std::mutex handler_mu_;
-  std::function<void(session_event)> handler_;
-  bool announced_{false};
+  loss_notice loss_;
   conn_watch watch_;  // last: stopped before the members it uses go
 };
 

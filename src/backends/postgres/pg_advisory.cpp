@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "backends/common/conn_watch.hpp"
+#include "backends/common/loss_notice.hpp"
 #include "backends/postgres/pg_listener.hpp"
 #include "backends/postgres/pg_schema.hpp"
 
@@ -60,8 +61,7 @@ class advisory_session final : public backend_session {
   capabilities caps() const noexcept override { return {reach::network, true, true}; }
 
   void set_event_handler(std::function<void(session_event)> handler) override {
-    std::lock_guard lk(handler_mu_);
-    handler_ = std::move(handler);
+    loss_.set_handler(std::move(handler));
   }
 
   result<queue_view> enqueue(std::string_view lock, entry_kind kind, std::string_view id) override {
@@ -190,16 +190,7 @@ class advisory_session final : public backend_session {
     cv_.notify_all();
   }
 
-  void announce_lost() {
-    std::function<void(session_event)> h;
-    {
-      std::lock_guard lk(handler_mu_);
-      if (announced_) return;
-      announced_ = true;
-      h = handler_;
-    }
-    if (h) h(session_event::expired);
-  }
+  void announce_lost() { loss_.announce(); }
 
   // Runs `s` on the session's connection (mu_ held via `lk`). A broken connection ends the
   // session: its advisory locks are gone with it, and the engine is told at once.
@@ -297,9 +288,7 @@ class advisory_session final : public backend_session {
   std::map<std::string, local_queue> queues_;
   bool closed_{false};
   bool lost_{false};
-  std::mutex handler_mu_;
-  std::function<void(session_event)> handler_;
-  bool announced_{false};
+  loss_notice loss_;
   conn_watch watch_;  // last: stopped before the members it uses go
 };
 
