@@ -4,6 +4,8 @@
 #include <memory>
 #include <set>
 #include <stdexcept>
+#include <string>
+#include <vector>
 
 #include "fault/fault_backends.hpp"
 #include "support/redis_server.hpp"
@@ -12,6 +14,17 @@ namespace dlock::fault {
 namespace {
 
 using namespace std::chrono_literals;
+
+std::vector<std::string> split_bars(const std::string& text) {
+  std::vector<std::string> out;
+  std::size_t from = 0;
+  for (auto at = text.find('|'); at != std::string::npos; at = text.find('|', from)) {
+    out.push_back(text.substr(from, at - from));
+    from = at + 1;
+  }
+  out.push_back(text.substr(from));
+  return out;
+}
 
 class redis_fault final : public fault_backend {
  public:
@@ -32,12 +45,22 @@ class redis_fault final : public fault_backend {
   }
 
   // On every server: queue members without metadata or whose session key is gone, and
-  // metadata of entries no queue holds.
+  // metadata of entries no queue holds; a lone holder whose session key is gone, or one
+  // beside a queue; a queue without its gate key.
   std::size_t orphans(const std::string& lock) override {
     std::size_t n = 0;
     for (auto& s : servers_) {
       auto q = prefix_ + "q:" + lock, m = prefix_ + "m:" + lock;
       auto members = s->command({"ZRANGE", q, "0", "-1"});
+      auto gate = s->command({"GET", prefix_ + "h:" + lock}).at(0);
+      if (auto lone = s->lone_holder(prefix_, lock)) {
+        auto fields = split_bars(*lone);
+        if (fields.size() < 4 || !members.empty() ||
+            s->integer({"EXISTS", prefix_ + "s:" + fields[3]}) == 0)
+          ++n;
+      } else if (!members.empty() && gate != "q") {
+        ++n;
+      }
       std::set<std::string> in_queue(members.begin(), members.end());
       for (auto& id : members) {
         auto meta = s->command({"HGET", m, id}).at(0);

@@ -38,7 +38,7 @@ TEST(redis_faults, a_stale_holder_is_told_it_lost_and_its_release_spares_the_new
   stale.write_stdin("release\n");
   EXPECT_TRUE(stale.wait_for_line("released", 10s).has_value());
   // The stale release removed nothing of ours: our entry is still the only one.
-  auto members = srv.command({"ZRANGE", prefix + "q:res", "0", "-1"});
+  auto members = srv.entry_ids(prefix, "res");
   ASSERT_EQ(members.size(), 1u);
   EXPECT_TRUE(members[0].starts_with(s.id()));
   EXPECT_TRUE(m.is_held());
@@ -128,6 +128,7 @@ TEST(redlock_faults, a_hold_survives_one_dead_master_and_no_quorum_fails_cleanly
   for (int i : {0, 4}) {
     EXPECT_TRUE(m5.servers[i]->keys("rl:q:*").empty()) << "partial queue entry on master " << i;
     EXPECT_TRUE(m5.servers[i]->keys("rl:m:*").empty()) << "partial entry data on master " << i;
+    EXPECT_TRUE(m5.servers[i]->keys("rl:h:*").empty()) << "partial lone holder on master " << i;
   }
 }
 

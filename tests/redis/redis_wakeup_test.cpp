@@ -38,7 +38,7 @@ TEST(redis_wakeups, one_release_wakes_exactly_one_of_a_hundred_waiters_in_fifo_o
   auto waiter_session = dlock::session::open(url);
   dlock::mutex holder(holder_session, "hot");
   holder.lock();
-  auto queued = [&] { return server().integer({"ZCARD", prefix + "q:hot"}); };
+  auto queued = [&] { return static_cast<int>(server().entry_ids(prefix, "hot").size()); };
 
   std::mutex order_mu;
   std::vector<int> order;

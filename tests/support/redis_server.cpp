@@ -129,4 +129,19 @@ std::vector<std::string> redis_server::keys(const std::string& pattern) const {
   return command({"KEYS", pattern});
 }
 
+std::optional<std::string> redis_server::lone_holder(const std::string& prefix,
+                                                     const std::string& lock) const {
+  auto gate = command({"GET", prefix + "h:" + lock});
+  if (gate.empty() || gate[0] == "(nil)" || gate[0] == "q") return std::nullopt;
+  return gate[0];
+}
+
+std::vector<std::string> redis_server::entry_ids(const std::string& prefix,
+                                                 const std::string& lock) const {
+  auto ids = command({"ZRANGE", prefix + "q:" + lock, "0", "-1"});
+  if (auto lone = lone_holder(prefix, lock))
+    ids.insert(ids.begin(), lone->substr(0, lone->find('|')));
+  return ids;
+}
+
 }  // namespace dlock::test

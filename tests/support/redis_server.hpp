@@ -47,6 +47,11 @@ class redis_server {
   long long integer(const std::vector<std::string>& argv) const;
   // Every key matching `pattern` (KEYS; test data sets are small).
   std::vector<std::string> keys(const std::string& pattern) const;
+  // The entry ids dlock stores for `lock` under `prefix`, in queue order: a lone holder in
+  // the gate key h:<lock>, else the members of the queue q:<lock> (see redis_scripts.hpp).
+  std::vector<std::string> entry_ids(const std::string& prefix, const std::string& lock) const;
+  // The lone holder's stored text "id|token|kind|session|created|grant|owner", if any.
+  std::optional<std::string> lone_holder(const std::string& prefix, const std::string& lock) const;
 
  private:
   options opt_;

@@ -183,16 +183,17 @@ result<std::optional<std::string>> session::wait_for_token(const entry& awaited,
 void session::close() noexcept {
   if (closed_.exchange(true)) return;
   try {
-    std::vector<std::pair<std::string, std::string>> entries;
+    std::vector<own_entry> entries;
     {
       std::lock_guard lk(mu_);
       for (auto* m : {&mine_, &leftover_}) {
         for (auto& [lock, ids] : *m) {
-          for (auto& id : ids) entries.emplace_back(lock, id);
+          for (auto& id : ids) entries.push_back({lock, id, false});
         }
       }
       mine_.clear();
       leftover_.clear();
+      queued_.clear();
     }
     (void)release_calls(entries, true);
   } catch (...) {
@@ -204,14 +205,16 @@ result<std::vector<std::string>> session::lock_names(std::string_view prefix) {
   std::set<std::string> names;
   std::size_t answered = 0;
   failure last{};
+  // A lock's entries are in its queue (q:) or, a lone holder, in its gate key (h:).
   const auto queue_prefix = key('q', "");
   for (auto* n : nodes_) {
     std::string cursor = "0";
     bool ok = true;
     for (int round = 0; round < 100000; ++round) {
-      auto r = n->run({nullptr,
-                       {"SCAN", cursor, "MATCH",
-                        glob_escape(queue_prefix) + glob_escape(prefix) + "*", "COUNT", "1000"}});
+      auto r = n->run(
+          {nullptr,
+           {"SCAN", cursor, "MATCH", glob_escape(cfg_.prefix) + "[hq]:" + glob_escape(prefix) + "*",
+            "COUNT", "1000"}});
       if (!r || (*r)->type != REDIS_REPLY_ARRAY || (*r)->elements != 2) {
         last = r ? failure{make_error_code(errc::protocol_error),
                            n->where().where + ": bad SCAN reply"}

@@ -44,11 +44,12 @@ void trim_to_wait(std::vector<entry>& entries, std::string_view id) {
 
 std::vector<result<reply_ptr>> session::queue_calls(std::string_view lock,
                                                     std::optional<add_request> add) {
-  std::vector<std::string> argv{"4",
+  std::vector<std::string> argv{"5",
                                 key('q', lock),
                                 key('m', lock),
                                 key('f', lock),
                                 key('s', info_.id),
+                                key('h', lock),
                                 cfg_.prefix,
                                 std::to_string(wake_ttl().count()),
                                 "0",
@@ -100,7 +101,14 @@ result<queue_view> session::queue_round(std::string_view lock, std::optional<add
     }
     queue_view out{{}, sent};
     for (auto& ne : views[0]->entries) out.entries.push_back(std::move(ne.e));
-    if (add) trim_to_wait(out.entries, add->id);
+    if (add) {
+      trim_to_wait(out.entries, add->id);
+      if (!views[0]->lone) {
+        std::lock_guard lk(mu_);
+        if (queued_.size() > 10000) queued_.clear();  // a hint; 'l' is always correct
+        queued_.insert(std::string(add->id));
+      }
+    }
     return out;
   }
   // Redlock: a majority must have answered well within the lease.
@@ -170,14 +178,16 @@ result<void> session::settle_grants(std::string_view lock, const std::vector<gra
   return {};
 }
 
-std::vector<result<reply_ptr>> session::release_calls(
-    const std::vector<std::pair<std::string, std::string>>& entries, bool drop_session) {
+std::vector<result<reply_ptr>> session::release_calls(const std::vector<own_entry>& entries,
+                                                      bool drop_session) {
   std::vector<std::string> keys,
       args{cfg_.prefix, std::to_string(wake_ttl().count()), info_.id, drop_session ? "1" : "0"};
-  for (const auto& [lock, id] : entries) {
-    keys.push_back(key('q', lock));
-    keys.push_back(key('m', lock));
-    args.push_back(id);
+  for (const auto& e : entries) {
+    keys.push_back(key('q', e.lock));
+    keys.push_back(key('m', e.lock));
+    keys.push_back(key('h', e.lock));
+    args.push_back(e.id);
+    args.push_back(e.queued ? "q" : "l");
   }
   if (drop_session) keys.push_back(key('s', info_.id));
   std::vector<std::string> argv{std::to_string(keys.size())};
@@ -187,7 +197,15 @@ std::vector<result<reply_ptr>> session::release_calls(
 }
 
 result<void> session::remove_everywhere(std::string_view lock, std::string_view id) {
-  auto replies = release_calls({{std::string(lock), std::string(id)}}, false);
+  bool queued = false;
+  {
+    std::lock_guard lk(mu_);
+    if (auto it = queued_.find(id); it != queued_.end()) {
+      queued_.erase(it);
+      queued = true;
+    }
+  }
+  auto replies = release_calls({{std::string(lock), std::string(id), queued}}, false);
   std::size_t ok = std::ranges::count_if(replies, [](const auto& r) { return r.has_value(); });
   std::lock_guard lk(mu_);
   auto it = mine_.find(lock);

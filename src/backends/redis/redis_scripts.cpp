@@ -35,7 +35,7 @@ end
 )lua";
 
 constexpr std::string_view queue_text = R"lua(
-local q, m, f, own = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local q, m, f, own, h = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local prefix, wake_ttl = ARGV[1], tonumber(ARGV[2])
 local at_least, bump, add_id = tonumber(ARGV[3]), ARGV[4] == '1', ARGV[5]
 local function next_token()
@@ -45,18 +45,35 @@ local function next_token()
   end
   return redis.call('INCR', f)
 end
--- The uncontended case: an empty queue (redis drops an empty sorted set) has nothing to
--- purge or wake, and the new entry holds at once, so its grant is its own fresh token
--- (above every token this server gave before, like a grant assigned later would be).
-if add_id ~= '' and redis.call('EXISTS', q) == 0 then
-  local ttl = redis.call('PTTL', own)
-  if ttl == -2 then return {0} end
-  local t = next_token()
-  local ts = string.format('%d', t)
+-- h is the gate: absent = the lock is free; a lone holder = "id|token|meta", stored in this
+-- one key instead of the sorted set and hash; 'q' = the queue (q, m) is in use. A second
+-- entry moves a lone holder into the queue first, so a SET NX of h can only succeed on a
+-- free lock. The new entry's token is taken first either way (it is the entry's place).
+local t, ts, own_ttl
+local old = false
+if add_id ~= '' then
+  own_ttl = redis.call('PTTL', own)
+  if own_ttl == -2 then return {0} end
+  t = next_token()
+  ts = string.format('%d', t)
+  -- The uncontended case: the new entry holds at once, so its grant is its own fresh token
+  -- (above every token this server gave before, like a grant assigned later would be).
   local g = bump and ts or ''
-  redis.call('ZADD', q, t, add_id)
-  redis.call('HSET', m, add_id, ARGV[6] .. '|' .. ARGV[7] .. '|' .. ARGV[8] .. '|' .. g .. '|' .. ARGV[9])
-  return {1, t, add_id, ts, ARGV[6], ARGV[7], ARGV[8], g, ARGV[9], ttl}
+  local meta = ARGV[6] .. '|' .. ARGV[7] .. '|' .. ARGV[8] .. '|' .. g .. '|' .. ARGV[9]
+  old = redis.call('SET', h, add_id .. '|' .. ts .. '|' .. meta, 'NX', 'GET')
+  if not old then
+    return {2, t, add_id, ts, ARGV[6], ARGV[7], ARGV[8], g, ARGV[9], own_ttl}
+  end
+else
+  old = redis.call('GET', h)
+end
+if old and old ~= 'q' then
+  local id, score, meta = string.match(old, '^([^|]+)|(%d+)|(.*)$')
+  if id then
+    redis.call('ZADD', q, score, id)
+    redis.call('HSET', m, id, meta)
+  end
+  redis.call('SET', h, 'q')
 end
 -- One server, an exclusive entry joining a live tail: it waits on that tail, whatever is
 -- ahead of it, so only the tail is read; the client keeps just [tail, new] of a waiting
@@ -68,16 +85,13 @@ if add_id ~= '' and not bump and ARGV[6] ~= 's' then
   if tmeta then k, s, c, g, o = string.match(tmeta, '^(%a)|(%x+)|(%d*)|(%d*)|(.*)$') end
   local tail_ttl = k and redis.call('PTTL', prefix .. 's:' .. s) or -2
   if tail_ttl ~= -2 then
-    local ttl = redis.call('PTTL', own)
-    if ttl == -2 then return {0} end
     -- HSETNX finds a retried enqueue's entry (then the full path below answers it).
     local fresh = redis.call('HSETNX', m, add_id, ARGV[6] .. '|' .. ARGV[7] .. '|' .. ARGV[8] ..
                              '||' .. ARGV[9]) == 1
     if fresh then
-      local t = next_token()
       redis.call('ZADD', q, t, add_id)
       return {1, t, tail[1], tail[2], k, s, c, g, o, tail_ttl,
-              add_id, string.format('%d', t), ARGV[6], ARGV[7], ARGV[8], '', ARGV[9], ttl}
+              add_id, ts, ARGV[6], ARGV[7], ARGV[8], '', ARGV[9], own_ttl}
     end
   end
 end
@@ -120,17 +134,18 @@ for i = 1, #ids do
     redis.call('HDEL', m, ids[i])
   end
 end
+if #kept == 0 and add_id == '' then
+  redis.call('DEL', h)  -- the queue emptied: the lock is free again
+end
 if add_id ~= '' then
-  if redis.call('EXISTS', own) == 0 then return {0} end
   local present = false
   for _, i in ipairs(kept) do
     if ids[i] == add_id then present = true end
   end
   if not present then
-    local t = next_token()
     redis.call('ZADD', q, t, add_id)
     local n = #ids + 1
-    ids[n], scores[n], kinds[n], sids[n] = add_id, string.format('%d', t), ARGV[6], ARGV[7]
+    ids[n], scores[n], kinds[n], sids[n] = add_id, ts, ARGV[6], ARGV[7]
     created[n], grants[n], owners[n] = ARGV[8], '', ARGV[9]
     redis.call('HSET', m, add_id, kinds[n] .. '|' .. sids[n] .. '|' .. created[n] .. '||' .. owners[n])
     kept[#kept + 1] = n
@@ -169,57 +184,73 @@ return out
 constexpr std::string_view release_text = R"lua(
 local prefix, wake_ttl, sid, drop = ARGV[1], tonumber(ARGV[2]), ARGV[3], ARGV[4] == '1'
 local removed = 0
-for p = 1, #ARGV - 4 do
-  local q, m, id = KEYS[2 * p - 1], KEYS[2 * p], ARGV[4 + p]
-  local head = redis.call('ZRANGE', q, 0, 1)
-  local meta, next_meta = nil, nil
-  if head[1] == id and head[2] then
-    local both = redis.call('HMGET', m, id, head[2])
-    meta, next_meta = both[1], both[2]
-  else
-    meta = redis.call('HGET', m, id)
-  end
-  local kind, owner = nil, nil
-  if meta then kind, owner = string.match(meta, '^(%a)|(%x+)|') end
-  if owner ~= sid then head = {} end
-  local next_kind = nil
-  if head[1] == id and head[2] and kind ~= 's' then
-    next_kind = next_meta and string.sub(next_meta, 1, 1) or 'x'
-  end
-  if #head == 1 and head[1] == id then
-    -- Alone in the queue: nobody to wake, and the queue's keys go with the entry.
-    redis.call('DEL', q, m)
-    removed = removed + 1
-  elseif next_kind == 'x' then
-    -- An exclusive holder hands over to one exclusive successor (count_waiters: one).
-    redis.call('ZREM', q, id)
-    redis.call('HDEL', m, id)
-    wake(prefix, id, 1, wake_ttl, 'h')
-    removed = removed + 1
-  elseif owner == sid then
-    local rank = redis.call('ZRANK', q, id)
-    local n = 0
-    if rank then
-      local kinds, count = {kind}, 1
-      local start, done = rank + 1, false
-      while not done do
-        local next_ids = redis.call('ZRANGE', q, start, start + 15)
-        if #next_ids == 0 then break end
-        local next_metas = redis.call('HMGET', m, unpack(next_ids))
-        for j = 1, #next_ids do
-          count = count + 1
-          kinds[count] = next_metas[j] and string.sub(next_metas[j], 1, 1) or 'x'
-          if kinds[count] ~= 's' or kind ~= 's' then done = true break end
-        end
-        start = start + 16
+for p = 1, (#ARGV - 4) / 2 do
+  local q, m, h = KEYS[3 * p - 2], KEYS[3 * p - 1], KEYS[3 * p]
+  local id, maybe_lone = ARGV[3 + 2 * p], ARGV[4 + 2 * p] == 'l'
+  -- A lone holder is only ever in h (an entry that was queued never moves back there).
+  local lone = false
+  if maybe_lone then
+    local hv = redis.call('GET', h)
+    if hv and string.sub(hv, 1, #id + 1) == id .. '|' then
+      local hsid = string.match(hv, '^[^|]+|%d+|%a|(%x+)|')
+      if hsid == sid then
+        redis.call('DEL', h)
+        removed = removed + 1
       end
-      n = count_waiters(kinds, 1, count)
+      lone = true
     end
-    redis.call('ZREM', q, id)
-    redis.call('HDEL', m, id)
-    -- 'h': the entry was at the head, so every entry it wakes holds now (see wake_value).
-    wake(prefix, id, n, wake_ttl, rank == 0 and 'h' or '1')
-    removed = removed + 1
+  end
+  if not lone then
+    local head = redis.call('ZRANGE', q, 0, 1)
+    local meta, next_meta = nil, nil
+    if head[1] == id and head[2] then
+      local both = redis.call('HMGET', m, id, head[2])
+      meta, next_meta = both[1], both[2]
+    else
+      meta = redis.call('HGET', m, id)
+    end
+    local kind, owner = nil, nil
+    if meta then kind, owner = string.match(meta, '^(%a)|(%x+)|') end
+    if owner ~= sid then head = {} end
+    local next_kind = nil
+    if head[1] == id and head[2] and kind ~= 's' then
+      next_kind = next_meta and string.sub(next_meta, 1, 1) or 'x'
+    end
+    if #head == 1 and head[1] == id then
+      -- Alone in the queue: nobody to wake, and the queue's keys go with the entry.
+      redis.call('DEL', q, m, h)
+      removed = removed + 1
+    elseif next_kind == 'x' then
+      -- An exclusive holder hands over to one exclusive successor (count_waiters: one).
+      redis.call('ZREM', q, id)
+      redis.call('HDEL', m, id)
+      wake(prefix, id, 1, wake_ttl, 'h')
+      removed = removed + 1
+    elseif owner == sid then
+      local rank = redis.call('ZRANK', q, id)
+      local n = 0
+      if rank then
+        local kinds, count = {kind}, 1
+        local start, done = rank + 1, false
+        while not done do
+          local next_ids = redis.call('ZRANGE', q, start, start + 15)
+          if #next_ids == 0 then break end
+          local next_metas = redis.call('HMGET', m, unpack(next_ids))
+          for j = 1, #next_ids do
+            count = count + 1
+            kinds[count] = next_metas[j] and string.sub(next_metas[j], 1, 1) or 'x'
+            if kinds[count] ~= 's' or kind ~= 's' then done = true break end
+          end
+          start = start + 16
+        end
+        n = count_waiters(kinds, 1, count)
+      end
+      redis.call('ZREM', q, id)
+      redis.call('HDEL', m, id)
+      -- 'h': the entry was at the head, so every entry it wakes holds now (see wake_value).
+      wake(prefix, id, n, wake_ttl, rank == 0 and 'h' or '1')
+      removed = removed + 1
+    end
   end
 end
 if drop then redis.call('DEL', KEYS[#KEYS]) end
@@ -264,6 +295,7 @@ result<node_view> parse_queue_reply(const target& where, const redisReply* r) {
     v.session_alive = false;
     return v;
   }
+  v.lone = r->element[0]->integer == 2;
   if (r->elements < 2 || (r->elements - 2) % 8 != 0) return bad("length");
   v.counter = static_cast<std::uint64_t>(r->element[1]->integer);
   for (std::size_t i = 2; i < r->elements; i += 8) {

@@ -5,6 +5,10 @@
 //   P s:<session>  string, PX ttl: the session's lease; value = owner text
 //   P q:<lock>     sorted set: entry id -> score (the token assigned at enqueue)
 //   P m:<lock>     hash: entry id -> "kind|session|created_ms|grant|owner"
+//   P h:<lock>     string: the lock's gate. Absent: free. "id|token|meta": a lone holder,
+//                  kept in this one key (one SET NX acquires, one DEL releases); "q": the
+//                  queue below is in use. A second entry first moves a lone holder into q/m;
+//                  nothing moves back, and the last entry to leave the queue DELs h.
 //   P f:<lock>     counter: the lock's fencing counter; never expires (see README)
 //   P w:<entry>    list: one wake token per waiter of a removed entry, PX-expiring; the
 //                  token is 'h' when the entry was at the head of the queue as it went (then
@@ -27,13 +31,15 @@ struct lua_script {
   std::string_view text;
 };
 
-// KEYS q m f s_own; ARGV prefix wake_ttl at_least bump add_id kind sid created owner own_ids...
-// Purges dead entries (waking their waiters), adds add_id unless present (or returns {0} if
-// the own session key is gone), with bump=1 assigns a grant number to each own entry that
-// holds on this server, and returns {1, counter, entries (8 fields each)...}.
+// KEYS q m f s_own h; ARGV prefix wake_ttl at_least bump add_id kind sid created owner
+// own_ids...: on a free lock, makes add_id its lone holder and returns {2, token, the entry};
+// otherwise purges dead entries (waking their waiters), adds add_id unless present (or
+// returns {0} if the own session key is gone), with bump=1 assigns a grant number to each
+// own entry that holds on this server, and returns {1, counter, entries (8 fields each)...}.
 extern const lua_script queue_script;
-// KEYS (q m)... [s_own]; ARGV prefix wake_ttl sid drop_session id...: removes own entries
-// (one id per key pair), pushes one wake token per waiter of each, optionally DELs s_own.
+// KEYS (q m h)... [s_own]; ARGV prefix wake_ttl sid drop_session (id where)...: removes own
+// entries (one per key triple; where = 'q' if known to be queued, 'l' if it may be a lone
+// holder), pushes one wake token per waiter of each, optionally DELs s_own.
 extern const lua_script release_script;
 // KEYS f; ARGV x: raises the fencing counter to at least x; returns the counter.
 extern const lua_script raise_script;
@@ -47,6 +53,7 @@ struct node_entry {
 
 struct node_view {
   bool session_alive{true};  // false: the own session key is gone on this server
+  bool lone{false};          // the new entry holds alone, stored in the gate key h:<lock>
   std::uint64_t counter{0};
   std::vector<node_entry> entries;
 };

@@ -51,9 +51,13 @@ class session final : public backend_session {
                                  bool may_resubmit);
   std::vector<result<reply_ptr>> queue_calls(std::string_view lock, std::optional<add_request> add);
   result<void> settle_grants(std::string_view lock, const std::vector<grant_check>& grants);
-  // release_script with the given (lock, id) pairs on every server; the replies per server.
-  std::vector<result<reply_ptr>> release_calls(
-      const std::vector<std::pair<std::string, std::string>>& entries, bool drop_session);
+  struct own_entry {
+    std::string lock, id;
+    bool queued{false};  // known to be in the queue, not a lone holder (skips one read)
+  };
+  // release_script with the given entries on every server; the replies per server.
+  std::vector<result<reply_ptr>> release_calls(const std::vector<own_entry>& entries,
+                                               bool drop_session);
   result<void> remove_everywhere(std::string_view lock, std::string_view id);
   // Majority bookkeeping for Redlock: the failure to report when fewer than a quorum agreed.
   failure quorum_failure(std::string_view what, const std::vector<result<reply_ptr>>& replies,
@@ -75,6 +79,8 @@ class session final : public backend_session {
   std::map<std::string, id_set, std::less<>> leftover_;         // removed on too few servers
   std::map<std::string, std::uint64_t, std::less<>> at_least_;  // lock -> highest counter seen
   std::map<std::string, std::size_t, std::less<>> wait_hint_;   // awaited id -> server
+  // One server: own entries that enqueue put in the queue (not in the lone-holder key).
+  id_set queued_;
 };
 
 }  // namespace dlock::detail::redis
