@@ -40,6 +40,9 @@ class client {
 };
 
 std::unique_ptr<client> make_redis(const target& t);
+// Issue 4's mandated design at its leanest: EVALSHA acquire (SET NX PX + INCR) and EVALSHA
+// compare-and-delete release; redis only, for `--scenario scripts`.
+std::unique_ptr<client> make_redis_scripts(const target& t);
 std::unique_ptr<client> make_zk(const target& t);
 std::unique_ptr<client> make_pg(const target& t);
 std::unique_ptr<client> make_mysql(const target& t);

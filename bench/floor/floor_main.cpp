@@ -1,7 +1,8 @@
-// dlock-floor --url URL [--scenario uncontended|contended] [--clients N] [--duration 10s]
-//             [--count N] [--json]
+// dlock-floor --url URL [--scenario uncontended|contended|scripts] [--clients N]
+//             [--duration 10s] [--count N] [--json]
 // The raw round-trip floor of one backend (see floor_common.hpp). Exit codes as dlock bench:
-// 64 bad option or a scheme without a floor, 69 backend unreachable or failing.
+// 64 bad option or a scheme without a floor, 69 backend unreachable or failing. `scripts`
+// (redis only) is the uncontended loop with issue 4's one-script acquire and release.
 #include <CLI/CLI.hpp>
 #include <iostream>
 
@@ -15,7 +16,9 @@ int main(int argc, char** argv) {
   std::size_t count = 1'000'000;
   bool json = false;
   app.add_option("--url", url, "Backend URL")->required();
-  app.add_option("--scenario", scenario, "uncontended | contended")->capture_default_str();
+  app.add_option("--scenario", scenario, "uncontended | contended | scripts (redis)")
+      ->check(CLI::IsMember({"uncontended", "contended", "scripts"}))
+      ->capture_default_str();
   app.add_option("--clients", clients, "contended: processes")->check(CLI::Range(1, 256));
   app.add_option("--duration", duration, "Measured time")->capture_default_str();
   app.add_option("--count", count, "uncontended: cycle cap")->check(CLI::Range(1, 10'000'000));
@@ -43,9 +46,17 @@ int main(int argc, char** argv) {
     std::cerr << "dlock-floor: " << e.what() << '\n';
     return 64;
   }
+  if (scenario == "scripts" && t.scheme != "redis") {
+    std::cerr << "dlock-floor: --scenario scripts: only redis has it, not " << t.scheme << '\n';
+    return 64;
+  }
   try {
     dlock::cli::bench_report r;
-    if (scenario == "contended") {
+    if (scenario == "scripts") {
+      auto c = dlock::floor::make_redis_scripts(t);
+      r = dlock::floor::run_uncontended(*c, *d, count);
+      r.scenario = "floor-scripts";
+    } else if (scenario == "contended") {
       if (!dlock::floor::make_client(t)->has_blocking()) {
         std::cerr << "dlock-floor: " << t.scheme << " has no blocking primitive to contend on\n";
         return 64;
