@@ -5,6 +5,7 @@
 #include <random>
 #include <thread>
 
+#include "backends/common/wire_time.hpp"
 #include "backends/redis/redis_session.hpp"
 #include "core/verdict.hpp"
 
@@ -43,25 +44,29 @@ void trim_to_wait(std::vector<entry>& entries, std::string_view id) {
 }  // namespace
 
 std::vector<result<reply_ptr>> session::queue_calls(std::string_view lock,
-                                                    std::optional<add_request> add) {
+                                                    std::optional<add_request> add,
+                                                    std::int64_t created_ms) {
+  // The stored entry text up to its grant: "kind|session|created|".
+  auto head = add ? (add->kind == entry_kind::shared ? "s|" : "x|") + info_.id + '|' +
+                        std::to_string(created_ms) + '|'
+                  : std::string();
   std::vector<std::string> argv{"5",
                                 key('q', lock),
                                 key('m', lock),
                                 key('f', lock),
                                 key('s', info_.id),
                                 key('h', lock),
-                                cfg_.prefix,
-                                std::to_string(wake_ttl().count()),
-                                "0",
-                                redlock() ? "1" : "0",
                                 add ? std::string(add->id) : std::string(),
-                                add && add->kind == entry_kind::shared ? "s" : "x",
-                                info_.id,
-                                std::to_string(now_ms()),
-                                info_.owner};
+                                std::move(head),
+                                info_.owner,
+                                redlock() ? "1" : "0",
+                                "0",
+                                cfg_.prefix,
+                                std::to_string(wake_ttl().count())};
   {
     std::lock_guard lk(mu_);
-    if (auto it = at_least_.find(lock); it != at_least_.end()) argv[7] = std::to_string(it->second);
+    if (auto it = at_least_.find(lock); it != at_least_.end())
+      argv[10] = std::to_string(it->second);
     if (redlock()) {
       if (auto it = mine_.find(lock); it != mine_.end())
         argv.insert(argv.end(), it->second.begin(), it->second.end());
@@ -74,13 +79,25 @@ result<queue_view> session::queue_round(std::string_view lock, std::optional<add
                                         bool may_resubmit) {
   if (auto r = check_open(); !r) return fail(r.error());
   auto sent = steady::now();
-  auto replies = queue_calls(lock, add);
+  const auto created_ms = now_ms();
+  auto replies = queue_calls(lock, add, created_ms);
+  // What a lone-holder reply leaves out: the client sent it.
+  std::optional<node_entry> sent_entry;
+  if (add) {
+    sent_entry.emplace();
+    sent_entry->e.id = std::string(add->id);
+    sent_entry->e.kind = add->kind;
+    sent_entry->e.owner = info_.owner;
+    sent_entry->e.since = unix_ms_time(created_ms);
+    sent_entry->session = info_.id;
+  }
   std::vector<std::optional<node_view>> views(nodes_.size());
   std::size_t accepted = 0, expired = 0;
   std::uint64_t counter = 0;
   for (std::size_t i = 0; i < nodes_.size(); ++i) {
     if (!replies[i]) continue;
-    auto v = parse_queue_reply(nodes_[i]->where(), replies[i]->get());
+    auto v = parse_queue_reply(nodes_[i]->where(), replies[i]->get(),
+                               sent_entry ? &*sent_entry : nullptr, redlock());
     if (!v) {
       replies[i] = fail(v.error());
       continue;

@@ -36,12 +36,14 @@ end
 
 constexpr std::string_view queue_text = R"lua(
 local q, m, f, own, h = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
-local prefix, wake_ttl = ARGV[1], tonumber(ARGV[2])
-local at_least, bump, add_id = tonumber(ARGV[3]), ARGV[4] == '1', ARGV[5]
+-- The uncontended path reads only the first five arguments and converts none to a number:
+-- in a script this short, argument handling is a good part of the server's work.
+local add_id, head, owner, bump = ARGV[1], ARGV[2], ARGV[3], ARGV[4] == '1'
 local function next_token()
-  if at_least > 0 then
+  if ARGV[5] ~= '0' then
+    local at_least = tonumber(ARGV[5])
     local c = tonumber(redis.call('GET', f) or '0')
-    if c < at_least then redis.call('SET', f, string.format('%d', at_least)) end
+    if c < at_least then redis.call('SET', f, ARGV[5]) end
   end
   return redis.call('INCR', f)
 end
@@ -59,14 +61,15 @@ if add_id ~= '' then
   -- The uncontended case: the new entry holds at once, so its grant is its own fresh token
   -- (above every token this server gave before, like a grant assigned later would be).
   local g = bump and ts or ''
-  local meta = ARGV[6] .. '|' .. ARGV[7] .. '|' .. ARGV[8] .. '|' .. g .. '|' .. ARGV[9]
-  old = redis.call('SET', h, add_id .. '|' .. ts .. '|' .. meta, 'NX', 'GET')
+  old = redis.call('SET', h, add_id .. '|' .. ts .. '|' .. head .. g .. '|' .. owner, 'NX', 'GET')
   if not old then
-    return {2, t, add_id, ts, ARGV[6], ARGV[7], ARGV[8], g, ARGV[9], own_ttl}
+    return {2, t, own_ttl}  -- the client knows the rest of the entry: it sent it
   end
 else
   old = redis.call('GET', h)
 end
+local prefix, wake_ttl = ARGV[6], ARGV[7]
+local add_kind, add_sid, add_created = string.match(head, '^(%a)|(%x+)|(%d*)|$')
 if old and old ~= 'q' then
   local id, score, meta = string.match(old, '^([^|]+)|(%d+)|(.*)$')
   if id then
@@ -78,7 +81,7 @@ end
 -- One server, an exclusive entry joining a live tail: it waits on that tail, whatever is
 -- ahead of it, so only the tail is read; the client keeps just [tail, new] of a waiting
 -- enqueue anyway. Anything else (a dead tail, a retry, shared, Redlock) takes the full path.
-if add_id ~= '' and not bump and ARGV[6] ~= 's' then
+if add_id ~= '' and not bump and add_kind ~= 's' then
   local tail = redis.call('ZRANGE', q, -1, -1, 'WITHSCORES')
   local tmeta = tail[1] and tail[1] ~= add_id and redis.call('HGET', m, tail[1])
   local k, s, c, g, o
@@ -86,12 +89,11 @@ if add_id ~= '' and not bump and ARGV[6] ~= 's' then
   local tail_ttl = k and redis.call('PTTL', prefix .. 's:' .. s) or -2
   if tail_ttl ~= -2 then
     -- HSETNX finds a retried enqueue's entry (then the full path below answers it).
-    local fresh = redis.call('HSETNX', m, add_id, ARGV[6] .. '|' .. ARGV[7] .. '|' .. ARGV[8] ..
-                             '||' .. ARGV[9]) == 1
+    local fresh = redis.call('HSETNX', m, add_id, head .. '|' .. owner) == 1
     if fresh then
       redis.call('ZADD', q, t, add_id)
       return {1, t, tail[1], tail[2], k, s, c, g, o, tail_ttl,
-              add_id, ts, ARGV[6], ARGV[7], ARGV[8], '', ARGV[9], own_ttl}
+              add_id, ts, add_kind, add_sid, add_created, '', owner, own_ttl}
     end
   end
 end
@@ -145,8 +147,8 @@ if add_id ~= '' then
   if not present then
     redis.call('ZADD', q, t, add_id)
     local n = #ids + 1
-    ids[n], scores[n], kinds[n], sids[n] = add_id, ts, ARGV[6], ARGV[7]
-    created[n], grants[n], owners[n] = ARGV[8], '', ARGV[9]
+    ids[n], scores[n], kinds[n], sids[n] = add_id, ts, add_kind, add_sid
+    created[n], grants[n], owners[n] = add_created, '', owner
     redis.call('HSET', m, add_id, kinds[n] .. '|' .. sids[n] .. '|' .. created[n] .. '||' .. owners[n])
     kept[#kept + 1] = n
   end
@@ -154,7 +156,7 @@ end
 if bump then
   local mine = {}
   if add_id ~= '' then mine[add_id] = true end
-  for a = 10, #ARGV do mine[ARGV[a]] = true end
+  for a = 8, #ARGV do mine[ARGV[a]] = true end
   local exclusive_seen = false
   for p, i in ipairs(kept) do
     local holds = (kinds[i] == 's' and not exclusive_seen) or p == 1
@@ -182,7 +184,7 @@ return out
 )lua";
 
 constexpr std::string_view release_text = R"lua(
-local prefix, wake_ttl, sid, drop = ARGV[1], tonumber(ARGV[2]), ARGV[3], ARGV[4] == '1'
+local prefix, wake_ttl, sid, drop = ARGV[1], ARGV[2], ARGV[3], ARGV[4] == '1'
 local removed = 0
 for p = 1, (#ARGV - 4) / 2 do
   local q, m, h = KEYS[3 * p - 2], KEYS[3 * p - 1], KEYS[3 * p]
@@ -190,13 +192,11 @@ for p = 1, (#ARGV - 4) / 2 do
   -- A lone holder is only ever in h (an entry that was queued never moves back there).
   local lone = false
   if maybe_lone then
+    -- Entry ids start with their session's id, so the id alone proves the owner.
     local hv = redis.call('GET', h)
     if hv and string.sub(hv, 1, #id + 1) == id .. '|' then
-      local hsid = string.match(hv, '^[^|]+|%d+|%a|(%x+)|')
-      if hsid == sid then
-        redis.call('DEL', h)
-        removed = removed + 1
-      end
+      redis.call('DEL', h)
+      removed = removed + 1
       lone = true
     end
   end
@@ -283,7 +283,8 @@ const lua_script queue_script{"queue", queue_full};
 const lua_script release_script{"release", release_full};
 const lua_script raise_script{"raise", raise_text};
 
-result<node_view> parse_queue_reply(const target& where, const redisReply* r) {
+result<node_view> parse_queue_reply(const target& where, const redisReply* r,
+                                    const node_entry* sent, bool bump) {
   auto bad = [&](std::string_view why) {
     return fail(errc::protocol_error,
                 where.where + ": malformed queue reply (" + std::string(why) + ")");
@@ -295,7 +296,20 @@ result<node_view> parse_queue_reply(const target& where, const redisReply* r) {
     v.session_alive = false;
     return v;
   }
-  v.lone = r->element[0]->integer == 2;
+  if (r->element[0]->integer == 2) {
+    if (!sent || r->elements != 3 || r->element[1]->type != REDIS_REPLY_INTEGER ||
+        r->element[2]->type != REDIS_REPLY_INTEGER || r->element[1]->integer <= 0)
+      return bad("lone holder");
+    v.lone = true;
+    v.counter = static_cast<std::uint64_t>(r->element[1]->integer);
+    node_entry ne = *sent;
+    ne.e.token = v.counter;
+    if (bump) ne.grant = v.counter;
+    if (r->element[2]->integer >= 0)
+      ne.e.lease_left = std::chrono::milliseconds{r->element[2]->integer};
+    v.entries.push_back(std::move(ne));
+    return v;
+  }
   if (r->elements < 2 || (r->elements - 2) % 8 != 0) return bad("length");
   v.counter = static_cast<std::uint64_t>(r->element[1]->integer);
   for (std::size_t i = 2; i < r->elements; i += 8) {

@@ -49,7 +49,8 @@ class session final : public backend_session {
   // One queue_script call on every server, turned into the engine's view.
   result<queue_view> queue_round(std::string_view lock, std::optional<add_request> add,
                                  bool may_resubmit);
-  std::vector<result<reply_ptr>> queue_calls(std::string_view lock, std::optional<add_request> add);
+  std::vector<result<reply_ptr>> queue_calls(std::string_view lock, std::optional<add_request> add,
+                                             std::int64_t created_ms);
   result<void> settle_grants(std::string_view lock, const std::vector<grant_check>& grants);
   struct own_entry {
     std::string lock, id;
