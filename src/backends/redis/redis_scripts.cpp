@@ -91,7 +91,7 @@ if add_id ~= '' and not bump and add_kind ~= 's' then
     -- HSETNX finds a retried enqueue's entry (then the full path below answers it).
     local fresh = redis.call('HSETNX', m, add_id, head .. '|' .. owner) == 1
     if fresh then
-      redis.call('ZADD', q, t, add_id)
+      redis.call('ZADD', q, ts, add_id)
       return {1, t, tail[1], tail[2], k, s, c, g, o, tail_ttl,
               add_id, ts, add_kind, add_sid, add_created, '', owner, own_ttl}
     end
@@ -145,7 +145,7 @@ if add_id ~= '' then
     if ids[i] == add_id then present = true end
   end
   if not present then
-    redis.call('ZADD', q, t, add_id)
+    redis.call('ZADD', q, ts, add_id)
     local n = #ids + 1
     ids[n], scores[n], kinds[n], sids[n] = add_id, ts, add_kind, add_sid
     created[n], grants[n], owners[n] = add_created, '', owner
