@@ -92,8 +92,7 @@ if add_id ~= '' and not bump and add_kind ~= 's' then
     local fresh = redis.call('HSETNX', m, add_id, head .. '|' .. owner) == 1
     if fresh then
       redis.call('ZADD', q, ts, add_id)
-      return {1, t, tail[1], tail[2], k, s, c, g, o, tail_ttl,
-              add_id, ts, add_kind, add_sid, add_created, '', owner, own_ttl}
+      return {3, t, own_ttl, tail[1], tail[2], k, s, c, g, o, tail_ttl}
     end
   end
 end
@@ -296,23 +295,27 @@ result<node_view> parse_queue_reply(const target& where, const redisReply* r,
     v.session_alive = false;
     return v;
   }
-  if (r->element[0]->integer == 2) {
-    if (!sent || r->elements != 3 || r->element[1]->type != REDIS_REPLY_INTEGER ||
-        r->element[2]->type != REDIS_REPLY_INTEGER || r->element[1]->integer <= 0)
-      return bad("lone holder");
-    v.lone = true;
-    v.counter = static_cast<std::uint64_t>(r->element[1]->integer);
-    node_entry ne = *sent;
-    ne.e.token = v.counter;
-    if (bump) ne.grant = v.counter;
+  // 2: the new entry holds alone; 3: it joined behind the one entry listed. Both replies
+  // leave out the new entry itself: the client sent it.
+  const auto status = r->element[0]->integer;
+  std::optional<node_entry> added;
+  std::size_t first = 2;
+  if (status == 2 || status == 3) {
+    if (!sent || r->elements < 3 || r->element[1]->type != REDIS_REPLY_INTEGER ||
+        r->element[2]->type != REDIS_REPLY_INTEGER || r->element[1]->integer <= 0 ||
+        (status == 2) != (r->elements == 3))
+      return bad("new entry");
+    added = *sent;
+    added->e.token = static_cast<std::uint64_t>(r->element[1]->integer);
+    if (status == 2 && bump) added->grant = added->e.token;
     if (r->element[2]->integer >= 0)
-      ne.e.lease_left = std::chrono::milliseconds{r->element[2]->integer};
-    v.entries.push_back(std::move(ne));
-    return v;
+      added->e.lease_left = std::chrono::milliseconds{r->element[2]->integer};
+    v.lone = status == 2;
+    first = 3;
   }
-  if (r->elements < 2 || (r->elements - 2) % 8 != 0) return bad("length");
+  if (r->elements < first || (r->elements - first) % 8 != 0) return bad("length");
   v.counter = static_cast<std::uint64_t>(r->element[1]->integer);
-  for (std::size_t i = 2; i < r->elements; i += 8) {
+  for (std::size_t i = first; i < r->elements; i += 8) {
     auto field = [&](std::size_t k) { return reply_text(r->element[i + k]); };
     node_entry ne;
     ne.e.id = std::string(field(0));
@@ -332,6 +335,7 @@ result<node_view> parse_queue_reply(const target& where, const redisReply* r,
     }
     v.entries.push_back(std::move(ne));
   }
+  if (added) v.entries.push_back(std::move(*added));
   return v;
 }
 

@@ -33,6 +33,7 @@ struct lua_script {
 
 // KEYS q m f s_own h; ARGV add_id "kind|sid|created|" owner bump at_least prefix wake_ttl
 // own_ids...: on a free lock, makes add_id its lone holder and returns {2, token, own ttl};
+// behind a live tail (one server, exclusive) it returns {3, token, own ttl, the tail entry};
 // otherwise purges dead entries (waking their waiters), adds add_id unless present (or
 // returns {0} if the own session key is gone), with bump=1 assigns a grant number to each
 // own entry that holds on this server, and returns {1, counter, entries (8 fields each)...}.
@@ -60,7 +61,8 @@ struct node_view {
 
 // Parses a queue_script reply; protocol_error if it has the wrong shape. A lone-holder reply
 // ({2, token, own ttl}) becomes `sent` (the entry the request added) with that token, and
-// with bump (Redlock) that token as its grant; without `sent` it is malformed.
+// with bump (Redlock) that token as its grant; a joined-the-tail reply ({3, token, own ttl,
+// the tail entry}) becomes [tail, sent]. Without `sent` both are malformed.
 result<node_view> parse_queue_reply(const target& where, const redisReply* r,
                                     const node_entry* sent = nullptr, bool bump = false);
 
