@@ -67,6 +67,18 @@ if add_id ~= '' then
   end
 else
   old = redis.call('GET', h)
+  if old and old ~= 'q' then
+    -- Listing a lone holder (status tools, a waiter's re-check) reads it and changes nothing.
+    local out = {1, tonumber(redis.call('GET', f) or '0')}
+    local e = {string.match(old, '^([^|]+)|(%d+)|(%a)|(%x+)|(%d*)|(%d*)|(.*)$')}
+    if e[1] then
+      e[8] = redis.call('PTTL', ARGV[6] .. 's:' .. e[4])
+      if e[8] ~= -2 then
+        for i = 1, 8 do out[i + 2] = e[i] end
+      end
+    end
+    return out
+  end
 end
 local prefix, wake_ttl = ARGV[6], ARGV[7]
 local add_kind, add_sid, add_created = string.match(head, '^(%a)|(%x+)|(%d*)|$')
