@@ -25,10 +25,11 @@
 //    crash skips the rest of that range and never hands a token out twice (with
 //    innodb_flush_log_at_trx_commit=1).
 // Within one session (one connection) GET_LOCK is re-entrant, so the session keeps a local
-// queue per lock and lets only the entry at its head ask the server. The connection also
-// holds "dlock_session:<session id>" (IS_USED_LOCK names the connection, for administrators
-// and the tests) and, while one of its entries waits, "dlockw:<hash>:<connection id>" so
-// status tools can count waiters.
+// queue per lock and lets only the entry at its head ask the server
+// (backends/common/advisory_session.hpp, shared with PostgreSQL's mode=advisory). The
+// connection also holds "dlock_session:<session id>" (IS_USED_LOCK names the connection, for
+// administrators and the tests) and, while one of its entries waits,
+// "dlockw:<hash>:<connection id>" so status tools can count waiters.
 
 #include <memory>
 #include <string>

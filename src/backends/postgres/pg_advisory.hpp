@@ -18,7 +18,8 @@
 //  - Tokens: nextval() commits without waiting for its WAL, so after a server crash the last
 //    tokens may be handed out again (a clean restart keeps them).
 // Within one session (one connection) advisory locks are re-entrant, so the session keeps a
-// local queue per lock and lets only the entries at its head ask the server.
+// local queue per lock and lets only the entries at its head ask the server
+// (backends/common/advisory_session.hpp, shared with MariaDB's mode=advisory).
 
 #include <memory>
 #include <string>

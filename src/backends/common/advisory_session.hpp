@@ -1,0 +1,310 @@
+#pragma once
+// The ?mode=advisory sessions of the SQL backends: a database's connection-bound native lock
+// (PostgreSQL advisory locks, MariaDB GET_LOCK) presented as the engine's queue of entries.
+//
+// The server keeps no queue, and its locks are re-entrant within one connection, so two
+// entries of one session would both "hold". Each session therefore keeps a local queue per
+// lock: only the entries at its head ask the server, the others wait locally for their
+// predecessors, and a stand-in entry ahead of the first refused one names the other
+// connection that holds the lock, for wait() to wait on. The connection is the session: its
+// loss is the loss of every lock, announced to the engine at once.
+//
+// A backend supplies the SQL and its wait for another connection through the hooks below
+// (each called with mu_ held via `lk`, except wait_remote). Its destructor must call close():
+// the hooks are gone by the time this base's destructor runs.
+
+#include <algorithm>
+#include <condition_variable>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "backends/common/conn_watch.hpp"
+#include "backends/common/loss_notice.hpp"
+#include "core/backend.hpp"
+
+namespace dlock::detail {
+
+// Conn: a connection with run(const Statement&, const std::vector<Param>&), usable(), close()
+// and socket().
+template <class Conn, class Statement, class Param>
+class advisory_session_base : public backend_session {
+ public:
+  void set_event_handler(std::function<void(session_event)> handler) override {
+    loss_.set_handler(std::move(handler));
+  }
+
+  result<queue_view> enqueue(std::string_view lock, entry_kind kind, std::string_view id) override {
+    std::unique_lock lk(mu_);
+    auto& q = queues_[std::string(lock)];
+    if (std::ranges::find(q.entries, id, &local_entry::id) == q.entries.end()) {
+      q.entries.push_back({std::string(id), kind, 0, std::chrono::system_clock::now()});
+    }
+    return advance(lk, std::string(lock));
+  }
+
+  result<queue_view> list(std::string_view lock) override {
+    std::unique_lock lk(mu_);
+    return advance(lk, std::string(lock));
+  }
+
+  result<void> remove(std::string_view lock, std::string_view id) override {
+    std::unique_lock lk(mu_);
+    auto qit = queues_.find(std::string(lock));
+    if (qit == queues_.end()) return {};
+    auto it = std::ranges::find(qit->second.entries, id, &local_entry::id);
+    if (it == qit->second.entries.end()) return {};
+    if (it->token != 0 && !lost_) {
+      auto r = unlock_locked(lk, key(lock), it->kind);
+      // A lost connection took its locks with it: gone is success.
+      if (!r && !lost_) return fail(r.error());
+    }
+    qit = queues_.find(std::string(lock));  // the lock may have been let go meanwhile
+    if (qit == queues_.end()) return {};
+    std::erase_if(qit->second.entries, [&](const auto& e) { return e.id == id; });
+    cv_.notify_all();
+    if (auto r = settle_mark(lk, std::string(lock)); !r && !lost_) return r;
+    qit = queues_.find(std::string(lock));
+    if (qit != queues_.end() && qit->second.entries.empty() && !qit->second.marked) {
+      queues_.erase(qit);
+    }
+    return {};
+  }
+
+  result<void> wait(std::string_view lock, const entry& awaited, steady::time_point deadline,
+                    std::stop_token stop) override {
+    if (awaited.id == blocker_id(lock)) {
+      return wait_remote(lock, awaited, deadline, std::move(stop));
+    }
+    // A local predecessor: woken by its removal (or by anything changing the queue).
+    std::unique_lock lk(mu_);
+    cv_.wait_until(lk, stop, deadline, [&] {
+      auto qit = queues_.find(std::string(lock));
+      return lost_ || qit == queues_.end() ||
+             std::ranges::find(qit->second.entries, awaited.id, &local_entry::id) ==
+                 qit->second.entries.end();
+    });
+    return {};
+  }
+
+  result<steady::time_point> keep_alive() override {
+    std::unique_lock lk(mu_);
+    auto sent = steady::now();
+    if (lost_) return fail(expired());
+    auto r = ping_locked(lk);
+    if (lost_) return fail(expired());
+    if (!r) return fail(r.error());
+    return sent;
+  }
+
+  void close() noexcept override {
+    watch_.stop();
+    std::unique_lock lk(mu_);
+    if (closed_) return;
+    closed_ = true;
+    if (conn_ && !lost_) {
+      for (auto& [name, q] : queues_) {
+        for (auto& e : q.entries) {
+          if (e.token != 0) unlock_on_close(key(name), e.kind);
+        }
+      }
+    }
+    queues_.clear();
+    conn_.reset();
+    cv_.notify_all();
+  }
+
+  // The server stores locks by hash only: the names this session holds are all it knows.
+  result<std::vector<std::string>> lock_names(std::string_view prefix) override {
+    std::lock_guard lk(mu_);
+    std::vector<std::string> out;
+    for (const auto& [name, q] : queues_) {
+      bool held = std::ranges::any_of(q.entries, [](const auto& e) { return e.token != 0; });
+      if (held && name.starts_with(prefix)) out.push_back(name);
+    }
+    return out;
+  }
+
+ protected:
+  using reply = decltype(std::declval<Conn&>().run(std::declval<const Statement&>(),
+                                                   std::declval<const std::vector<Param>&>()));
+
+  // `key_prefix` scopes the server's lock names ("<prefix>:<lock>"); `blocker_owner` is what
+  // status tools show for the other connection.
+  advisory_session_base(std::string where, std::string key_prefix, session_info info,
+                        std::string blocker_owner)
+      : info_(std::move(info)),
+        where_(std::move(where)),
+        key_prefix_(std::move(key_prefix)),
+        blocker_owner_(std::move(blocker_owner)) {}
+
+  // The fencing token of the server's lock on `key`, or nullopt while another connection
+  // holds it.
+  virtual result<std::optional<std::uint64_t>> try_lock_locked(std::unique_lock<std::mutex>& lk,
+                                                               const std::string& key,
+                                                               entry_kind kind) = 0;
+  virtual result<void> unlock_locked(std::unique_lock<std::mutex>& lk, const std::string& key,
+                                     entry_kind kind) = 0;
+  // Takes (`waiting`) or lets go of this session's "waiting" mark on `key`.
+  virtual result<void> mark_locked(std::unique_lock<std::mutex>& lk, const std::string& key,
+                                   bool waiting) = 0;
+  virtual result<void> ping_locked(std::unique_lock<std::mutex>& lk) = 0;
+  // wait() for `awaited`, the stand-in for another connection that holds `lock`.
+  virtual result<void> wait_remote(std::string_view lock, const entry& awaited,
+                                   steady::time_point deadline, std::stop_token stop) = 0;
+  // While closing, with the connection still up. Default: nothing, as its end frees the lock.
+  virtual void unlock_on_close(const std::string& key, entry_kind kind) {
+    (void)key;
+    (void)kind;
+  }
+
+  std::string key(std::string_view lock) const { return key_prefix_ + ":" + std::string(lock); }
+
+  failure expired() const {
+    return {make_error_code(errc::session_expired),
+            where_ + ": session " + info_.id + " ended with its connection"};
+  }
+
+  // Watches conn_ (mu_ held) between requests; `alive` says whether the readable connection
+  // still lives.
+  void watch_connection(std::function<bool(Conn&)> alive) {
+    watch_.start(
+        conn_->socket(),
+        [this, alive = std::move(alive)] {
+          std::lock_guard lk(mu_);
+          if (!lost_ && !(conn_ && alive(*conn_))) mark_lost_locked();
+          return !lost_;
+        },
+        [this] { loss_.announce(); });
+  }
+
+  // Runs `s` on the session's connection (mu_ held via `lk`, and let go only on a failure
+  // returned here). A broken connection ends the session: its locks are gone with it, and
+  // the engine is told at once.
+  reply run_locked(const Statement& s, const std::vector<Param>& params,
+                   std::unique_lock<std::mutex>& lk) {
+    if (closed_) return fail(errc::session_closed, where_ + ": session closed");
+    if (lost_ || !conn_ || !conn_->usable()) {
+      if (!lost_) mark_lost_locked();
+      return fail(expired());
+    }
+    auto r = conn_->run(s, params);
+    if (!conn_->usable()) {
+      mark_lost_locked();
+      lk.unlock();
+      loss_.announce();
+      lk.lock();
+      return fail(expired());
+    }
+    return r;
+  }
+
+  session_info info_;
+  std::mutex mu_;
+  std::condition_variable_any cv_;
+  std::optional<Conn> conn_;
+  bool closed_{false};
+  bool lost_{false};
+
+ private:
+  struct local_entry {
+    std::string id;
+    entry_kind kind{entry_kind::exclusive};
+    std::uint64_t token{0};  // 0 until the server granted it
+    std::chrono::system_clock::time_point since;
+  };
+
+  // This session's entries of one lock, in arrival order; only the head asks the server.
+  struct local_queue {
+    std::vector<local_entry> entries;
+    bool marked{false};  // this session's "waiting" mark is held
+  };
+
+  // Also the channel a PostgreSQL release NOTIFYs (pg_schema.cpp), for wait_remote there.
+  std::string blocker_id(std::string_view lock) const { return "advisory:" + key(lock); }
+
+  void mark_lost_locked() {
+    lost_ = true;
+    if (conn_) conn_->close();
+    cv_.notify_all();
+  }
+
+  // Lets the head of the local queue ask the server (a run of shared entries at once), then
+  // returns the queue as the engine sees it: held entries with their tokens, the stand-in
+  // for the other connection before the first entry it blocks, then this session's waiting
+  // entries.
+  result<queue_view> advance(std::unique_lock<std::mutex>& lk, const std::string& lock) {
+    queue_view v;
+    v.sent_at = steady::now();
+    if (lost_) return fail(expired());
+    auto& q = queues_[lock];
+    std::size_t blocked_at = q.entries.size();
+    for (std::size_t i = 0; i < q.entries.size(); ++i) {
+      auto& e = q.entries[i];
+      if (e.token != 0) continue;
+      bool eligible =
+          e.kind == entry_kind::exclusive
+              ? i == 0
+              : std::all_of(q.entries.begin(), q.entries.begin() + static_cast<std::ptrdiff_t>(i),
+                            [](const auto& p) { return p.kind == entry_kind::shared; });
+      if (!eligible) break;
+      v.sent_at = steady::now();
+      auto r = try_lock_locked(lk, key(lock), e.kind);
+      if (!r) return fail(r.error());
+      auto& cur = queues_[lock];
+      if (!*r) {
+        blocked_at = i;
+        break;
+      }
+      cur.entries[i].token = **r;
+    }
+    if (auto r = settle_mark(lk, lock); !r) return fail(r.error());
+    auto& cur = queues_[lock];
+    for (std::size_t i = 0; i < cur.entries.size(); ++i) {
+      if (i == blocked_at) {
+        entry b;
+        b.id = blocker_id(lock);
+        b.owner = blocker_owner_;
+        v.entries.push_back(std::move(b));
+      }
+      const auto& e = cur.entries[i];
+      entry out;
+      out.id = e.id;
+      out.kind = e.kind;
+      out.token = e.token;
+      out.owner = info_.owner;
+      out.since = e.since;
+      v.entries.push_back(std::move(out));
+    }
+    if (cur.entries.empty() && !cur.marked) queues_.erase(lock);
+    return v;
+  }
+
+  // Holds this session's "waiting" mark on the lock exactly while one of its entries waits,
+  // so status tools (and the tests) can count waiters, which the server does not queue.
+  result<void> settle_mark(std::unique_lock<std::mutex>& lk, const std::string& lock) {
+    auto& q = queues_[lock];
+    bool waiting = std::ranges::any_of(q.entries, [](const auto& e) { return e.token == 0; });
+    if (waiting == q.marked || lost_) return {};
+    auto r = mark_locked(lk, key(lock), waiting);
+    if (!r) return fail(r.error());
+    queues_[lock].marked = waiting;
+    return {};
+  }
+
+  std::string where_;
+  std::string key_prefix_;
+  std::string blocker_owner_;
+  std::map<std::string, local_queue> queues_;
+  loss_notice loss_;
+  conn_watch watch_;  // last: stopped before the members it uses go
+};
+
+}  // namespace dlock::detail
