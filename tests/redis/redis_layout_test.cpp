@@ -19,10 +19,13 @@ redis_server& server() {
   return s;
 }
 
+std::vector<std::string> sorted(std::vector<std::string> v) {
+  std::sort(v.begin(), v.end());
+  return v;
+}
+
 std::vector<std::string> sorted_keys(const std::string& pattern) {
-  auto k = server().keys(pattern);
-  std::sort(k.begin(), k.end());
-  return k;
+  return sorted(server().keys(pattern));
 }
 
 TEST(redis_layout, a_lone_holder_is_one_key_until_a_second_contender_queues_it) {
@@ -36,8 +39,8 @@ TEST(redis_layout, a_lone_holder_is_one_key_until_a_second_contender_queues_it) 
   auto lone = server().lone_holder(p, "job");
   ASSERT_TRUE(lone.has_value()) << "an uncontended hold must live in h:job alone";
   EXPECT_TRUE(lone->starts_with(a.id() + "-")) << *lone;
-  EXPECT_EQ(sorted_keys(p + "*"), (std::vector<std::string>{p + "f:job", p + "h:job",
-                                                            p + "s:" + a.id(), p + "s:" + b.id()}));
+  EXPECT_EQ(sorted_keys(p + "*"),
+            sorted({p + "f:job", p + "h:job", p + "s:" + a.id(), p + "s:" + b.id()}));
 
   // Listing reads the lone holder and moves nothing.
   auto seen = dlock::inspect(b, "job");
@@ -63,8 +66,7 @@ TEST(redis_layout, a_lone_holder_is_one_key_until_a_second_contender_queues_it) 
   ma.unlock();  // hands over through the queue
   waiter.join();
   // The last entry to leave the queue took the queue, its data and the marker with it.
-  EXPECT_EQ(sorted_keys(p + "*"),
-            (std::vector<std::string>{p + "f:job", p + "s:" + a.id(), p + "s:" + b.id()}));
+  EXPECT_EQ(sorted_keys(p + "*"), sorted({p + "f:job", p + "s:" + a.id(), p + "s:" + b.id()}));
 
   // Free again: the next acquire is a lone holder once more, with a larger token.
   auto before = server().integer({"GET", p + "f:job"});
@@ -72,8 +74,7 @@ TEST(redis_layout, a_lone_holder_is_one_key_until_a_second_contender_queues_it) 
   EXPECT_TRUE(server().lone_holder(p, "job").has_value());
   EXPECT_GT(static_cast<long long>(ma.token().value), before);
   ma.unlock();
-  EXPECT_EQ(sorted_keys(p + "*"),
-            (std::vector<std::string>{p + "f:job", p + "s:" + a.id(), p + "s:" + b.id()}));
+  EXPECT_EQ(sorted_keys(p + "*"), sorted({p + "f:job", p + "s:" + a.id(), p + "s:" + b.id()}));
 }
 
 TEST(redis_layout, a_lone_holder_of_a_vanished_session_is_purged_by_the_next_contender) {

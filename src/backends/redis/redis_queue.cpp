@@ -222,7 +222,17 @@ result<void> session::remove_everywhere(std::string_view lock, std::string_view 
       queued = true;
     }
   }
-  auto replies = release_calls({{std::string(lock), std::string(id), queued}}, false);
+  std::vector<result<reply_ptr>> replies;
+  if (!queued && !redlock()) {
+    // Most likely a lone holder: the one-key release (as cheap as the minimal
+    // compare-and-delete). The full script only if a contender has moved the entry into the
+    // queue meanwhile, or it is in neither place.
+    auto r = nodes_[0]->run({&release_lone_script, {"1", key('h', lock), std::string(id)}});
+    if (!r || ((*r)->type == REDIS_REPLY_INTEGER && (*r)->integer == 1))
+      replies.push_back(std::move(r));
+  }
+  if (replies.empty())
+    replies = release_calls({{std::string(lock), std::string(id), queued}}, false);
   std::size_t ok = std::ranges::count_if(replies, [](const auto& r) { return r.has_value(); });
   std::lock_guard lk(mu_);
   auto it = mine_.find(lock);

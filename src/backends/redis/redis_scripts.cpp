@@ -268,6 +268,15 @@ if drop then redis.call('DEL', KEYS[#KEYS]) end
 return removed
 )lua";
 
+constexpr std::string_view release_lone_text = R"lua(
+local v = redis.call('GET', KEYS[1])
+if v and string.sub(v, 1, #ARGV[1] + 1) == ARGV[1] .. '|' then
+  redis.call('DEL', KEYS[1])
+  return 1
+end
+return 0
+)lua";
+
 constexpr std::string_view raise_text = R"lua(
 local c = tonumber(redis.call('GET', KEYS[1]) or '0')
 local x = tonumber(ARGV[1])
@@ -293,6 +302,7 @@ std::optional<std::uint64_t> to_u64(std::string_view s) {
 const lua_script queue_script{"queue", queue_full};
 const lua_script release_script{"release", release_full};
 const lua_script raise_script{"raise", raise_text};
+const lua_script release_lone_script{"release_lone", release_lone_text};
 
 result<node_view> parse_queue_reply(const target& where, const redisReply* r,
                                     const node_entry* sent, bool bump) {

@@ -44,6 +44,9 @@ extern const lua_script queue_script;
 extern const lua_script release_script;
 // KEYS f; ARGV x: raises the fencing counter to at least x; returns the counter.
 extern const lua_script raise_script;
+// KEYS h; ARGV id: DELs h if it holds entry `id` as a lone holder (ids begin with their
+// session's id, so this is the owner check); 1 if it did, else 0 (then release_script).
+extern const lua_script release_lone_script;
 
 // One entry as one server stores it.
 struct node_entry {
