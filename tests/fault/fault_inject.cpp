@@ -96,23 +96,40 @@ bool run::inject(int k) {
       b_.expire(w->session);
       break;
     case fault::expire_waiter: {
+      // The holder is held still (far less than its TTL) while the waiter's session ends,
+      // so the waiter cannot be granted first and the fault stays an expiry while waiting.
+      // It must be stopped inside its pause: once it has written (the log says so before
+      // unlock is called), its release may already be on its way to hand the lock to the
+      // waiter, and expiring that waiter would be the expire-holder fault instead.
       worker_proc* ww = nullptr;
-      pump_until(2s, [&] {
+      worker_proc* stopped = nullptr;
+      pump_until(3s, [&] {
+        auto hp = view_.holder_in_pause();
+        auto* hw = hp ? slot_of(hp->worker) : nullptr;
+        if (!hw) return false;
+        ww = nullptr;
         for (auto& id : view_.waiters()) {
-          if ((ww = slot_of(id)) && id != target) return true;
+          if (id != hp->worker && (ww = slot_of(id))) break;
         }
+        if (!ww) return false;
+        hw->proc->signal(SIGSTOP);
+        view_.poll();
+        auto still = view_.holder_in_pause();
+        if (still && still->worker == hp->worker && view_.waiting(ww->id)) {
+          stopped = hw;
+          return true;
+        }
+        hw->proc->signal(SIGCONT);
         return false;
       });
-      if (!ww) {
-        note("expire waiter " + std::to_string(k) + ": no waiter found within 2 s");
+      if (!stopped) {
+        note("expire waiter " + std::to_string(k) +
+             ": no waiter behind a pausing holder within 3 s");
         return false;
       }
       target = ww->id;
-      // The holder is held still meanwhile (far less than its TTL), so the waiter cannot be
-      // granted before its session ends: the fault stays an expiry while waiting.
-      w->proc->signal(SIGSTOP);
       b_.expire(ww->session);
-      w->proc->signal(SIGCONT);
+      stopped->proc->signal(SIGCONT);
       break;
     }
     case fault::server_restart:

@@ -25,6 +25,16 @@ local function count_waiters(kinds, i, n)
   end
   return c
 end
+-- Whether every entry (by its stored text) belongs to a live session. An 'h' wake token
+-- lets the woken entry hold without listing, so it goes only to live sessions: a waiter
+-- whose session ended must list, find its entry purged, and hold nothing.
+local function live_sessions(prefix, metas)
+  for _, meta in ipairs(metas) do
+    local s = meta and string.match(meta, '^%a|(%x+)|')
+    if not s or redis.call('PTTL', prefix .. 's:' .. s) == -2 then return false end
+  end
+  return true
+end
 local function wake(prefix, id, n, ttl, value)
   if n > 0 then
     local key = prefix .. 'w:' .. id
@@ -235,13 +245,13 @@ for p = 1, (#ARGV - 4) / 2 do
       -- An exclusive holder hands over to one exclusive successor (count_waiters: one).
       redis.call('ZREM', q, id)
       redis.call('HDEL', m, id)
-      wake(prefix, id, 1, wake_ttl, 'h')
+      wake(prefix, id, 1, wake_ttl, live_sessions(prefix, {next_meta}) and 'h' or '1')
       removed = removed + 1
     elseif owner == sid then
       local rank = redis.call('ZRANK', q, id)
       local n = 0
       if rank then
-        local kinds, count = {kind}, 1
+        local kinds, count, metas = {kind}, 1, {}
         local start, done = rank + 1, false
         while not done do
           local next_ids = redis.call('ZRANGE', q, start, start + 15)
@@ -250,6 +260,7 @@ for p = 1, (#ARGV - 4) / 2 do
           for j = 1, #next_ids do
             count = count + 1
             kinds[count] = next_metas[j] and string.sub(next_metas[j], 1, 1) or 'x'
+            metas[count - 1] = next_metas[j] or ''
             if kinds[count] ~= 's' or kind ~= 's' then done = true break end
           end
           start = start + 16
@@ -259,7 +270,9 @@ for p = 1, (#ARGV - 4) / 2 do
       redis.call('ZREM', q, id)
       redis.call('HDEL', m, id)
       -- 'h': the entry was at the head, so every entry it wakes holds now (see wake_value).
-      wake(prefix, id, n, wake_ttl, rank == 0 and 'h' or '1')
+      local woken = {}
+      for j = 1, n do woken[j] = metas[j] end
+      wake(prefix, id, n, wake_ttl, rank == 0 and live_sessions(prefix, woken) and 'h' or '1')
       removed = removed + 1
     end
   end
