@@ -142,7 +142,8 @@ class contender {
       put(step::acquire_start);
       std::error_code ec;
       if (!m.try_lock_until(std::chrono::steady_clock::now() + 2s, stop_, ec)) {
-        put(step::acquire_failed, 0, 0, false, ec.message());
+        put(step::acquire_failed, 0, 0, false,
+            ec.message() + " (" + dlock::last_error_message() + ")");
         if (ec == dlock::errc::timed_out || ec == dlock::errc::cancelled ||
             ec == dlock::errc::backend_unavailable)
           continue;

@@ -81,6 +81,38 @@ TEST(redis_wakeups, one_release_wakes_exactly_one_of_a_hundred_waiters_in_fifo_o
   EXPECT_EQ(queued(), 0);
 }
 
+TEST(redis_wakeups, a_writer_release_wakes_the_readers_behind_it_by_push) {
+  // The release script's general branch: one release wakes a run of shared waiters.
+  const std::string prefix = "r" + random_suffix() + ":";
+  const auto url = "redis://" + server().address() + "?ttl=60s&prefix=" + prefix;
+  auto writer_session = dlock::session::open(url);
+  auto reader_session = dlock::session::open(url);
+  dlock::shared_mutex writer(writer_session, "rw");
+  writer.lock();
+  std::atomic<int> reading{0};
+  std::atomic<bool> done{false};
+  std::vector<std::jthread> readers;
+  for (int i = 0; i < 2; ++i) {
+    readers.emplace_back([&] {
+      dlock::shared_mutex r(reader_session, "rw");
+      r.lock_shared();
+      ++reading;
+      while (!done) std::this_thread::sleep_for(1ms);
+      r.unlock_shared();
+    });
+    ASSERT_TRUE(eventually([&] { return server().entry_ids(prefix, "rw").size() == 2u + i; }));
+  }
+  auto before = dlock::detail::redis_wakeups();
+  writer.unlock();
+  ASSERT_TRUE(eventually([&] { return reading.load() == 2; }));
+  auto after = dlock::detail::redis_wakeups();
+  EXPECT_EQ(after.pushed - before.pushed, 2u) << "both readers must be woken by the release";
+  EXPECT_EQ(after.timed_out - before.timed_out, 0u);
+  done = true;
+  readers.clear();
+  EXPECT_TRUE(server().entry_ids(prefix, "rw").empty());
+}
+
 TEST(redis_cleanup, ten_thousand_release_reacquire_cycles_leave_no_key_behind) {
   const std::string prefix = "k" + random_suffix() + ":";
   auto s = dlock::session::open("redis://" + server().address() + "?ttl=5s&prefix=" + prefix);

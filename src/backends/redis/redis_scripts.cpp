@@ -249,9 +249,9 @@ for p = 1, (#ARGV - 4) / 2 do
       removed = removed + 1
     elseif owner == sid then
       local rank = redis.call('ZRANK', q, id)
-      local n = 0
+      local n, metas = 0, {}
       if rank then
-        local kinds, count, metas = {kind}, 1, {}
+        local kinds, count = {kind}, 1
         local start, done = rank + 1, false
         while not done do
           local next_ids = redis.call('ZRANGE', q, start, start + 15)
@@ -261,7 +261,9 @@ for p = 1, (#ARGV - 4) / 2 do
             count = count + 1
             kinds[count] = next_metas[j] and string.sub(next_metas[j], 1, 1) or 'x'
             metas[count - 1] = next_metas[j] or ''
-            if kinds[count] ~= 's' or kind ~= 's' then done = true break end
+            -- A shared releaser is awaited only by an exclusive entry right behind it; an
+            -- exclusive one by the whole run of shared entries behind it.
+            if kinds[count] ~= 's' or kind == 's' then done = true break end
           end
           start = start + 16
         end
