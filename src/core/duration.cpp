@@ -13,6 +13,7 @@ result<std::chrono::milliseconds> parse_duration(std::string_view text) {
                 "duration '" + std::string(text) + "': " + why + " (want e.g. 500ms, 30s, 2m)");
   };
   if (text.empty()) return bad("empty");
+  if (text.front() == '-') return bad("must not be negative");
   if (text == "0") return milliseconds{0};
   double total_us = 0;
   std::string_view rest = text;

@@ -30,18 +30,32 @@ std::string owner_text(const std::string& description) {
   return s;
 }
 
-// URL query parameters every backend understands override the options.
+// URL query parameters every backend understands set what the options left at their
+// defaults. Both set, to different values, is refused: silently preferring one would run with
+// a lease its author did not choose (`dlock run --ttl 20s` with `?ttl=5s`).
 result<session_options> apply_query(const url& u, session_options o) {
-  if (auto v = u.param("ttl"); !v.empty()) {
+  const session_options defaults;
+  auto merge = [&](std::string_view key, std::chrono::milliseconds& field,
+                   std::chrono::milliseconds fallback) -> result<void> {
+    auto v = u.param(key);
+    if (v.empty()) return {};
     auto d = parse_duration(v);
-    if (!d) return fail(errc::invalid_argument, "URL parameter ttl: " + d.error().message);
-    o.ttl = *d;
-  }
-  if (auto v = u.param("keepalive"); !v.empty()) {
-    auto d = parse_duration(v);
-    if (!d) return fail(errc::invalid_argument, "URL parameter keepalive: " + d.error().message);
-    o.keepalive_interval = *d;
-  }
+    if (!d) {
+      return fail(errc::invalid_argument,
+                  "URL parameter " + std::string(key) + ": " + d.error().message);
+    }
+    if (field != fallback && field != *d) {
+      return fail(errc::invalid_argument,
+                  std::string(key) + " given twice: " + format_duration(field) +
+                      " in the options (--" + std::string(key) + ") and " + std::string(key) + "=" +
+                      v + " in the URL; give it once");
+    }
+    field = *d;
+    return {};
+  };
+  if (auto r = merge("ttl", o.ttl, defaults.ttl); !r) return fail(r.error());
+  if (auto r = merge("keepalive", o.keepalive_interval, defaults.keepalive_interval); !r)
+    return fail(r.error());
   if (o.ttl.count() <= 0) return fail(errc::invalid_argument, "ttl must be greater than zero");
   // Below this the drift allowance (1% + 2 ms) leaves no lease to renew: every hold would be
   // lost at once.

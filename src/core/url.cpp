@@ -12,6 +12,15 @@ int hex_value(char c) {
   return -1;
 }
 
+// RFC 3986 3.1: schemes are case-insensitive; the canonical form is lower case.
+std::string lower_scheme(std::string_view s) {
+  std::string out(s);
+  for (auto& c : out) {
+    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+  }
+  return out;
+}
+
 bool valid_scheme(std::string_view s) {
   if (s.empty()) return false;
   for (char c : s) {
@@ -95,8 +104,8 @@ result<url> parse_url(std::string_view text) {
   }
   auto sep = text.find("://");
   if (sep == std::string_view::npos) return bad("missing '://' (want scheme://...)");
-  u.scheme = std::string(text.substr(0, sep));
-  if (!valid_scheme(u.scheme)) return bad("bad scheme '" + u.scheme + "'");
+  u.scheme = lower_scheme(text.substr(0, sep));
+  if (!valid_scheme(u.scheme)) return bad("bad scheme '" + std::string(text.substr(0, sep)) + "'");
   std::string_view rest = text.substr(sep + 3);
 
   std::string_view query;
@@ -156,9 +165,16 @@ result<url> parse_url(std::string_view text) {
     auto k = percent_decode(kv.substr(0, eq));
     auto v = percent_decode(kv.substr(eq + 1));
     if (!k || !v) return bad("bad query encoding");
-    u.query[*k] = *v;
+    // A parameter given twice or left empty is a typo or a merge gone wrong: guessing
+    // which value was meant (or falling back to a default) would run with a setting nobody
+    // chose.
+    if (v->empty()) return bad("query parameter '" + *k + "' has no value (" + *k + "=)");
+    if (auto [it, fresh] = u.query.emplace(*k, *v); !fresh) {
+      return bad("query parameter '" + *k + "' is given twice ('" + it->second + "' and '" + *v +
+                 "')");
+    }
   }
-  u.redacted = u.scheme + "://" + redacted_authority;
+  u.redacted = std::string(text.substr(0, sep)) + "://" + redacted_authority;
   u.redacted += text.substr(sep + 3 + rest.size() - path.size());  // raw path and query
   return u;
 }

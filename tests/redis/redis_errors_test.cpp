@@ -117,5 +117,19 @@ TEST(redis_errors, redlock_urls_need_an_odd_number_of_at_least_three_servers) {
   EXPECT_EQ(open_error("redis://127.0.0.1:1/notanumber"), dlock::errc::invalid_argument);
 }
 
+TEST(redis_errors, redlock_refuses_one_server_named_twice) {
+  std::string what;
+  EXPECT_EQ(open_error("redlock://127.0.0.1:7001,127.0.0.1:7002,127.0.0.1:7001", &what),
+            dlock::errc::invalid_argument);
+  EXPECT_NE(what.find("names one server twice"), std::string::npos) << what;
+  // The same server under two names is still one vote.
+  EXPECT_EQ(open_error("redlock://localhost:7001,127.0.0.1:7002,127.0.0.1:7001", &what),
+            dlock::errc::invalid_argument);
+  EXPECT_NE(what.find("both 127.0.0.1"), std::string::npos) << what;
+  // Default port 6379 counts as given.
+  EXPECT_EQ(open_error("redlock://127.0.0.1,127.0.0.1:6379,127.0.0.1:7002"),
+            dlock::errc::invalid_argument);
+}
+
 }  // namespace
 }  // namespace dlock::test

@@ -1,6 +1,8 @@
 // URL, duration and lock-name parsing: the inputs users type.
 #include <gtest/gtest.h>
 
+#include <dlock/session.hpp>
+
 #include "core/duration.hpp"
 #include "core/names.hpp"
 #include "core/url.hpp"
@@ -36,21 +38,45 @@ TEST(url, sqlite_paths_have_no_host) {
 }
 
 TEST(url, malformed_urls_name_what_is_wrong) {
-  for (auto [text, says] :
-       std::vector<std::pair<std::string, std::string>>{{"localhost:6379", "missing '://'"},
-                                                        {"REDIS://h", "bad scheme"},
-                                                        {"redis://h:99999", "bad port"},
-                                                        {"redis://h:abc", "bad port"},
-                                                        {"redis://:1", "empty host"},
-                                                        {"zk://h:1/x?novalue", "not key=value"},
-                                                        {"redis://h/%zz", "bad path encoding"},
-                                                        {"redis://h\n", "control character"}}) {
+  for (auto [text, says] : std::vector<std::pair<std::string, std::string>>{
+           {"localhost:6379", "missing '://'"},
+           {"RE DIS://h", "bad scheme"},
+           {"redis://h?ttl=5s&ttl=30s", "given twice ('5s' and '30s')"},
+           {"redis://h?ttl=", "'ttl' has no value"},
+           {"redis://h:99999", "bad port"},
+           {"redis://h:abc", "bad port"},
+           {"redis://:1", "empty host"},
+           {"zk://h:1/x?novalue", "not key=value"},
+           {"redis://h/%zz", "bad path encoding"},
+           {"redis://h\n", "control character"}}) {
     auto u = parse_url(text);
     ASSERT_FALSE(u) << text;
     EXPECT_EQ(u.error().code, make_error_code(errc::invalid_argument));
     EXPECT_NE(u.error().message.find(says), std::string::npos)
         << text << " -> " << u.error().message;
   }
+}
+
+TEST(url, scheme_is_case_insensitive) {
+  auto u = parse_url("REDIS://h:1?ttl=5s");
+  ASSERT_TRUE(u) << u.error().message;
+  EXPECT_EQ(u->scheme, "redis");
+  EXPECT_EQ(u->redacted, "REDIS://h:1?ttl=5s");
+}
+
+TEST(url, ttl_in_options_and_url_must_agree) {
+  std::error_code ec;
+  auto s = dlock::session::open("memory://twice?ttl=5s", {.ttl = 20s}, ec);
+  EXPECT_FALSE(s);
+  EXPECT_EQ(ec, make_error_code(errc::invalid_argument));
+  EXPECT_NE(dlock::last_error_message().find("ttl given twice"), std::string::npos)
+      << dlock::last_error_message();
+  // The same value twice, or the URL alone, is fine.
+  auto same = dlock::session::open("memory://twice?ttl=5s", {.ttl = 5s}, ec);
+  EXPECT_TRUE(same) << ec.message();
+  auto url_only = dlock::session::open("memory://twice?ttl=5s", {}, ec);
+  ASSERT_TRUE(url_only) << ec.message();
+  EXPECT_EQ(url_only.ttl(), 5s);
 }
 
 TEST(duration, takes_units) {
@@ -69,6 +95,10 @@ TEST(duration, takes_units) {
       EXPECT_NE(d.error().message.find("duration"), std::string::npos);
     }
   }
+  auto negative = parse_duration("-5s");
+  ASSERT_FALSE(negative);
+  EXPECT_NE(negative.error().message.find("must not be negative"), std::string::npos)
+      << negative.error().message;
   EXPECT_EQ(format_duration(1500ms), "1.5s");
   EXPECT_EQ(format_duration(250ms), "250ms");
 }

@@ -1,8 +1,54 @@
 #include "backends/redis/redis_config.hpp"
 
+#include <netdb.h>
+#include <sys/socket.h>
+
 #include <charconv>
+#include <set>
 
 namespace dlock::detail::redis {
+namespace {
+
+// Every address `host` resolves to, as text; empty if it does not resolve (the connection
+// will report that with its own words).
+std::set<std::string> addresses(const std::string& host) {
+  std::set<std::string> out;
+  addrinfo hints{};
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* res = nullptr;
+  if (getaddrinfo(host.c_str(), nullptr, &hints, &res) != 0) return out;
+  for (auto* a = res; a; a = a->ai_next) {
+    char text[NI_MAXHOST];
+    if (getnameinfo(a->ai_addr, a->ai_addrlen, text, sizeof text, nullptr, 0, NI_NUMERICHOST) == 0)
+      out.insert(text);
+  }
+  freeaddrinfo(res);
+  return out;
+}
+
+// Redlock's safety rests on independent masters: the same server named twice (or under two
+// names) would count one vote as two.
+std::string duplicate_server(const url& u) {
+  std::vector<std::pair<std::set<std::string>, std::uint16_t>> seen;
+  for (const auto& hp : u.hosts) {
+    auto port = hp.port == 0 ? std::uint16_t{6379} : hp.port;
+    auto addrs = addresses(hp.host);
+    if (addrs.empty()) addrs.insert(hp.host);
+    for (std::size_t i = 0; i < seen.size(); ++i) {
+      if (seen[i].second != port) continue;
+      for (const auto& a : addrs) {
+        if (seen[i].first.contains(a)) {
+          return u.hosts[i].host + ":" + std::to_string(port) + " and " + hp.host + ":" +
+                 std::to_string(port) + " (both " + a + ")";
+        }
+      }
+    }
+    seen.emplace_back(std::move(addrs), port);
+  }
+  return {};
+}
+
+}  // namespace
 
 result<config> parse_config(const url& u, std::chrono::milliseconds timeout) {
   auto bad = [&](const std::string& why) {
@@ -16,6 +62,10 @@ result<config> parse_config(const url& u, std::chrono::milliseconds timeout) {
   if (redlock && (u.hosts.size() < 3 || u.hosts.size() % 2 == 0)) {
     return bad("redlock:// needs an odd number (at least 3) of independent servers, got " +
                std::to_string(u.hosts.size()));
+  }
+  if (redlock) {
+    if (auto dup = duplicate_server(u); !dup.empty())
+      return bad("redlock:// names one server twice: " + dup + "; its masters must be independent");
   }
   int db = 0;
   if (!u.path.empty() && u.path != "/") {
