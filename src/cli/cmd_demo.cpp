@@ -233,8 +233,7 @@ void add_demo_command(CLI::App& app, int& status) {
   auto o = std::make_shared<demo_options>();
   auto* fs = demo->add_subcommand(
       "flash-sale", "N worker processes sell STOCK units under one lock; nothing may be oversold");
-  fs->add_option("--url", o->url,
-                 "Lock backend URL (default: $DLOCK_URL, else the local SQLite file)");
+  add_url_option(fs, o->url);
   fs->add_option("--workers", o->workers, "Worker processes (default 8)")
       ->check(CLI::Range(1, 256));
   fs->add_option("--stock", o->stock, "Units on sale (default 200)")

@@ -74,7 +74,7 @@ void add_list_command(CLI::App& app, int& status) {
   auto o = std::make_shared<list_options>();
   auto* cmd = app.add_subcommand("list", "List held or awaited locks, optionally by name prefix");
   cmd->add_option("PREFIX", o->prefix, "Only names starting with this");
-  cmd->add_option("--url", o->url, "Backend URL (default: $DLOCK_URL, else the local SQLite file)");
+  add_url_option(cmd, o->url);
   cmd->add_flag("--json", o->json, "Print JSON for scripts");
   cmd->callback([o, &status] { status = list(*o); });
 }

@@ -125,7 +125,7 @@ void add_run_command(CLI::App& app, int& status) {
   auto* cmd = app.add_subcommand("run", "Run CMD while holding lock NAME (a cluster-wide flock)");
   cmd->add_option("NAME", o->name, "Lock name")->required();
   cmd->add_option("CMD", o->command, "The command and its arguments, after --");
-  cmd->add_option("--url", o->url, "Backend URL (default: $DLOCK_URL, else the local SQLite file)");
+  add_url_option(cmd, o->url);
   auto* w = cmd->add_option("-w,--wait", o->wait, "Give up after waiting this long (e.g. 30s)");
   auto* n = cmd->add_flag("-n,--nonblock", o->nonblock, "Fail at once if the lock is held");
   w->excludes(n);

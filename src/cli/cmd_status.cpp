@@ -57,7 +57,7 @@ void add_status_command(CLI::App& app, int& status_out) {
   auto o = std::make_shared<status_options>();
   auto* cmd = app.add_subcommand("status", "Show the holder and the waiters of lock NAME");
   cmd->add_option("NAME", o->name, "Lock name")->required();
-  cmd->add_option("--url", o->url, "Backend URL (default: $DLOCK_URL, else the local SQLite file)");
+  add_url_option(cmd, o->url);
   cmd->add_flag("--json", o->json, "Print JSON for scripts");
   cmd->callback([o, &status_out] { status_out = status(*o); });
 }

@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -99,7 +100,9 @@ namespace {
 // Every dlock command is its own process, so a memory:// lock would exclude nothing: two
 // `dlock run`s would both run.
 std::string not_memory(std::string url) {
-  if (url.starts_with("memory:")) {
+  std::string scheme = url.substr(0, url.find(':'));
+  for (auto& c : scheme) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (scheme == "memory") {
     throw cli_error(exit_usage,
                     "URL '" + url +
                         "': memory:// locks threads of one process; dlock's commands are "
@@ -109,9 +112,41 @@ std::string not_memory(std::string url) {
 }
 }  // namespace
 
+const char* const url_forms_help =
+    "URLs (--url, else $DLOCK_URL, else sqlite://$XDG_STATE_HOME/dlock/locks.db):\n"
+    "  sqlite:///var/lib/dlock/locks.db             one host (the embedded default)\n"
+    "  zk://zk1:2181,zk2:2181,zk3:2181/chroot       ZooKeeper ensemble\n"
+    "  redis://[user:pass@]host:6379[/db]           one Redis (>= 7.0, noeviction)\n"
+    "  redlock://h1:6379,h2:6379,h3:6379            Redlock over independent masters\n"
+    "  postgres://user:pass@host:5432/db[?mode=advisory]\n"
+    "  mysql://user:pass@host:3306/db[?mode=advisory]\n"
+    "  Every URL takes ?ttl=15s&keepalive=5s; schemes are case-insensitive.";
+
+namespace {
+// The URL taken from $DLOCK_URL, so an error about it can say where it came from.
+std::string url_from_environment;
+}  // namespace
+
+void add_url_option(CLI::App* cmd, std::string& url) {
+  cmd->add_option("--url", url, "Backend URL (default: $DLOCK_URL, else the local SQLite file)")
+      ->check(CLI::Validator(
+          [](std::string& value) -> std::string {
+            // A cron line `--url "$LOCK_URL"` with the variable unset must not fall back to a
+            // private lock file and run beside the other nodes.
+            if (value.empty())
+              return "--url is empty (an unset variable?); leave --url out to use $DLOCK_URL "
+                     "or the local default";
+            return {};
+          },
+          "URL"));
+}
+
 std::string resolve_url(const std::string& url_option) {
   if (!url_option.empty()) return not_memory(url_option);
-  if (const char* env = std::getenv("DLOCK_URL"); env && *env) return not_memory(env);
+  if (const char* env = std::getenv("DLOCK_URL"); env && *env) {
+    url_from_environment = env;
+    return not_memory(env);
+  }
   std::string dir;
   // The XDG spec says a relative XDG_STATE_HOME is invalid and must be ignored.
   if (const char* x = std::getenv("XDG_STATE_HOME"); x && x[0] == '/') {
@@ -146,6 +181,11 @@ void check_lock_name(const std::string& name) {
 dlock::session open_session(const std::string& url, const dlock::session_options& options) {
   try {
     return dlock::session::open(url, options);
+  } catch (const std::system_error& e) {
+    if (!url_from_environment.empty() && url == url_from_environment) {
+      throw cli_error(exit_code_for(e.code()), tidy(e) + " (the URL came from $DLOCK_URL)");
+    }
+    rethrow_as_cli_error();
   } catch (...) {
     rethrow_as_cli_error();
   }

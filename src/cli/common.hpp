@@ -2,6 +2,7 @@
 // What every dlock subcommand shares: exit codes, the one-line error, URL resolution and
 // turning library errors into sysexits codes.
 
+#include <CLI/CLI.hpp>
 #include <chrono>
 #include <dlock/session.hpp>
 #include <stdexcept>
@@ -37,6 +38,12 @@ int exit_code_for(std::error_code ec);
 
 // Rethrows a dlock::system_error (or anything else) as a cli_error with the right code.
 [[noreturn]] void rethrow_as_cli_error();
+
+// The URL forms of every backend, for --help footers.
+extern const char* const url_forms_help;
+
+// Registers --url on `cmd`; an explicitly empty value is a usage error.
+void add_url_option(CLI::App* cmd, std::string& url);
 
 // --url, else $DLOCK_URL, else sqlite:// + the per-user state file (its directory is created
 // with mode 0700 only in that last case).

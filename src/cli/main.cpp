@@ -2,10 +2,12 @@
 // and the README.
 #include <CLI/CLI.hpp>
 #include <exception>
+#include <string_view>
 
 #include "cli/bench/bench.hpp"
 #include "cli/commands.hpp"
 #include "cli/common.hpp"
+#include "cli/usage_errors.hpp"
 
 namespace {
 
@@ -24,6 +26,7 @@ int main(int argc, char** argv) {
   CLI::App app{"dlock: distributed locks (run a command under a lock, inspect locks)", "dlock"};
   app.require_subcommand(1);
   app.set_version_flag("--version", "dlock 0.1.0");
+  app.footer(std::string(url_forms_help) + "\nSee dlock COMMAND --help and man dlock.");
   int status = exit_ok;
   add_run_command(app, status);
   add_status_command(app, status);
@@ -33,8 +36,18 @@ int main(int argc, char** argv) {
   try {
     // CLI11 would only say "a subcommand is required"; name the word it did not know.
     if (argc > 1 && argv[1][0] != '-' && !is_subcommand(app, argv[1])) {
-      throw cli_error(exit_usage, std::string("unknown subcommand '") + argv[1] +
-                                      "' (want run, status, list, demo or bench; see dlock --help)");
+      throw cli_error(exit_usage,
+                      std::string("unknown subcommand '") + argv[1] +
+                          "' (want run, status, list, demo or bench; see dlock --help)");
+    }
+    // CLI11 takes `--url=` as "--url" and the next word as its value: an explicitly empty URL
+    // must be refused, not replaced by whatever follows.
+    for (int i = 1; i < argc && std::string_view(argv[i]) != "--"; ++i) {
+      if (std::string_view(argv[i]) == "--url=") {
+        throw cli_error(exit_usage,
+                        "--url is empty (an unset variable?); leave --url out to use $DLOCK_URL "
+                        "or the local default");
+      }
     }
     app.parse(argc, argv);
     return status;
@@ -45,7 +58,8 @@ int main(int argc, char** argv) {
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    print_error(std::string(e.what()) + " (see dlock --help)");
+    std::vector<std::string> args(argv + 1, argv + argc);
+    print_error(explain_usage_error(app, args, e.what()));
     return exit_usage;
   } catch (const cli_error& e) {
     print_error(e.what());

@@ -51,8 +51,35 @@ TEST(CliBadInput, UsageErrorsExit64AndCreateNothing) {
       {{"run", "x", "--url", "memory://x", "--", "echo", "CMD-RAN"}, 64, "memory"},
       {{"run", "x", "--ttl", "5ms", "--", "echo", "CMD-RAN"}, 64, "too short"},
       {{"status", "x", "--url", "zk://127.0.0.1:1/a//b"}, 64, "empty segment"},
+      // An explicit empty --url (an unset variable in a cron line) never falls back.
+      {{"run", "x", "--url", "", "--", "echo", "CMD-RAN"}, 64, "--url is empty"},
+      {{"run", "x", "--url=", "--", "echo", "CMD-RAN"}, 64, "--url is empty"},
+      {{"status", "x", "--url", ""}, 64, "--url is empty"},
+      {{"list", "--url", ""}, 64, "--url is empty"},
+      {{"demo", "flash-sale", "--url", ""}, 64, "--url is empty"},
+      {{"status", "x", "--url", "redis://127.0.0.1:1?ttl="}, 64, "'ttl' has no value"},
+      // A mistyped option is named, with the likely meaning, never blamed on another word.
+      {{"run", "--wiat", "5s", "x", "--", "true"},
+       64,
+       "unknown option '--wiat' for 'dlock run' (did you mean --wait?)"},
+      {{"status", "--urll", "X", "x"}, 64, "unknown option '--urll' for 'dlock status'"},
+      {{"--url", "X", "run", "x", "--", "true"}, 64, "goes after the subcommand: dlock run --url"},
+      {{"demo", "flashsale"}, 64, "unknown 'dlock demo' command 'flashsale' (want flash-sale"},
+      {{"run", "x", "ls", "-la"}, 64, "put '--' before the command"},
+      {{"status", "x", "--url", "redlock://127.0.0.1:1,127.0.0.1:2,127.0.0.1:1"},
+       64,
+       "names one server twice"},
   };
   for (auto& c : cases) expect_rejected(box, c);
+  // A parameter given twice is refused with both values, never "last one wins".
+  expect_rejected(box,
+                  {{"run", "x", "--url", box.url() + "?ttl=5s&ttl=30s", "--", "echo", "CMD-RAN"},
+                   64,
+                   "given twice ('5s' and '30s')"});
+  expect_rejected(
+      box, {{"run", "x", "--ttl", "20s", "--url", box.url() + "?ttl=5s", "--", "echo", "CMD-RAN"},
+            64,
+            "ttl given twice: 20"});
   // The URL's own ttl= is checked as strictly as --ttl.
   expect_rejected(
       box, {{"run", "x", "--url", box.url() + "?ttl=0", "--", "echo", "CMD-RAN"}, 64, "ttl"});
@@ -79,6 +106,28 @@ TEST(CliBadInput, BackendThatCannotServeExits69) {
       box,
       {{"run", "x", "--url", "sqlite://" + junk, "--", "echo", "CMD-RAN"}, 69, "not a database"});
   expect_rejected(box, {{"list", "--url", "sqlite://" + junk}, 69, "not a database"});
+}
+
+TEST(CliBadInput, JunkDlockUrlIsNamedAsComingFromTheEnvironment) {
+  cli_sandbox box;
+  child_process::options o;
+  o.env = box.env();
+  o.env["DLOCK_URL"] = "nosuch://host";
+  o.merge_stderr = true;
+  child_process p({DLOCK_CLI_PATH, "run", "x", "--", "echo", "CMD-RAN"}, o);
+  std::string out;
+  while (auto l = p.read_line(std::chrono::seconds{30})) out += *l + "\n";
+  EXPECT_EQ(p.wait(std::chrono::seconds{30}), 64) << out;
+  EXPECT_NE(out.find("$DLOCK_URL"), std::string::npos) << out;
+  EXPECT_EQ(out.find("CMD-RAN"), std::string::npos);
+}
+
+TEST(CliBadInput, UpperCaseSchemeIsAccepted) {
+  cli_sandbox box;
+  auto r = box.run(
+      {"run", "x", "--url", "SQLite://" + box.dir() + "/locks.db", "--", "echo", "CMD-RAN"});
+  EXPECT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("CMD-RAN"), std::string::npos) << r.output;
 }
 
 TEST(CliBadInput, UnusableStateDirectoryExits77) {
