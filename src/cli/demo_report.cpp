@@ -37,8 +37,8 @@ int print_sale_report(const sale_report& r) {
     status = exit_unavailable;
   else if (r.timed_out)
     status = exit_conflict;
-  else if (!r.no_lock && !ok)
-    status = exit_demo_failed;
+  else if (r.no_lock ? oversold > 0 : !ok)
+    status = exit_demo_failed;  // --no-lock too: scripts can tell that it oversold
 
   if (r.json) {
     nlohmann::json j{{"workers", r.workers},

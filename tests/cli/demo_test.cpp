@@ -40,10 +40,11 @@ TEST(CliDemo, WithoutTheLockItOversells) {
   for (int attempt = 0; attempt < 3 && oversold == 0; ++attempt) {
     auto r =
         box.run({"demo", "flash-sale", "--no-lock", "--workers", "8", "--stock", "100", "--json"});
-    ASSERT_EQ(r.status, 0) << r.output;
     auto j = json::parse(r.output);
     EXPECT_EQ(j["lock"], false);
     oversold = j["oversold"].get<long long>();
+    // Scripts can tell: a sale that oversold exits 1, even when overselling was the point.
+    EXPECT_EQ(r.status, oversold > 0 ? 1 : 0) << r.output;
     EXPECT_EQ(j["sold"].get<long long>(), 100 + oversold);
   }
   EXPECT_GT(oversold, 0);
