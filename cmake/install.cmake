@@ -1,4 +1,5 @@
-# cmake --install: headers, libdlock, the dlock CLI, a CMake package and a pkg-config file.
+# cmake --install: headers, libdlock, the dlock CLI (with its man page and bash completion), a
+# CMake package and a pkg-config file.
 include(CMakePackageConfigHelpers)
 
 install(TARGETS dlock EXPORT dlockTargets
@@ -9,6 +10,9 @@ install(TARGETS dlock EXPORT dlockTargets
 install(DIRECTORY include/dlock DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 if(TARGET dlock_cli)
   install(TARGETS dlock_cli RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+  install(FILES man/dlock.1 DESTINATION ${CMAKE_INSTALL_MANDIR}/man1)
+  install(FILES completion/dlock.bash DESTINATION ${CMAKE_INSTALL_DATADIR}/bash-completion/completions
+          RENAME dlock)
 endif()
 
 install(EXPORT dlockTargets NAMESPACE dlock:: DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/dlock)

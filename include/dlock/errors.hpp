@@ -8,6 +8,10 @@
 /// noexcept. `unlock()` never throws: the lease is the backstop when a release cannot reach
 /// the server.
 
+#if __cplusplus < 202002L
+#error "dlock needs C++20 or later: compile with -std=c++20 (or a later standard)"
+#endif
+
 #include <string>
 #include <system_error>
 

@@ -8,6 +8,10 @@
 /// than the highest it has seen (Kleppmann, "How to do distributed locking", 2016; the
 /// sequencer of Burrows, "The Chubby lock service", OSDI 2006).
 
+#if __cplusplus < 202002L
+#error "dlock needs C++20 or later: compile with -std=c++20 (or a later standard)"
+#endif
+
 #include <chrono>
 #include <compare>
 #include <cstdint>

@@ -1,0 +1,41 @@
+# bash completion for dlock(1). Installed as share/bash-completion/completions/dlock.
+_dlock() {
+  local cur prev words cword
+  _init_completion -n = 2>/dev/null || {
+    cur=${COMP_WORDS[COMP_CWORD]}
+    prev=${COMP_WORDS[COMP_CWORD - 1]}
+    words=("${COMP_WORDS[@]}")
+    cword=$COMP_CWORD
+  }
+  local sub="" i
+  for ((i = 1; i < cword; i++)); do
+    case ${words[i]} in
+      --) # after --: the command and its arguments
+        COMPREPLY=($(compgen -c -- "$cur"))
+        return ;;
+      run | status | list | demo | bench) [[ -z $sub ]] && sub=${words[i]} ;;
+    esac
+  done
+  case $prev in
+    --url)
+      COMPREPLY=($(compgen -W "sqlite:// zk:// redis:// redlock:// postgres:// mysql://" -- "$cur"))
+      compopt -o nospace 2>/dev/null
+      return ;;
+    -w | --wait | --ttl | --grace | --duration | --time-limit)
+      COMPREPLY=($(compgen -W "500ms 5s 30s 1m 15m" -- "$cur"))
+      return ;;
+    --scenario)
+      COMPREPLY=($(compgen -W "uncontended contended waiters many-locks" -- "$cur"))
+      return ;;
+  esac
+  local opts
+  case $sub in
+    "") opts="run status list demo bench --help --version" ;;
+    run) opts="--url -w --wait -n --nonblock --ttl -E --conflict-exit-code --grace --help --" ;;
+    status | list) opts="--url --json --help" ;;
+    demo) opts="flash-sale --url --workers --stock --no-lock --shop --time-limit --json --help" ;;
+    bench) opts="--url --scenario --clients --duration --count --waiters --lock --json --help" ;;
+  esac
+  COMPREPLY=($(compgen -W "$opts" -- "$cur"))
+}
+complete -F _dlock dlock
