@@ -1,5 +1,5 @@
 # The two set-up commands of the README:
-#   make demo   installs what is missing (Debian 12), builds, runs the flash-sale demo
+#   make demo   installs what building needs (Debian 12), builds the CLI, runs the flash-sale demo
 #   make test   installs what is missing, builds, runs every test (plain, ASan+UBSan, TSan)
 # CI (.ci/run) runs `make test` and nothing else.
 
@@ -7,21 +7,26 @@ JOBS ?= $(shell nproc)
 BUILD ?= build
 CMAKE_FLAGS ?=
 
-.PHONY: all deps configure build demo test test-plain test-asan test-tsan bench format clean
+.PHONY: all deps deps-build configure build demo test test-plain test-asan test-tsan bench format clean
 
 all: build
 
 deps:
-	@scripts/install-deps.sh
+	@scripts/install-deps.sh test
+
+# The demo needs only what libdlock and the CLI build with: no test servers, no JRE.
+deps-build:
+	@scripts/install-deps.sh build
 
 configure: deps
-	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo $(CMAKE_FLAGS) >/dev/null
+	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDLOCK_BUILD_TESTS=ON -DDLOCK_BUILD_BENCH=ON $(CMAKE_FLAGS) >/dev/null
 
 build: configure
 	cmake --build $(BUILD) -j$(JOBS)
 
 # Only the CLI (and libdlock): the tests and benchmarks take many minutes more to build.
-demo: configure
+demo: deps-build
+	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDLOCK_BUILD_TESTS=OFF -DDLOCK_BUILD_BENCH=OFF $(CMAKE_FLAGS) >/dev/null
 	cmake --build $(BUILD) -j$(JOBS) --target dlock_cli
 	$(BUILD)/src/cli/dlock demo flash-sale
 

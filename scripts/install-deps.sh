@@ -1,17 +1,30 @@
 #!/usr/bin/env bash
-# Installs the Debian 12 packages dlock builds and tests with, if any is missing.
+# Installs the Debian 12 packages dlock builds (`build`) or builds and tests (`test`, the
+# default) with, if any is missing.
 # Idempotent and quiet when everything is there; needs root (or sudo) only to install.
 set -euo pipefail
 
-packages=(
+# What building libdlock, the CLI and the examples needs (`make demo`).
+build_packages=(
   build-essential cmake pkg-config git
   libsqlite3-dev libcli11-dev libfmt-dev nlohmann-json3-dev
   libhiredis-dev libzookeeper-mt-dev libpq-dev libmariadb-dev
+)
+# What the tests and benchmarks add (`make test`): the test frameworks, the servers the tests
+# start on loopback, and clang for the fuzz targets.
+test_packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
-  redis-server zookeeper default-jre-headless postgresql mariadb-server
+  redis-server zookeeper default-jre-headless postgresql mariadb-server pgbouncer
+  faketime libfaketime
   python3 procps iproute2
   clang-16 libclang-rt-16-dev
 )
+
+case "${1:-test}" in
+  build) packages=("${build_packages[@]}") ;;
+  test) packages=("${build_packages[@]}" "${test_packages[@]}") ;;
+  *) echo "usage: $0 [build|test]" >&2; exit 64 ;;
+esac
 
 missing=()
 for p in "${packages[@]}"; do
