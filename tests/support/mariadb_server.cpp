@@ -38,9 +38,15 @@ mariadb_server::mariadb_server() {
     }
   }
   port_ = free_port();
-  std::vector<std::string> install = {"mariadb-install-db", "--no-defaults",
+  // mariadbd puts its temporary files in $TMPDIR unless told: keep them in its own directory.
+  std::filesystem::create_directory(dir_.path() + "/tmp");
+  std::filesystem::permissions(dir_.path() + "/tmp", std::filesystem::perms::all);
+  std::vector<std::string> install = {"mariadb-install-db",
+                                      "--no-defaults",
                                       "--datadir=" + dir_.path() + "/data",
-                                      "--auth-root-authentication-method=normal", "--skip-test-db"};
+                                      "--auth-root-authentication-method=normal",
+                                      "--skip-test-db",
+                                      "--tmpdir=" + dir_.path() + "/tmp"};
   if (::geteuid() == 0) install.push_back("--user=mysql");
   auto r = run_command(install, std::chrono::seconds{180});
   if (r.first != 0) throw std::runtime_error("mariadb-install-db failed:\n" + r.second);
@@ -66,6 +72,7 @@ void mariadb_server::start() {
                                    "--bind-address=127.0.0.1",
                                    "--socket=" + dir_.path() + "/mysqld.sock",
                                    "--pid-file=" + dir_.path() + "/mariadbd.pid",
+                                   "--tmpdir=" + dir_.path() + "/tmp",
                                    "--skip-name-resolve",
                                    "--innodb-flush-log-at-trx-commit=2",
                                    "--max-connections=400"};

@@ -38,7 +38,7 @@ class mariadb_server {
  private:
   std::string log() const;
 
-  temp_dir dir_{"dlock-mariadb"};
+  temp_dir dir_{"dlock-mariadb", temp_kind::server};
   std::uint16_t port_{0};
   std::optional<child_process> server_;
 };

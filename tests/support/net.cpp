@@ -74,8 +74,8 @@ bool wait_for_port(std::uint16_t port, std::chrono::milliseconds timeout) {
   return false;
 }
 
-temp_dir::temp_dir(const std::string& prefix) {
-  const char* base = std::getenv("TMPDIR");
+temp_dir::temp_dir(const std::string& prefix, temp_kind kind) {
+  const char* base = kind == temp_kind::scratch ? std::getenv("TMPDIR") : nullptr;
   std::string tmpl = std::string(base && *base ? base : "/tmp") + "/" + prefix + "-XXXXXX";
   if (!::mkdtemp(tmpl.data())) throw std::runtime_error("mkdtemp failed for " + tmpl);
   path_ = tmpl;

@@ -40,7 +40,7 @@ class postgres_server {
   std::vector<std::string> as_postgres(std::vector<std::string> argv) const;
   std::string log() const;
 
-  temp_dir dir_{"dlock-pg"};
+  temp_dir dir_{"dlock-pg", temp_kind::server};
   std::uint16_t port_{0};
   bool running_{false};
 };

@@ -55,7 +55,7 @@ class redis_server {
 
  private:
   options opt_;
-  temp_dir dir_{"dlock-redis"};
+  temp_dir dir_{"dlock-redis", temp_kind::server};
   std::uint16_t port_;
   std::unique_ptr<child_process> proc_;
 };

@@ -83,7 +83,7 @@ void zk_process::start(const std::string& expected_mode) {
   proc_.emplace(
       std::vector<std::string>{
           "java", "-Xmx256m", "-XX:+UseSerialGC", "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",
-          "-Dzookeeper.admin.enableServer=false",
+          "-Dzookeeper.admin.enableServer=false", "-Djava.io.tmpdir=" + dir_,
           // Empty lock containers disappear within a second or two.
           "-Dznode.container.checkIntervalMs=1000", "-cp", std::string(zk_jar) + ":" + slf4j_jar,
           "org.apache.zookeeper.server.quorum.QuorumPeerMain", dir_ + "/zoo.cfg"},

@@ -54,7 +54,7 @@ class zk_server {
   void start() { proc_->start("standalone"); }
 
  private:
-  temp_dir dir_{"dlock-zk"};
+  temp_dir dir_{"dlock-zk", temp_kind::server};
   std::unique_ptr<zk_process> proc_;
 };
 
@@ -71,7 +71,7 @@ class zk_ensemble {
   void stop(std::size_t i) { members_[i]->kill(); }
 
  private:
-  temp_dir dir_{"dlock-zk-ensemble"};
+  temp_dir dir_{"dlock-zk-ensemble", temp_kind::server};
   std::vector<std::unique_ptr<zk_process>> members_;
 };
 
