@@ -10,6 +10,7 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   redis-server zookeeper default-jre-headless postgresql mariadb-server
   python3 procps iproute2
+  faketime libfaketime
   clang-16 libclang-rt-16-dev
 )
 
