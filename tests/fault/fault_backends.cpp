@@ -137,6 +137,8 @@ const char* to_string(fault f) noexcept {
       return "expire holder";
     case fault::expire_waiter:
       return "expire waiter";
+    case fault::client_clock_step:
+      return "clock step";
   }
   return "?";
 }
@@ -146,9 +148,13 @@ bool needs_proxy(fault f) noexcept {
          f == fault::proxy_drop_reply;
 }
 
-const std::vector<fault> process_faults{fault::none,          fault::kill_holder,
-                                        fault::stop_holder,   fault::stop_holder_late_check,
-                                        fault::expire_holder, fault::expire_waiter};
+const std::vector<fault> process_faults{fault::none,
+                                        fault::kill_holder,
+                                        fault::stop_holder,
+                                        fault::stop_holder_late_check,
+                                        fault::expire_holder,
+                                        fault::expire_waiter,
+                                        fault::client_clock_step};
 
 namespace {
 [[noreturn]] void not_applicable(const char* what) {
