@@ -72,6 +72,10 @@ void run::start_worker(std::size_t slot) {
 
 bool run::record_exit(worker_proc& w, int status) {
   w.status = status;
+  if (status == 3) {
+    ++r_.workers_lost;
+    if (f_ == fault::client_clock_step) note("worker " + w.id + " lost its lock or session");
+  }
   if (status == 0 || status == 3) return false;  // stopped, or saw its lock lost
   ++r_.worker_errors;
   driver_event(w, step::exited, "status " + std::to_string(status));
