@@ -17,6 +17,7 @@ test_packages=(
   redis-server zookeeper default-jre-headless postgresql mariadb-server pgbouncer
   faketime libfaketime
   python3 procps iproute2
+  faketime libfaketime
   clang-16 libclang-rt-16-dev
 )
 

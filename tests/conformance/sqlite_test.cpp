@@ -17,7 +17,7 @@ class sqlite_fixture : public backend_fixture {
         query("SELECT count(*) FROM dlock_entries WHERE name = ?1", lock));
   }
   void expire(const dlock::session& s) override {
-    query("UPDATE dlock_sessions SET expires_ms = 0 WHERE id = ?1", s.id());
+    query("UPDATE dlock_sessions SET expires_boot_ms = 0 WHERE id = ?1", s.id());
   }
 
  private:

@@ -1,6 +1,7 @@
 #include "fault/fault_backends.hpp"
 
 #include <sqlite3.h>
+#include <time.h>
 
 #include <fstream>
 #include <sstream>
@@ -60,14 +61,18 @@ class sqlite_fault final : public fault_backend {
     sqlite3_busy_timeout(db, 5000);
     sqlite3_stmt* s = nullptr;
     sqlite3_prepare_v2(db,
-                       "SELECT s.id, COALESCE(s.expires_ms, 0), COALESCE(s.pid, 0), "
-                       "COALESCE(s.pid_start, 0) FROM dlock_entries e LEFT JOIN dlock_sessions s "
-                       "ON s.id = e.session WHERE e.name = ?1",
+                       "SELECT s.id, CASE WHEN s.boot_id = ?2 THEN s.expires_boot_ms ELSE 0 END, "
+                       "COALESCE(s.pid, 0), COALESCE(s.pid_start, 0) FROM dlock_entries e "
+                       "LEFT JOIN dlock_sessions s ON s.id = e.session WHERE e.name = ?1",
                        -1, &s, nullptr);
     sqlite3_bind_text(s, 1, lock.c_str(), -1, SQLITE_TRANSIENT);
-    auto now = std::chrono::duration_cast<std::chrono::milliseconds>(
-                   std::chrono::system_clock::now().time_since_epoch())
-                   .count();
+    std::string boot;
+    std::getline(std::ifstream("/proc/sys/kernel/random/boot_id"), boot);
+    sqlite3_bind_text(s, 2, boot.c_str(), -1, SQLITE_TRANSIENT);
+    // Leases are on CLOCK_BOOTTIME of the boot they name.
+    timespec ts{};
+    ::clock_gettime(CLOCK_BOOTTIME, &ts);
+    auto now = static_cast<std::int64_t>(ts.tv_sec) * 1000 + ts.tv_nsec / 1'000'000;
     std::size_t n = 0;
     while (sqlite3_step(s) == SQLITE_ROW) {
       bool has_session = sqlite3_column_type(s, 0) != SQLITE_NULL;
@@ -89,7 +94,7 @@ class sqlite_fault final : public fault_backend {
     }
     sqlite3_busy_timeout(db, 5000);
     sqlite3_stmt* s = nullptr;
-    sqlite3_prepare_v2(db, "UPDATE dlock_sessions SET expires_ms = 0 WHERE id = ?1", -1, &s,
+    sqlite3_prepare_v2(db, "UPDATE dlock_sessions SET expires_boot_ms = 0 WHERE id = ?1", -1, &s,
                        nullptr);
     sqlite3_bind_text(s, 1, ws.id.c_str(), -1, SQLITE_TRANSIENT);
     int rc = sqlite3_step(s);
@@ -132,6 +137,8 @@ const char* to_string(fault f) noexcept {
       return "expire holder";
     case fault::expire_waiter:
       return "expire waiter";
+    case fault::client_clock_step:
+      return "clock step";
   }
   return "?";
 }
@@ -141,9 +148,13 @@ bool needs_proxy(fault f) noexcept {
          f == fault::proxy_drop_reply;
 }
 
-const std::vector<fault> process_faults{fault::none,          fault::kill_holder,
-                                        fault::stop_holder,   fault::stop_holder_late_check,
-                                        fault::expire_holder, fault::expire_waiter};
+const std::vector<fault> process_faults{fault::none,
+                                        fault::kill_holder,
+                                        fault::stop_holder,
+                                        fault::stop_holder_late_check,
+                                        fault::expire_holder,
+                                        fault::expire_waiter,
+                                        fault::client_clock_step};
 
 namespace {
 [[noreturn]] void not_applicable(const char* what) {

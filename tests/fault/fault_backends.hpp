@@ -35,6 +35,8 @@ enum class fault {
   member_kill,             // SIGKILL a minority member (ZooKeeper: the leader), restart it later
   expire_holder,           // the server ends the holder's session (as the fixtures' expire())
   expire_waiter,           // the server ends a waiter's session
+  client_clock_step,       // the holder's wall clock steps an hour (forward, then back), and
+                           // a waiter's the other way (libfaketime in every worker)
 };
 
 const char* to_string(fault f) noexcept;

@@ -51,6 +51,8 @@ bool run_report::ok() const {
   // and that new sessions work afterwards.
   // The lock may break (overlap, late loss signal, tokens restarting); the fence must not.
   if (!by_design.empty()) return resource_violations == 0 && sections > 0 && orphans == 0;
+  // A wall-clock step must cost nothing: leases and deadlines do not follow the wall clock.
+  if (what == fault::client_clock_step && (lost > 0 || workers_lost > 0)) return false;
   return violations == 0 && orphans == 0 && worker_errors == 0 && injected == planned &&
          !grant_missing && sections > 0 && (!worst_to_grant || *worst_to_grant <= bound);
 }

@@ -35,6 +35,7 @@ struct run_report {
   int injected{0};      // faults actually injected
   int planned{0};
   int worker_errors{0};  // workers that exited on an error of their own
+  int workers_lost{0};   // workers that exited because their hold or session was lost
   std::optional<std::chrono::milliseconds> worst_to_grant;  // fault -> next grant
   std::chrono::milliseconds bound{0};                       // TTL + 1 s
   bool grant_missing{false};  // a fault after which nobody was granted within the bound

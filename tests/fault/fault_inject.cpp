@@ -132,6 +132,29 @@ bool run::inject(int k) {
       stopped->proc->signal(SIGCONT);
       break;
     }
+    case fault::client_clock_step: {
+      // An hour forward at even injections, back at odd ones (a worker stepped twice jumps two
+      // hours), for the holder inside its critical section -- its renewals are then computed
+      // from a stepped clock -- and the other way for a waiter, whose session and deadline
+      // must not move. Nothing is lost, so the next grant may be anyone's, the holder's own
+      // included (the advisory modes are not FIFO: a fresh contender often wins the race).
+      const char* ahead = k % 2 == 0 ? "+1h" : "-1h";
+      const char* behind = k % 2 == 0 ? "-1h" : "+1h";
+      if (!w->clock) {
+        note("clock step " + std::to_string(k) + ": the holder was not started faked");
+        return false;
+      }
+      w->clock->set(ahead);
+      for (auto& id : view_.waiters()) {
+        auto* ww = slot_of(id);
+        if (!ww || ww == w || !ww->clock) continue;
+        ww->clock->set(behind);
+        break;
+      }
+      pump(b_.ttl() / 2);  // renewals and polls on the stepped clocks
+      target.clear();
+      break;
+    }
     case fault::server_restart:
     case fault::server_restart_nosave: {
       // No new worker can open a session while the server is down: replacements wait.

@@ -13,6 +13,7 @@
 
 #include "fault/fault_driver.hpp"
 #include "fault/live_view.hpp"
+#include "support/faketime.hpp"
 #include "support/net.hpp"
 #include "support/process.hpp"
 #include "support/tcp_proxy.hpp"
@@ -30,6 +31,7 @@ struct worker_proc {
   std::unique_ptr<test::child_process> proc;
   std::optional<int> status;
   worker_session session;
+  std::shared_ptr<test::stepped_clock> clock;  // client_clock_step: this worker's wall clock
 };
 
 // "session <id> [<zk session id> <zk password hex>]" from the worker.

@@ -44,7 +44,15 @@ void run::start_worker(std::size_t slot) {
                                 std::to_string(bound_s.count())};
   if (!b_.multi_process()) argv.insert(argv.end(), {"--threads", std::to_string(p_.workers)});
   if (f_ == fault::stop_holder_late_check) argv.push_back("--late-check");
-  auto proc = std::make_unique<test::child_process>(argv);
+  test::child_process::options opt;
+  std::shared_ptr<test::stepped_clock> clock;
+  if (f_ == fault::client_clock_step) {
+    // Started faked (offset +0), so the driver can step this worker's wall clock while it
+    // runs; its monotonic and boot clocks stay real.
+    clock = std::make_shared<test::stepped_clock>(p_.scratch_dir + "/" + id + ".clock");
+    opt.env = clock->env();
+  }
+  auto proc = std::make_unique<test::child_process>(argv, opt);
   worker_session ws;
   bool ready = false;
   for (int lines = 0; lines < 100 && !ready; ++lines) {
@@ -58,12 +66,16 @@ void run::start_worker(std::size_t slot) {
     note("worker " + id + " did not start");
   }
   view_.add_worker(id, log);
-  all_.push_back({id, log, nullptr, std::nullopt, {}});  // keeps its log for the checker
-  slots_[slot] = {id, log, std::move(proc), std::nullopt, std::move(ws)};
+  all_.push_back({id, log, nullptr, std::nullopt, {}, {}});  // keeps its log for the checker
+  slots_[slot] = {id, log, std::move(proc), std::nullopt, std::move(ws), std::move(clock)};
 }
 
 bool run::record_exit(worker_proc& w, int status) {
   w.status = status;
+  if (status == 3) {
+    ++r_.workers_lost;
+    if (f_ == fault::client_clock_step) note("worker " + w.id + " lost its lock or session");
+  }
   if (status == 0 || status == 3) return false;  // stopped, or saw its lock lost
   ++r_.worker_errors;
   driver_event(w, step::exited, "status " + std::to_string(status));

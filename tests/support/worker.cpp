@@ -7,11 +7,16 @@
 //      and print "lost" as soon as the hold's loss signal fires.
 //   dlock_test_worker count URL LOCK FILE N    N times: lock, read the integer in FILE, pause,
 //        write it + 1, unlock; print "done".
+//   dlock_test_worker try URL LOCK MS          print "trying", try_lock_for(MS), then print
+//        "result granted|timed_out|session_expired|<message> ELAPSED_MS" (and unlock).
+//   dlock_test_worker clocks                   print "clocks REALTIME_MS BOOTTIME_MS" (what
+//        this process's clock_gettime says: a test checks what libfaketime fakes).
 //
 // The fence file is a tiny fenced resource: it keeps the highest token accepted and refuses a
 // lower one, under flock(2) so that the check-and-write is atomic across processes.
 #include <fcntl.h>
 #include <sys/file.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -93,6 +98,31 @@ int count(const std::string& url, const std::string& name, const std::string& fi
   return 0;
 }
 
+int try_for(const std::string& url, const std::string& name, int timeout_ms) {
+  auto s = dlock::session::open(url);
+  dlock::mutex m(s, name);
+  say("trying");
+  auto from = std::chrono::steady_clock::now();
+  std::error_code ec;
+  bool got = m.try_lock_until(from + std::chrono::milliseconds{timeout_ms}, {}, ec);
+  auto took =
+      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - from)
+          .count();
+  std::string what = got                                  ? "granted"
+                     : ec == dlock::errc::timed_out       ? "timed_out"
+                     : ec == dlock::errc::session_expired ? "session_expired"
+                                                          : ec.message();
+  say("result " + what + " " + std::to_string(took));
+  if (got) m.unlock();
+  return 0;
+}
+
+std::int64_t clock_ms(clockid_t id) {
+  timespec ts{};
+  ::clock_gettime(id, &ts);
+  return static_cast<std::int64_t>(ts.tv_sec) * 1000 + ts.tv_nsec / 1'000'000;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -101,7 +131,14 @@ int main(int argc, char** argv) {
     if (mode == "hold" && argc >= 4)
       return hold(argv[2], argv[3], argc > 4 && std::string(argv[4]) == "shared");
     if (mode == "count" && argc == 6) return count(argv[2], argv[3], argv[4], std::stoi(argv[5]));
-    std::cerr << "usage: dlock_test_worker hold URL LOCK [shared] | count URL LOCK FILE N\n";
+    if (mode == "clocks") {
+      say("clocks " + std::to_string(clock_ms(CLOCK_REALTIME)) + " " +
+          std::to_string(clock_ms(CLOCK_BOOTTIME)));
+      return 0;
+    }
+    if (mode == "try" && argc == 5) return try_for(argv[2], argv[3], std::stoi(argv[4]));
+    std::cerr << "usage: dlock_test_worker hold URL LOCK [shared] | count URL LOCK FILE N | try "
+                 "URL LOCK MS | clocks\n";
     return 64;
   } catch (const std::exception& e) {
     std::cerr << "dlock_test_worker: " << e.what() << "\n";

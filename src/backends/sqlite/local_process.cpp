@@ -1,6 +1,7 @@
 #include "backends/sqlite/local_process.hpp"
 
 #include <signal.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -35,13 +36,26 @@ stat_fields read_stat(std::int64_t pid) {
 std::string host_id() {
   char name[256] = {};
   gethostname(name, sizeof name - 1);
-  std::ifstream f("/proc/sys/kernel/random/boot_id");
-  std::string boot;
-  std::getline(f, boot);
-  return std::string(name) + "/" + boot;
+  return std::string(name) + "/" + boot_id();
 }
 
 }  // namespace
+
+const std::string& boot_id() {
+  static const std::string id = [] {
+    std::ifstream f("/proc/sys/kernel/random/boot_id");
+    std::string s;
+    std::getline(f, s);
+    return s;
+  }();
+  return id;
+}
+
+std::int64_t boot_clock_ms() {
+  timespec ts{};
+  ::clock_gettime(CLOCK_BOOTTIME, &ts);
+  return static_cast<std::int64_t>(ts.tv_sec) * 1000 + ts.tv_nsec / 1'000'000;
+}
 
 process_id this_process() {
   static const std::string host = host_id();

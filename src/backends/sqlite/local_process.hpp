@@ -14,6 +14,11 @@ struct process_id {
 };
 
 process_id this_process();
+// This boot's id (/proc/sys/kernel/random/boot_id), or "" if it cannot be read.
+const std::string& boot_id();
+// CLOCK_BOOTTIME in milliseconds: shared by every process of the host, never stepped, counts
+// time spent suspended.
+std::int64_t boot_clock_ms();
 // False only when the process certainly no longer exists on this host.
 bool process_alive(const process_id& p);
 

@@ -1,11 +1,16 @@
-// The SQLite backend. Schema (version 1, created idempotently):
-//   dlock_sessions(id PK, owner, host, pid, pid_start, expires_ms)  -- one lease per session
+// The SQLite backend. Schema (version 2; older files are upgraded in place at open):
+//   dlock_meta(key PK, value)             -- 'schema_version'
+//   dlock_sessions(id PK, owner, host, pid, pid_start, boot_id, expires_boot_ms)
+//                                         -- one lease per session
 //   dlock_fences(name PK, fence)          -- per-lock fencing counter, never reset
 //   dlock_entries(seq AUTOINCREMENT, name, id UNIQUE, kind, token, session, created_ms,
 //                 UNIQUE(name, token))     -- the queue; one row per holder or waiter
-// An entry is alive while its session's lease is (expires_ms > now, wall clock, shared by
-// every process on the host) and its process exists. Writes use BEGIN IMMEDIATE so the
-// write lock is taken up front (a deferred upgrade returns SQLITE_BUSY without waiting).
+// An entry is alive while its session's lease runs and its process exists. A lease ends at
+// expires_boot_ms on CLOCK_BOOTTIME of the boot named boot_id: every process of the host
+// shares that clock and nothing steps it (an NTP step or `date -s` moves only the wall
+// clock, which decided leases in version 1), and a lease of another boot is over. The wall
+// clock only dates entries for display (created_ms). Writes use BEGIN IMMEDIATE so the write
+// lock is taken up front (a deferred upgrade returns SQLITE_BUSY without waiting).
 #include "backends/sqlite/sqlite_backend.hpp"
 
 #include <condition_variable>
@@ -23,28 +28,56 @@ namespace {
 
 using sqlite::db;
 
+constexpr int schema_version = 2;
+
 constexpr const char* schema = R"sql(
-CREATE TABLE IF NOT EXISTS dlock_meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
-INSERT OR IGNORE INTO dlock_meta(key, value) VALUES ('schema_version', '1');
 CREATE TABLE IF NOT EXISTS dlock_sessions(
   id TEXT PRIMARY KEY, owner TEXT NOT NULL, host TEXT NOT NULL, pid INTEGER NOT NULL,
-  pid_start INTEGER NOT NULL, expires_ms INTEGER NOT NULL);
+  pid_start INTEGER NOT NULL, boot_id TEXT NOT NULL, expires_boot_ms INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS dlock_fences(name TEXT PRIMARY KEY, fence INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS dlock_entries(
   seq INTEGER PRIMARY KEY AUTOINCREMENT, name TEXT NOT NULL, id TEXT NOT NULL UNIQUE,
   kind INTEGER NOT NULL, token INTEGER NOT NULL, session TEXT NOT NULL,
   created_ms INTEGER NOT NULL, UNIQUE(name, token));
 CREATE INDEX IF NOT EXISTS dlock_entries_session ON dlock_entries(session);
+INSERT INTO dlock_meta(key, value) VALUES ('schema_version', '2');
 )sql";
 
-// Entries of one lock with what decides whether each is alive.
+// Version 1 -> 2: the sessions table is rebuilt without its wall-clock column, so a version-1
+// client still using the file fails at its next renewal or open ("no such column") instead
+// of writing leases on its wall clock next to ours. Live version-1 leases keep what is left
+// of them (read on this process's wall clock, once).
+constexpr const char* upgrade_1_rename = R"sql(
+ALTER TABLE dlock_sessions RENAME TO dlock_sessions_v1;
+CREATE TABLE dlock_sessions(
+  id TEXT PRIMARY KEY, owner TEXT NOT NULL, host TEXT NOT NULL, pid INTEGER NOT NULL,
+  pid_start INTEGER NOT NULL, boot_id TEXT NOT NULL, expires_boot_ms INTEGER NOT NULL);
+)sql";
+// ?1 boot id, ?2 boot clock now, ?3 wall clock now. A version-1 lease runs at most its TTL;
+// the one-day cap only keeps a corrupt value finite.
+constexpr const char* upgrade_1_copy = R"sql(
+INSERT INTO dlock_sessions(id, owner, host, pid, pid_start, boot_id, expires_boot_ms)
+SELECT id, owner, host, pid, pid_start, ?1, ?2 + MIN(expires_ms - ?3, 86400000)
+FROM dlock_sessions_v1 WHERE expires_ms > ?3)sql";
+constexpr const char* upgrade_1_finish = R"sql(
+DROP TABLE dlock_sessions_v1;
+DELETE FROM dlock_entries WHERE session NOT IN (SELECT id FROM dlock_sessions);
+UPDATE dlock_meta SET value = '2' WHERE key = 'schema_version';
+)sql";
+
+// Entries of one lock with what decides whether each is alive; ?2 is this boot's id, and a
+// session of another boot (or none) reads as a lease that ended at 0.
 constexpr const char* queue_sql = R"sql(
 SELECT e.id, e.kind, e.token, e.created_ms, e.session, s.owner, s.host, s.pid, s.pid_start,
-       COALESCE(s.expires_ms, 0)
+       CASE WHEN s.boot_id = ?2 THEN s.expires_boot_ms ELSE 0 END
 FROM dlock_entries e LEFT JOIN dlock_sessions s ON s.id = e.session
 WHERE e.name = ?1 ORDER BY e.token)sql";
 
-std::int64_t now_ms() {
+// Lease time: CLOCK_BOOTTIME (see the top of the file).
+std::int64_t now_ms() { return boot_clock_ms(); }
+
+// Creation times shown to people.
+std::int64_t wall_ms() {
   using namespace std::chrono;
   return duration_cast<milliseconds>(system_clock::now().time_since_epoch()).count();
 }
@@ -56,20 +89,26 @@ class sqlite_session final : public backend_session {
 
   result<void> start() {
     std::lock_guard lk(mu_);
+    if (boot_.empty()) {
+      return fail(errc::unsupported,
+                  "cannot read this boot's id (/proc/sys/kernel/random/boot_id), which dates "
+                  "every lease");
+    }
     if (auto r = db_.exec("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;"); !r) return r;
     auto me = this_process();
     return write_txn([&]() -> result<void> {
-      if (auto r = db_.exec(schema); !r) return r;
+      if (auto r = prepare_schema(); !r) return r;
       auto s = db_.prepare(
-          "INSERT INTO dlock_sessions(id, owner, host, pid, pid_start, expires_ms) "
-          "VALUES (?1, ?2, ?3, ?4, ?5, ?6)");
+          "INSERT INTO dlock_sessions(id, owner, host, pid, pid_start, boot_id, "
+          "expires_boot_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)");
       if (!s) return fail(s.error());
       return s->bind(1, info_.id)
           .bind(2, info_.owner)
           .bind(3, me.host)
           .bind(4, me.pid)
           .bind(5, me.start)
-          .bind(6, now_ms() + info_.ttl.count())
+          .bind(6, boot_)
+          .bind(7, now_ms() + info_.ttl.count())
           .run();
     });
   }
@@ -105,7 +144,7 @@ class sqlite_session final : public backend_session {
                       .bind(3, static_cast<std::int64_t>(kind))
                       .bind(4, token)
                       .bind(5, info_.id)
-                      .bind(6, now_ms())
+                      .bind(6, wall_ms())
                       .run();
         if (!ok) return ok;
       }
@@ -172,11 +211,14 @@ class sqlite_session final : public backend_session {
   result<steady::time_point> keep_alive() override {
     std::lock_guard lk(mu_);
     auto sent = steady::now();
-    auto s =
-        db_.prepare("UPDATE dlock_sessions SET expires_ms = ?2 WHERE id = ?1 AND expires_ms > ?3");
+    auto s = db_.prepare(
+        "UPDATE dlock_sessions SET expires_boot_ms = ?2 "
+        "WHERE id = ?1 AND boot_id = ?4 AND expires_boot_ms > ?3");
     if (!s) return fail(s.error());
     auto now = now_ms();
-    if (auto r = s->bind(1, info_.id).bind(2, now + info_.ttl.count()).bind(3, now).run(); !r) {
+    if (auto r =
+            s->bind(1, info_.id).bind(2, now + info_.ttl.count()).bind(3, now).bind(4, boot_).run();
+        !r) {
       return fail(r.error());
     }
     if (db_.changes() == 0)
@@ -201,9 +243,10 @@ class sqlite_session final : public backend_session {
     std::lock_guard lk(mu_);
     auto s = db_.prepare(
         "SELECT DISTINCT e.name FROM dlock_entries e JOIN dlock_sessions s ON s.id = e.session "
-        "WHERE s.expires_ms > ?2 AND substr(e.name, 1, length(?1)) = ?1 ORDER BY e.name");
+        "WHERE s.boot_id = ?3 AND s.expires_boot_ms > ?2 AND substr(e.name, 1, length(?1)) = ?1 "
+        "ORDER BY e.name");
     if (!s) return fail(s.error());
-    s->bind(1, prefix).bind(2, now_ms());
+    s->bind(1, prefix).bind(2, now_ms()).bind(3, boot_);
     std::vector<std::string> out;
     for (;;) {
       auto row = s->step();
@@ -214,6 +257,34 @@ class sqlite_session final : public backend_session {
   }
 
  private:
+  // Creates the tables, or upgrades an older file in place; inside the opening transaction,
+  // so concurrent openers upgrade once.
+  result<void> prepare_schema() {
+    if (auto r = db_.exec("CREATE TABLE IF NOT EXISTS dlock_meta(key TEXT PRIMARY KEY, "
+                          "value TEXT NOT NULL)");
+        !r) {
+      return r;
+    }
+    auto v = db_.prepare("SELECT value FROM dlock_meta WHERE key = 'schema_version'");
+    if (!v) return fail(v.error());
+    auto row = v->step();
+    if (!row) return fail(row.error());
+    if (!*row) return db_.exec(schema);  // a new file
+    auto text = v->text(0);
+    if (auto done = v->run(); !done) return done;
+    if (text == std::to_string(schema_version)) return {};
+    if (text != "1") {
+      return fail(errc::unsupported, "schema version '" + text + "' is not " +
+                                         std::to_string(schema_version) +
+                                         " (a newer dlock created this file?)");
+    }
+    if (auto r = db_.exec(upgrade_1_rename); !r) return r;
+    auto copy = db_.prepare(upgrade_1_copy);
+    if (!copy) return fail(copy.error());
+    if (auto r = copy->bind(1, boot_).bind(2, now_ms()).bind(3, wall_ms()).run(); !r) return r;
+    return db_.exec(upgrade_1_finish);
+  }
+
   template <class F>
   result<void> write_txn(F&& body) {
     if (closed_) return fail(errc::session_closed, "sqlite session closed");
@@ -228,9 +299,10 @@ class sqlite_session final : public backend_session {
   }
 
   result<void> session_live() {
-    auto s = db_.prepare("SELECT 1 FROM dlock_sessions WHERE id = ?1 AND expires_ms > ?2");
+    auto s = db_.prepare(
+        "SELECT 1 FROM dlock_sessions WHERE id = ?1 AND boot_id = ?3 AND expires_boot_ms > ?2");
     if (!s) return fail(s.error());
-    auto row = s->bind(1, info_.id).bind(2, now_ms()).step();
+    auto row = s->bind(1, info_.id).bind(2, now_ms()).bind(3, boot_).step();
     if (!row) return fail(row.error());
     if (!*row) return fail(errc::session_expired, "sqlite session " + info_.id + " expired");
     return {};
@@ -265,10 +337,11 @@ class sqlite_session final : public backend_session {
   result<bool> entry_alive(const std::string& id) {
     if (closed_) return fail(errc::session_closed, "sqlite session closed");
     auto s = db_.prepare(
-        "SELECT s.expires_ms, s.host, s.pid, s.pid_start FROM dlock_entries e "
-        "JOIN dlock_sessions s ON s.id = e.session WHERE e.id = ?1");
+        "SELECT CASE WHEN s.boot_id = ?2 THEN s.expires_boot_ms ELSE 0 END, s.host, s.pid, "
+        "s.pid_start FROM dlock_entries e JOIN dlock_sessions s ON s.id = e.session "
+        "WHERE e.id = ?1");
     if (!s) return fail(s.error());
-    auto row = s->bind(1, id).step();
+    auto row = s->bind(1, id).bind(2, boot_).step();
     if (!row) return fail(row.error());
     if (!*row) return false;
     return s->i64(0) > now_ms() && process_alive({s->text(1), s->i64(2), s->i64(3)});
@@ -280,7 +353,7 @@ class sqlite_session final : public backend_session {
     if (closed_) return fail(errc::session_closed, "sqlite session closed");
     auto s = db_.prepare(queue_sql);
     if (!s) return fail(s.error());
-    s->bind(1, lock);
+    s->bind(1, lock).bind(2, boot_);
     queue_view v;
     std::vector<std::string> dead;
     auto now = now_ms();
@@ -308,9 +381,10 @@ class sqlite_session final : public backend_session {
       auto now = now_ms();
       for (auto& id : sessions) {
         auto check = db_.prepare(
-            "SELECT host, pid, pid_start, expires_ms FROM dlock_sessions WHERE id = ?1");
+            "SELECT host, pid, pid_start, CASE WHEN boot_id = ?2 THEN expires_boot_ms ELSE 0 END "
+            "FROM dlock_sessions WHERE id = ?1");
         if (!check) return fail(check.error());
-        auto row = check->bind(1, id).step();
+        auto row = check->bind(1, id).bind(2, boot_).step();
         if (!row) return fail(row.error());
         // Re-check inside the transaction: the session may have renewed meanwhile.
         if (*row && check->i64(3) > now &&
@@ -327,6 +401,7 @@ class sqlite_session final : public backend_session {
   std::mutex mu_;
   db db_;
   session_info info_;
+  const std::string boot_{boot_id()};
   local_wake wake_;
   bool closed_{false};
   bool in_txn_{false};

@@ -20,7 +20,9 @@ struct queue_row {
   std::string session;
   std::string owner;
   process_id process;
-  std::int64_t expires_ms{0};  // 0 when the session row is gone
+  // When the lease ends on this boot's CLOCK_BOOTTIME (ms); 0 when the session row is gone or
+  // was written during another boot.
+  std::int64_t expires_ms{0};
 };
 
 // The current row of a stepped queue_sql statement.

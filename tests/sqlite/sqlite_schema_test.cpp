@@ -1,0 +1,173 @@
+// The SQLite schema's upgrade in place (version 1, wall-clock leases -> version 2, leases on
+// CLOCK_BOOTTIME with the boot id), and what the boot id means: a lease of another boot is
+// over.
+#include <gtest/gtest.h>
+#include <sqlite3.h>
+#include <time.h>
+
+#include <chrono>
+#include <dlock/dlock.hpp>
+#include <fstream>
+#include <stdexcept>
+#include <string>
+
+#include "support/net.hpp"
+
+namespace dlock::test {
+namespace {
+
+// dlock's version-1 schema, verbatim (the DDL of every file created before version 2).
+constexpr const char* schema_v1 = R"sql(
+CREATE TABLE IF NOT EXISTS dlock_meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
+INSERT OR IGNORE INTO dlock_meta(key, value) VALUES ('schema_version', '1');
+CREATE TABLE IF NOT EXISTS dlock_sessions(
+  id TEXT PRIMARY KEY, owner TEXT NOT NULL, host TEXT NOT NULL, pid INTEGER NOT NULL,
+  pid_start INTEGER NOT NULL, expires_ms INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS dlock_fences(name TEXT PRIMARY KEY, fence INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS dlock_entries(
+  seq INTEGER PRIMARY KEY AUTOINCREMENT, name TEXT NOT NULL, id TEXT NOT NULL UNIQUE,
+  kind INTEGER NOT NULL, token INTEGER NOT NULL, session TEXT NOT NULL,
+  created_ms INTEGER NOT NULL, UNIQUE(name, token));
+CREATE INDEX IF NOT EXISTS dlock_entries_session ON dlock_entries(session);
+)sql";
+
+std::int64_t wall_ms() {
+  using namespace std::chrono;
+  return duration_cast<milliseconds>(system_clock::now().time_since_epoch()).count();
+}
+
+std::int64_t boot_ms() {
+  timespec ts{};
+  ::clock_gettime(CLOCK_BOOTTIME, &ts);
+  return static_cast<std::int64_t>(ts.tv_sec) * 1000 + ts.tv_nsec / 1'000'000;
+}
+
+std::string boot_id() {
+  std::ifstream f("/proc/sys/kernel/random/boot_id");
+  std::string id;
+  std::getline(f, id);
+  return id;
+}
+
+// A raw connection to the database file, for what dlock's API does not show.
+class raw_db {
+ public:
+  explicit raw_db(const std::string& path) {
+    if (sqlite3_open(path.c_str(), &h_) != SQLITE_OK) throw std::runtime_error("open " + path);
+    sqlite3_busy_timeout(h_, 5000);
+  }
+  ~raw_db() { sqlite3_close(h_); }
+  // Runs `sql`; returns "" on success, else the error message.
+  std::string exec(const std::string& sql) {
+    char* err = nullptr;
+    if (sqlite3_exec(h_, sql.c_str(), nullptr, nullptr, &err) == SQLITE_OK) return {};
+    std::string msg = err ? err : "error";
+    sqlite3_free(err);
+    return msg;
+  }
+  // Column 0 of the first row of `sql` as text ("" if none).
+  std::string one(const std::string& sql) {
+    sqlite3_stmt* s = nullptr;
+    std::string out;
+    if (sqlite3_prepare_v2(h_, sql.c_str(), -1, &s, nullptr) != SQLITE_OK)
+      throw std::runtime_error(sqlite3_errmsg(h_));
+    if (sqlite3_step(s) == SQLITE_ROW && sqlite3_column_text(s, 0))
+      out = reinterpret_cast<const char*>(sqlite3_column_text(s, 0));
+    sqlite3_finalize(s);
+    return out;
+  }
+
+ private:
+  sqlite3* h_{nullptr};
+};
+
+class sqlite_schema : public ::testing::Test {
+ protected:
+  std::string url() const { return "sqlite://" + path_ + "?ttl=2s"; }
+
+  temp_dir dir_{"dlock-sqlite-schema"};
+  std::string path_ = dir_.path() + "/locks.db";
+};
+
+// A version-1 file with a live hold (lease 60 s ahead on the wall clock), a lapsed one, and
+// fencing counters, opened by today's code: upgraded in place, the live hold kept with its
+// remaining lease, the lapsed one gone, the counters kept, and a version-1 client locked out
+// (it can no longer write a lease on the wall clock).
+TEST_F(sqlite_schema, a_version_1_file_is_upgraded_in_place_keeping_live_holds_and_tokens) {
+  {
+    raw_db old(path_);
+    ASSERT_EQ(old.exec(schema_v1), "");
+    auto now = std::to_string(wall_ms());
+    // pid 0: the process cannot be checked, so only the lease decides (as for another host).
+    ASSERT_EQ(old.exec("INSERT INTO dlock_sessions VALUES ('live', 'old holder', 'h', 0, 0, " +
+                       now + " + 60000), ('lapsed', 'old waiter', 'h', 0, 0, " + now +
+                       " - 1000);"
+                       "INSERT INTO dlock_fences VALUES ('held', 7), ('free', 3);"
+                       "INSERT INTO dlock_entries(name, id, kind, token, session, created_ms) "
+                       "VALUES ('held', 'e1', 0, 7, 'live', " +
+                       now + "), ('free', 'e2', 0, 3, 'lapsed', " + now + ");"),
+              "");
+  }
+  auto s = dlock::session::open(url());
+  dlock::mutex held(s, "held");
+  EXPECT_FALSE(held.try_lock()) << "the live version-1 hold was lost in the upgrade";
+  dlock::mutex freed(s, "free");
+  ASSERT_TRUE(freed.try_lock()) << "the lapsed version-1 hold still blocks";
+  EXPECT_GT(freed.token().value, 3u);
+  freed.unlock();
+
+  raw_db db(path_);
+  EXPECT_EQ(db.one("SELECT value FROM dlock_meta WHERE key = 'schema_version'"), "2");
+  EXPECT_EQ(db.one("SELECT boot_id FROM dlock_sessions WHERE id = 'live'"), boot_id());
+  auto left_ms =
+      std::stoll(db.one("SELECT expires_boot_ms FROM dlock_sessions WHERE id = 'live'")) -
+      boot_ms();
+  EXPECT_GT(left_ms, 50'000);
+  EXPECT_LE(left_ms, 60'000);
+  EXPECT_EQ(db.one("SELECT count(*) FROM dlock_sessions WHERE id = 'lapsed'"), "0");
+  // What a version-1 client writes at open and at every renewal now fails instead of mixing
+  // wall-clock leases into the table.
+  EXPECT_NE(db.exec("UPDATE dlock_sessions SET expires_ms = 0 WHERE id = 'live'"), "");
+
+  // Opening the upgraded file again changes nothing.
+  auto again = dlock::session::open(url());
+  dlock::mutex held2(again, "held");
+  EXPECT_FALSE(held2.try_lock());
+}
+
+// A lease written during another boot is over, however far its end lies on this boot's clock.
+TEST_F(sqlite_schema, a_lease_of_another_boot_is_over) {
+  {
+    auto s = dlock::session::open(url());  // creates the file (version 2)
+  }
+  {
+    raw_db db(path_);
+    ASSERT_EQ(db.exec("INSERT INTO dlock_sessions(id, owner, host, pid, pid_start, boot_id, "
+                      "expires_boot_ms) VALUES ('before', 'x', 'h', 0, 0, 'another-boot', " +
+                      std::to_string(boot_ms() + 3'600'000) +
+                      ");"
+                      "INSERT INTO dlock_fences VALUES ('k', 1);"
+                      "INSERT INTO dlock_entries(name, id, kind, token, session, created_ms) "
+                      "VALUES ('k', 'e1', 0, 1, 'before', 0);"),
+              "");
+  }
+  auto s = dlock::session::open(url());
+  dlock::mutex m(s, "k");
+  EXPECT_TRUE(m.try_lock()) << "a lease of another boot still holds";
+}
+
+// A file from a newer dlock is refused, not rewritten.
+TEST_F(sqlite_schema, a_newer_schema_is_refused) {
+  { auto s = dlock::session::open(url()); }
+  {
+    raw_db db(path_);
+    ASSERT_EQ(db.exec("UPDATE dlock_meta SET value = '3' WHERE key = 'schema_version'"), "");
+  }
+  std::error_code ec;
+  auto s = dlock::session::open(url(), {}, ec);
+  EXPECT_FALSE(s);
+  EXPECT_EQ(ec, dlock::errc::unsupported) << ec.message();
+}
+
+}  // namespace
+}  // namespace dlock::test
