@@ -1,10 +1,9 @@
 // The README's example: a nightly job that must not run twice at once, anywhere.
 #include <dlock/dlock.hpp>
-
 #include <iostream>
 #include <mutex>
 
-int main(int argc, char** argv) {
+int main(int argc, char** argv) try {
   using namespace std::chrono_literals;
   auto session = dlock::session::open(argc > 1 ? argv[1] : "sqlite:///tmp/dlock-example.db");
   dlock::mutex lock(session, "billing/nightly");
@@ -12,4 +11,8 @@ int main(int argc, char** argv) {
   if (!guard) return 75;             // someone else is running it
   std::cout << "running with fencing token " << lock.token().value << "\n";
   // ... pass lock.token() with every write; stop if lock.current_hold().lost_token() fires ...
+  return 0;
+} catch (const dlock::system_error& e) {  // a mistyped URL, a server that cannot be reached...
+  std::cerr << "dlock_example: " << e.what() << "\n";
+  return e.code() == dlock::condition::misuse ? 64 : 69;  // sysexits: usage / unavailable
 }

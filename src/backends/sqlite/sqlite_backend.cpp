@@ -20,6 +20,7 @@
 
 #include "backends/sqlite/local_process.hpp"
 #include "backends/sqlite/local_wake.hpp"
+#include "backends/sqlite/shared_file.hpp"
 #include "backends/sqlite/sqlite_db.hpp"
 #include "backends/sqlite/sqlite_rows.hpp"
 
@@ -414,6 +415,7 @@ result<std::unique_ptr<backend_session>> open_sqlite(const url& u, const session
     return fail(errc::invalid_argument,
                 "URL '" + u.redacted + "': want sqlite:///path/to/locks.db (an absolute path)");
   }
+  sqlite::create_group_shared(u.path);
   auto d = db::open(u.path, static_cast<int>(info.request_timeout.count()));
   if (!d) return fail(d.error());
   auto s = std::make_unique<sqlite_session>(std::move(*d), info);
