@@ -314,7 +314,8 @@ class advisory_session_base : public backend_session {
       if (i == blocked_at) {
         entry b;
         b.id = blocker_id(lock);
-        b.owner = blocker_owner_;
+        // Owner text is "host description": the server told this session nothing more.
+        b.owner = "unknown " + blocker_owner_;
         v.entries.push_back(std::move(b));
       }
       const auto& e = cur.entries[i];
