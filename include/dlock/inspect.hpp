@@ -16,17 +16,23 @@ namespace dlock {
 struct queue_entry {
   bool holds{false};       ///< true for the holder (or each shared holder)
   bool shared{false};      ///< a reader of a shared_mutex
-  std::uint64_t token{0};  ///< the entry's fencing token
-  std::string owner;       ///< "host pid=N description" as recorded by the creating session
+  std::uint64_t token{0};  ///< the entry's fencing token; 0 when the backend does not know it
+  /// "host pid=N description" as recorded by the creating session; for another connection's
+  /// lock in ?mode=advisory, what the server tells: "address:port connection 42, user u, advisory"
+  std::string owner;
   std::optional<std::chrono::system_clock::time_point> since;  ///< when the entry was created
   std::optional<std::chrono::milliseconds> lease_left;         ///< where the backend knows it
 };
 
-/// The queue of lock `name`, holder(s) first. Empty when the lock is free.
+/// The queue of lock `name`, holder(s) first. Empty when the lock is free. In ?mode=advisory
+/// the server keeps no queue: other connections' holders and waiting dlock sessions come
+/// from the server's lock tables, with token 0 (unknown). Thread-safe.
 /// Throws dlock::system_error (invalid_argument, backend errors).
 std::vector<queue_entry> inspect(const session& s, std::string_view name);
 
-/// Names of locks that have entries, starting with `prefix`, sorted.
+/// Names of locks that have entries, starting with `prefix`, sorted. Thread-safe.
+/// Throws dlock::system_error: unsupported in ?mode=advisory (the server keeps only a hash of
+/// each name, so it cannot name other connections' locks), backend errors.
 std::vector<std::string> list_locks(const session& s, std::string_view prefix = {});
 
 }  // namespace dlock

@@ -50,7 +50,8 @@ owner_parts parse_owner(const std::string& owner) {
 nlohmann::json entry_json(const dlock::queue_entry& e) {
   auto o = parse_owner(e.owner);
   nlohmann::json j;
-  j["token"] = e.token;
+  // Token 0: the backend does not know it (another connection's advisory lock).
+  j["token"] = e.token != 0 ? nlohmann::json(e.token) : nlohmann::json(nullptr);
   j["owner"] = e.owner;
   j["host"] = o.host;
   j["pid"] = o.pid > 0 ? nlohmann::json(o.pid) : nlohmann::json(nullptr);
@@ -70,7 +71,8 @@ nlohmann::json entry_json(const dlock::queue_entry& e) {
 
 std::string entry_line(const dlock::queue_entry& e) {
   auto o = parse_owner(e.owner);
-  std::string line = fmt::format("token {}  {}", e.token, o.host);
+  std::string line =
+      e.token != 0 ? fmt::format("token {}  {}", e.token, o.host) : "token unknown  " + o.host;
   if (o.pid > 0) line += fmt::format(" pid {}", o.pid);
   if (!o.description.empty()) line += fmt::format(" ({})", o.description);
   if (e.shared) line += "  shared";

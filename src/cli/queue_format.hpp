@@ -17,7 +17,7 @@ struct owner_parts {
 owner_parts parse_owner(const std::string& owner);
 
 // {"token", "host", "pid", "owner", "description", "since", "since_ms", "lease_left_ms",
-// "shared"}; absent facts are null.
+// "shared"}; absent facts (also a token the backend does not know) are null.
 nlohmann::json entry_json(const dlock::queue_entry& e);
 
 // "token 12  host-a pid 4242 (dlock run make)  since 2024-05-01 12:00:03 (12s ago)  lease 14.2s"

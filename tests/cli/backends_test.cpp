@@ -2,6 +2,7 @@
 // processes against real ZooKeeper, Redis, PostgreSQL and MariaDB servers.
 #include <gtest/gtest.h>
 
+#include <csignal>
 #include <fstream>
 #include <iostream>
 #include <memory>
@@ -159,6 +160,66 @@ TEST_F(CliBackends, TwoRunsNeverOverlapAndStatusShowsTheHolder) {
     EXPECT_EQ(lines[3], "end " + t2) << "interleaved:\n" << read_file(log);
     EXPECT_LT(std::stoull(t1), std::stoull(t2)) << "fencing tokens must increase";
 
+    auto after = box.run({"status", name, "--url", url, "--json"});
+    ASSERT_EQ(after.status, 0) << after.output;
+    EXPECT_EQ(json::parse(after.output)["held"], false) << after.output;
+  }
+}
+
+// Issue 12 item 17: in ?mode=advisory the server keeps the lock, not a queue table, and
+// `dlock status` said "free" while `dlock run -n` on the same name exited 75. Status must
+// show what the server knows (the holder's connection, the waiting dlock sessions), and
+// `dlock list`, which cannot map the server's hashes back to names, must say so rather than
+// "no locks".
+TEST_F(CliBackends, AdvisoryHolderIsShownByStatusAndNeverListedAsFree) {
+  cli_sandbox box;
+  for (const auto& url : {srv_->pg->url("mode=advisory"), srv_->maria->url("mode=advisory")}) {
+    SCOPED_TRACE(url);
+    std::string name = "adv/job-" + random_suffix();
+    auto holder = box.start({"run", name, "--url", url, "--", "sh", "-c", "echo held; sleep 60"});
+    ASSERT_TRUE(holder.wait_for_line("held", 30s));
+    auto busy = box.run({"run", "-n", name, "--url", url, "--", "true"});
+    ASSERT_EQ(busy.status, 75) << busy.output;
+
+    auto waiter = box.start({"run", name, "--url", url, "--", "true"});
+    json st;
+    ASSERT_TRUE(poll([&] {
+      auto r = box.run({"status", name, "--url", url, "--json"});
+      if (r.status != 0) return false;
+      st = json::parse(r.output);
+      return st["waiters"].size() == 1;
+    })) << st.dump();
+    EXPECT_EQ(st["held"], true) << st.dump();
+    ASSERT_EQ(st["holders"].size(), 1u) << st.dump();
+    // Another connection's token is not known to the server: null, never a made-up 0.
+    EXPECT_TRUE(st["holders"][0]["token"].is_null()) << st.dump();
+    EXPECT_NE(st["holders"][0]["owner"].get<std::string>().find("advisory"), std::string::npos)
+        << st.dump();
+
+    auto human = box.run({"status", name, "--url", url});
+    ASSERT_EQ(human.status, 0) << human.output;
+    EXPECT_NE(human.output.find(": held"), std::string::npos) << human.output;
+    EXPECT_EQ(human.output.find(": free"), std::string::npos) << human.output;
+    EXPECT_NE(human.output.find("token unknown"), std::string::npos) << human.output;
+    EXPECT_NE(human.output.find("waiter 1"), std::string::npos) << human.output;
+
+    // Either the lock is listed or list says it cannot enumerate; never "no locks".
+    for (bool as_json : {false, true}) {
+      std::vector<std::string> args = {"list", "adv/", "--url", url};
+      if (as_json) args.push_back("--json");
+      auto list = box.run(args);
+      EXPECT_EQ(list.output.find("no locks"), std::string::npos) << list.output;
+      if (list.status == 0) {
+        EXPECT_NE(list.output.find(name), std::string::npos) << list.output;
+      } else {
+        EXPECT_EQ(list.status, 64) << list.output;
+        EXPECT_NE(list.output.find("cannot list"), std::string::npos) << list.output;
+      }
+    }
+
+    holder.signal(SIGTERM);
+    EXPECT_TRUE(holder.wait(30s).has_value());
+    EXPECT_EQ(waiter.wait(30s), 0);
     auto after = box.run({"status", name, "--url", url, "--json"});
     ASSERT_EQ(after.status, 0) << after.output;
     EXPECT_EQ(json::parse(after.output)["held"], false) << after.output;

@@ -38,6 +38,9 @@ class backend_fixture {
   // only (mysql ?mode=advisory, GET_LOCK), which refuses shared_mutex with errc::unsupported;
   // the shared tests then check that refusal and skip, saying why in its fixture.
   virtual bool shared_locks() const { return true; }
+  // Whether list_locks can name the locks held. False for the ?mode=advisory modes, whose
+  // server keeps only a hash of each name: list_locks refuses with errc::unsupported.
+  virtual bool lists_names() const { return true; }
 };
 
 using fixture_factory = std::function<std::unique_ptr<backend_fixture>()>;

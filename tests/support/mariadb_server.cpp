@@ -30,7 +30,8 @@ std::string mariadb_server::log() const {
   return ss.str();
 }
 
-mariadb_server::mariadb_server() {
+mariadb_server::mariadb_server(std::vector<std::string> server_args)
+    : server_args_(std::move(server_args)) {
   for (const char* tool : {"mariadb-install-db", "mariadbd"}) {
     if (!on_path(tool)) {
       throw std::runtime_error(std::string("MariaDB is not installed: missing ") + tool +
@@ -77,6 +78,7 @@ void mariadb_server::start() {
                                    "--innodb-flush-log-at-trx-commit=2",
                                    "--max-connections=400"};
   if (::geteuid() == 0) argv.push_back("--user=mysql");
+  argv.insert(argv.end(), server_args_.begin(), server_args_.end());
   child_process::options o;
   o.log_file = dir_.path() + "/server.log";
   server_.emplace(argv, o);

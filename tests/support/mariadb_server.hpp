@@ -16,9 +16,10 @@ namespace dlock::test {
 
 class mariadb_server {
  public:
-  // Installs and starts. Throws std::runtime_error (with the server's log) on failure, also
-  // when the MariaDB binaries are missing.
-  mariadb_server();
+  // Installs and starts, passing `server_args` (e.g. "--wait-timeout=5") to mariadbd on
+  // every start. Throws std::runtime_error (with the server's log) on failure, also when the
+  // MariaDB binaries are missing.
+  explicit mariadb_server(std::vector<std::string> server_args = {});
   mariadb_server(const mariadb_server&) = delete;
   ~mariadb_server();
 
@@ -39,6 +40,7 @@ class mariadb_server {
   std::string log() const;
 
   temp_dir dir_{"dlock-mariadb", temp_kind::server};
+  std::vector<std::string> server_args_;
   std::uint16_t port_{0};
   std::optional<child_process> server_;
 };

@@ -50,9 +50,30 @@ class advisory_session_base : public backend_session {
     return advance(lk, std::string(lock));
   }
 
+  // With entries of this session on `lock`: its local queue after the server's try-lock
+  // (advance), which is what the engine decides grants from -- it lists only locks it has
+  // an entry in. Without: what the server can tell status tools (observe_locked), never an
+  // empty "free" while another connection holds the lock.
   result<queue_view> list(std::string_view lock) override {
     std::unique_lock lk(mu_);
-    return advance(lk, std::string(lock));
+    auto qit = queues_.find(std::string(lock));
+    if (qit != queues_.end() && !qit->second.entries.empty()) {
+      return advance(lk, std::string(lock));
+    }
+    if (lost_) return fail(expired());
+    queue_view v;
+    v.sent_at = steady::now();
+    auto seen = observe_locked(lk, key(lock));
+    if (!seen) return fail(seen.error());
+    for (auto& c : seen->holders) v.entries.push_back(remote_entry(lock, c, true));
+    // Waiters with no holder are about to take the lock: the server says it is free.
+    if (!seen->holders.empty()) {
+      for (auto& c : seen->waiters) {
+        bool holds = std::ranges::any_of(seen->holders, [&](auto& h) { return h.id == c.id; });
+        if (!holds) v.entries.push_back(remote_entry(lock, c, false));
+      }
+    }
+    return v;
   }
 
   result<void> remove(std::string_view lock, std::string_view id) override {
@@ -121,15 +142,12 @@ class advisory_session_base : public backend_session {
     cv_.notify_all();
   }
 
-  // The server stores locks by hash only: the names this session holds are all it knows.
-  result<std::vector<std::string>> lock_names(std::string_view prefix) override {
-    std::lock_guard lk(mu_);
-    std::vector<std::string> out;
-    for (const auto& [name, q] : queues_) {
-      bool held = std::ranges::any_of(q.entries, [](const auto& e) { return e.token != 0; });
-      if (held && name.starts_with(prefix)) out.push_back(name);
-    }
-    return out;
+  // The server stores locks by hash only, so it cannot name the locks other connections
+  // hold; the names this session holds would be a list that looks complete and is not.
+  result<std::vector<std::string>> lock_names(std::string_view) override {
+    return fail(errc::unsupported,
+                where_ + ": mode=advisory cannot list locks: the server keeps only a hash of " +
+                    "each lock name (ask about one name: dlock status NAME)");
   }
 
  protected:
@@ -144,6 +162,22 @@ class advisory_session_base : public backend_session {
         where_(std::move(where)),
         key_prefix_(std::move(key_prefix)),
         blocker_owner_(std::move(blocker_owner)) {}
+
+  // A connection the server reports holding, or waiting for, a lock.
+  struct remote_conn {
+    std::string id;           // the server's connection id (backend pid, CONNECTION_ID())
+    std::string host;         // client "address:port", "local", or "unknown" when not shown
+    std::string description;  // e.g. "connection 42, user dlock"
+    bool shared{false};       // holds a shared lock
+  };
+  struct remote_view {
+    std::vector<remote_conn> holders;
+    std::vector<remote_conn> waiters;  // dlock sessions waiting (holding their "waiting" mark)
+  };
+  // What the server tells about `key` (mu_ held via `lk`), for status tools: it keeps no
+  // token per connection, and no owner text.
+  virtual result<remote_view> observe_locked(std::unique_lock<std::mutex>& lk,
+                                             const std::string& key) = 0;
 
   // The fencing token of the server's lock on `key`, or nullopt while another connection
   // holds it.
@@ -230,6 +264,15 @@ class advisory_session_base : public backend_session {
   // Also the channel a PostgreSQL release NOTIFYs (pg_schema.cpp), for wait_remote there.
   std::string blocker_id(std::string_view lock) const { return "advisory:" + key(lock); }
 
+  // Token 0: not known (another connection's token is in no server view).
+  entry remote_entry(std::string_view lock, const remote_conn& c, bool holds) const {
+    entry e;
+    e.id = blocker_id(lock) + ":" + c.id;
+    e.kind = holds && c.shared ? entry_kind::shared : entry_kind::exclusive;
+    e.owner = c.host + " " + c.description + ", advisory";
+    return e;
+  }
+
   void mark_lost_locked() {
     lost_ = true;
     if (conn_) conn_->close();
@@ -271,7 +314,8 @@ class advisory_session_base : public backend_session {
       if (i == blocked_at) {
         entry b;
         b.id = blocker_id(lock);
-        b.owner = blocker_owner_;
+        // Owner text is "host description": the server told this session nothing more.
+        b.owner = "unknown " + blocker_owner_;
         v.entries.push_back(std::move(b));
       }
       const auto& e = cur.entries[i];

@@ -27,6 +27,19 @@ const std::string is_free = "SELECT IS_FREE_LOCK(" DLOCK_HELD ")";
 const std::string mark = "SELECT GET_LOCK(" DLOCK_MARK ", 0)";
 const std::string unmark = "SELECT RELEASE_LOCK(" DLOCK_MARK ")";
 const std::string ping = "SELECT 1";
+// For status tools: the holder's connection (IS_USED_LOCK, whoever it belongs to), then every
+// connection holding its "waiting" mark, with user and client address where PROCESSLIST
+// shows them (all connections with the PROCESS privilege, else this user's). Both parameters
+// are "<db>:<lock name>".
+const std::string observe =
+    "SELECT u.id, u.holds, p.USER, p.HOST FROM ("
+    " SELECT IS_USED_LOCK(CONCAT('dlock:', k.h)) AS id, 1 AS holds"
+    " FROM (SELECT LEFT(SHA2(?, 256), 36) AS h) k"
+    " UNION ALL SELECT w.ID, 0 FROM information_schema.PROCESSLIST w,"
+    " (SELECT LEFT(SHA2(?, 256), 36) AS h) k"
+    " WHERE IS_USED_LOCK(CONCAT('dlockw:', k.h, ':', w.ID)) = w.ID) u"
+    " LEFT JOIN information_schema.PROCESSLIST p ON p.ID = u.id"
+    " WHERE u.id IS NOT NULL ORDER BY u.holds DESC, u.id";
 
 #undef DLOCK_MARK
 #undef DLOCK_HELD
@@ -112,6 +125,21 @@ class advisory_session final : public advisory_session_base<conn, std::string, p
     auto r = run_locked(ping, {}, lk);
     if (!r) return fail(r.error());
     return {};
+  }
+
+  result<remote_view> observe_locked(std::unique_lock<std::mutex>& lk,
+                                     const std::string& key) override {
+    auto r = run_locked(observe, {key, key}, lk);
+    if (!r) return fail(r.error());
+    remote_view v;
+    for (std::size_t i = 0; i < r->rows.size(); ++i) {
+      remote_conn c;
+      c.id = r->text(i, 0);
+      c.host = r->rows[i][3] ? r->text(i, 3) : "unknown";
+      c.description = "connection " + c.id + (r->rows[i][2] ? ", user " + r->text(i, 2) : "");
+      (r->i64(i, 1) == 1 ? v.holders : v.waiters).push_back(std::move(c));
+    }
+    return v;
   }
 
   // Nothing announces the other connection's release: poll IS_FREE_LOCK, starting fast (a

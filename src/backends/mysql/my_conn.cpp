@@ -75,9 +75,21 @@ result<conn> conn::open(const target& t, std::chrono::milliseconds timeout) {
   mysql_options(m, MYSQL_OPT_WRITE_TIMEOUT, &secs);
   mysql_options(m, MYSQL_OPT_RECONNECT, &off);
   mysql_options(m, MYSQL_SET_CHARSET_NAME, "utf8mb4");
-  // Leases are compared as UTC milliseconds; a row lock wait never outlives the request.
-  auto init =
-      "SET time_zone = '+00:00', innodb_lock_wait_timeout = " + std::to_string(secs) + t.init;
+  // Leases are compared as UTC milliseconds; a row lock wait never outlives the request. A
+  // server with short net_*_timeouts must not cut a request off before the client would.
+  // interactive_timeout is left alone: it replaces wait_timeout only for clients that
+  // connect with CLIENT_INTERACTIVE, which dlock never does.
+  auto at_least = [](const char* var, long long v) {
+    return std::string(", SESSION ") + var + " = GREATEST(@@SESSION." + var + ", " +
+           std::to_string(v) + ")";
+  };
+  auto init = "SET time_zone = '+00:00', innodb_lock_wait_timeout = " + std::to_string(secs) +
+              at_least("net_read_timeout", secs) + at_least("net_write_timeout", secs);
+  if (t.wait_timeout > 0) {
+    init += t.exact_wait_timeout ? ", SESSION wait_timeout = " + std::to_string(t.wait_timeout)
+                                 : at_least("wait_timeout", t.wait_timeout);
+  }
+  init += t.init;
   mysql_options(m, MYSQL_INIT_COMMAND, init.c_str());
   // FOUND_ROWS: an UPDATE that matched its row counts as 1 even if nothing changed (a
   // renewal within the same millisecond must not look like a lapsed lease).
@@ -92,7 +104,30 @@ result<conn> conn::open(const target& t, std::chrono::milliseconds timeout) {
     mysql_close(m);
     return fail(f);
   }
-  return conn(m, t.where);
+  conn c(m, t.where);
+  if (t.wait_timeout > 0) {
+    if (auto r = c.check_wait_timeout(t); !r) return fail(r.error());
+  }
+  return c;
+}
+
+// A server caps wait_timeout (at 365 days), and a proxy may swallow the SET: a connection
+// the server would end while idle loses the session's locks mid-hold.
+result<void> conn::check_wait_timeout(const target& t) {
+  auto r = exec("SELECT @@SESSION.wait_timeout, @@GLOBAL.wait_timeout");
+  if (!r) return fail(r.error());
+  if (r->rows.empty()) return fail(errc::backend_error, where_ + ": no wait_timeout");
+  auto have = r->i64(0, 0);
+  bool ok = t.exact_wait_timeout ? have == t.wait_timeout : have >= t.wait_timeout_min;
+  if (ok) return {};
+  return fail(errc::invalid_argument,
+              where_ + ": this connection's wait_timeout must be " +
+                  (t.exact_wait_timeout ? "" : "at least ") +
+                  std::to_string(t.exact_wait_timeout ? t.wait_timeout : t.wait_timeout_min) +
+                  " s for " + t.wait_timeout_for + ", but the server keeps it at " +
+                  std::to_string(have) + " s (server setting wait_timeout = " + r->text(0, 1) +
+                  " s; SET SESSION wait_timeout was capped or ignored): use a shorter ttl, or " +
+                  "a server (or proxy) that allows this wait_timeout");
 }
 
 bool conn::peer_closed() {

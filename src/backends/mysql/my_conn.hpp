@@ -28,6 +28,15 @@ struct target {
   std::string db;
   std::string where;  // "mysql user@host:port/db", for messages
   std::string init;   // more ", var = value" settings for the connection's session
+  // The connection's own wait_timeout (seconds the server keeps it open without a
+  // statement; 0: leave the server's). Raised to at least `wait_timeout` (kept if higher),
+  // or set to exactly it when `exact_wait_timeout` (mode=advisory: it is the lease). open()
+  // checks that it took effect -- at least `wait_timeout_min`, or exactly -- and refuses
+  // the connection otherwise, naming `wait_timeout_for` as the reason it is needed.
+  long long wait_timeout{0};
+  long long wait_timeout_min{0};
+  bool exact_wait_timeout{false};
+  std::string wait_timeout_for;
 };
 
 using param = std::variant<std::string, std::int64_t>;
@@ -44,7 +53,8 @@ struct outcome {
 class conn {
  public:
   // Failures: permission_denied (access denied, account locked), invalid_argument (unknown
-  // database), backend_unavailable (refused, timed out, shutting down).
+  // database, or the server kept a wait_timeout other than `t` asks), backend_unavailable
+  // (refused, timed out, shutting down).
   static result<conn> open(const target& t, std::chrono::milliseconds timeout);
 
   conn(conn&& o) noexcept
@@ -72,6 +82,7 @@ class conn {
 
  private:
   conn(MYSQL* m, std::string where) : m_(m), where_(std::move(where)) {}
+  result<void> check_wait_timeout(const target& t);
   failure error(unsigned code, const char* state, const char* msg);
   result<MYSQL_STMT*> prepared(const std::string& sql);
   result<outcome> read_results(MYSQL_STMT* s);

@@ -20,6 +20,7 @@
 #include "backends/mysql/my_advisory.hpp"
 #include "backends/mysql/my_conn.hpp"
 #include "backends/mysql/my_schema.hpp"
+#include "core/duration.hpp"
 
 namespace dlock::detail {
 namespace {
@@ -251,13 +252,26 @@ result<std::unique_ptr<backend_session>> open_mysql(const url& u, const session_
   t.db = db;
   t.where = "mysql " + (u.user.empty() ? "" : u.user + "@") +
             (t.host.empty() ? "localhost" : t.host) + ":" + std::to_string(t.port) + "/" + db;
+  auto ceil_secs = [](milliseconds d) { return std::max<long long>(1, (d.count() + 999) / 1000); };
+  auto ttl_text = "ttl=" + format_duration(info.ttl);
   if (mode == "advisory") {
     // The session's connection is the lease: the server ends it after wait_timeout without a
     // statement (renewals are pings every TTL/3), freeing its named locks.
-    auto secs = std::max<long long>(1, (info.ttl.count() + 999) / 1000);
-    t.init = ", SESSION wait_timeout = " + std::to_string(secs);
+    t.wait_timeout = t.wait_timeout_min = ceil_secs(info.ttl);
+    t.exact_wait_timeout = true;
+    t.wait_timeout_for =
+        "mode=advisory's lease (" + ttl_text + ", the server ends the idle connection)";
     return my::open_advisory(std::move(t), info);
   }
+  // Every connection (the session's, a reconnect, the spare one for waiting) goes without a
+  // statement for up to a renewal period (under the TTL), and renewals are retried until the
+  // lease lapses: a server wait_timeout below that ends the connection, and with it the
+  // session, under an idle holder. Twice the TTL leaves a margin; the server's value is kept
+  // when higher (a dead client's lease still lapses at the TTL).
+  constexpr long long max_wait_timeout = 31'536'000;  // the server's cap: 365 days
+  t.wait_timeout = std::min(max_wait_timeout, ceil_secs(info.ttl * 2 + info.request_timeout));
+  t.wait_timeout_min = ceil_secs(info.ttl + info.request_timeout);
+  t.wait_timeout_for = "the lease's renewals (" + ttl_text + ")";
   auto s = std::make_unique<mysql_session>(std::move(t), info);
   if (auto r = s->start(); !r) return fail(r.error());
   return s;

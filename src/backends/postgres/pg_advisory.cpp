@@ -76,6 +76,46 @@ class advisory_session final : public advisory_session_base<conn, statement, std
     return {};
   }
 
+  // For status tools: pg_locks has every connection's advisory locks on this database (the
+  // 64-bit key split into classid/objid); pg_stat_activity adds user and client address
+  // where this role may see them. Holders (granted on the lock's key), then waiters: dlock
+  // sessions holding their shared "waiting" mark, and anyone blocked on the key itself.
+  result<remote_view> observe_locked(std::unique_lock<std::mutex>& lk,
+                                     const std::string& key) override {
+    static const statement observe{
+        "dlock_adv_observe",
+        "WITH k AS (SELECT hashtextextended($1, 0) AS h, hashtextextended($1, 1) AS w),"
+        " l AS (SELECT l.pid, l.granted, l.mode,"
+        " (l.classid::int8 << 32 | l.objid::int8) = k.h AS on_lock FROM pg_locks l, k"
+        " WHERE l.locktype = 'advisory' AND l.objsubid = 1"
+        " AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())"
+        " AND (l.classid::int8 << 32 | l.objid::int8) IN (k.h, k.w))"
+        " SELECT l.pid, l.on_lock AND l.granted, l.mode = 'ShareLock', host(a.client_addr),"
+        " a.client_port, a.usename, a.application_name"
+        " FROM l LEFT JOIN pg_stat_activity a ON a.pid = l.pid"
+        " WHERE l.on_lock OR (l.granted AND l.mode = 'ShareLock')"
+        " ORDER BY 2 DESC, a.backend_start, l.pid"};
+    auto r = run_locked(observe, {key}, lk);
+    if (!r) return fail(r.error());
+    remote_view v;
+    for (int i = 0; i < r->count(); ++i) {
+      remote_conn c;
+      c.id = r->text(i, 0);
+      // client_port: -1 over a Unix socket, NULL where this role may not see it.
+      c.host = r->null(i, 4)           ? "unknown"
+               : r->text(i, 4) == "-1" ? "local"
+                                       : r->text(i, 3) + ":" + r->text(i, 4);
+      c.description = "backend pid " + c.id;
+      if (!r->null(i, 5)) c.description += ", user " + r->text(i, 5);
+      if (!r->null(i, 6) && !r->text(i, 6).empty()) {
+        c.description += ", application " + r->text(i, 6);
+      }
+      c.shared = r->text(i, 2) == "t";
+      (r->text(i, 1) == "t" ? v.holders : v.waiters).push_back(std::move(c));
+    }
+    return v;
+  }
+
   // Woken by the NOTIFY of the other connection's release, or after a nap (a holder whose
   // connection ended releases without one; a release just before the LISTEN, or just before
   // this session's "waiting" mark, went without one or unseen).
