@@ -194,6 +194,7 @@ void session::close() noexcept {
       mine_.clear();
       leftover_.clear();
       queued_.clear();
+      settled_.clear();
     }
     (void)release_calls(entries, true);
   } catch (...) {

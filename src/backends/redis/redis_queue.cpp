@@ -139,14 +139,18 @@ result<queue_view> session::queue_round(std::string_view lock, std::optional<add
     return fail(quorum_failure(add ? "enqueue" : "list", replies, expired));
   }
   id_set mine;
+  std::map<std::string, std::uint64_t, std::less<>> settled;
   {
     std::lock_guard lk(mu_);
     auto& best = at_least_[std::string(lock)];
     best = std::max(best, counter);
     if (at_least_.size() > 10000) at_least_.clear();  // a cache; correctness does not need it
     if (auto it = mine_.find(lock); it != mine_.end()) mine = it->second;
+    for (const auto& id : mine) {
+      if (auto it = settled_.find(id); it != settled_.end()) settled.insert(*it);
+    }
   }
-  auto merged = merge_views(views, mine, quorum());
+  auto merged = merge_views(views, mine, quorum(), settled);
   if (may_resubmit && !merged.resubmit.empty()) {
     // Re-queue at the back everywhere, after a random pause so that the losers of a split
     // do not collide again.
@@ -173,6 +177,8 @@ result<queue_view> session::queue_round(std::string_view lock, std::optional<add
   if (auto r = settle_grants(lock, merged.grants); !r) return fail(r.error());
   {
     std::lock_guard lk(mu_);
+    // The token is fixed from now on: later rounds report it as it is (removal forgets it).
+    for (const auto& g : merged.grants) settled_.try_emplace(g.id, g.token);
     if (wait_hint_.size() > 10000) wait_hint_.clear();
     for (auto& [id, server] : merged.wait_node) wait_hint_[id] = server;
   }
@@ -181,7 +187,8 @@ result<queue_view> session::queue_round(std::string_view lock, std::optional<add
 
 result<void> session::settle_grants(std::string_view lock, const std::vector<grant_check>& grants) {
   for (const auto& g : grants) {
-    if (g.needed == 0) continue;
+    // Every answering master that lags is raised, though only `needed` must confirm.
+    if (g.raise_on.empty()) continue;
     std::vector<node*> targets;
     std::vector<request> reqs;
     for (auto s : g.raise_on) {
@@ -235,6 +242,7 @@ result<void> session::remove_everywhere(std::string_view lock, std::string_view 
     replies = release_calls({{std::string(lock), std::string(id), queued}}, false);
   std::size_t ok = std::ranges::count_if(replies, [](const auto& r) { return r.has_value(); });
   std::lock_guard lk(mu_);
+  settled_.erase(std::string(id));
   auto it = mine_.find(lock);
   if (it != mine_.end()) {
     it->second.erase(std::string(id));

@@ -80,6 +80,8 @@ class session final : public backend_session {
   std::map<std::string, id_set, std::less<>> leftover_;         // removed on too few servers
   std::map<std::string, std::uint64_t, std::less<>> at_least_;  // lock -> highest counter seen
   std::map<std::string, std::size_t, std::less<>> wait_hint_;   // awaited id -> server
+  // Redlock: own holders' tokens, fixed once their counters were raised (see merge_views).
+  std::map<std::string, std::uint64_t, std::less<>> settled_;
   // One server: own entries that enqueue put in the queue (not in the lone-holder key).
   id_set queued_;
 };
