@@ -86,6 +86,17 @@ TEST(redlock_release, a_removal_that_missed_a_master_is_retried_once_the_master_
   if (n.is_held()) n.unlock();
 }
 
+TEST(redlock_release, a_release_of_an_entry_an_operator_deleted_reports_lock_lost) {
+  three_masters m;
+  auto s = session::open(m.url("ttl=30s&prefix=ll:"));
+  dlock::mutex held(s, "job");
+  held.lock();
+  for (auto& server : m.servers) server->command({"DEL", "ll:h:job", "ll:q:job", "ll:m:job"});
+  std::error_code ec;
+  held.unlock(ec);
+  EXPECT_EQ(ec, dlock::errc::lock_lost) << ec.message();
+}
+
 TEST(redlock_tokens, a_token_never_repeats_when_one_master_loses_its_data) {
   three_masters m;
   const std::string query = "ttl=10s&prefix=tk:";

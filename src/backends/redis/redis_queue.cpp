@@ -156,7 +156,9 @@ result<queue_view> session::queue_round(std::string_view lock, std::optional<add
     // do not collide again.
     thread_local std::minstd_rand rng{std::random_device{}()};
     for (const auto& id : merged.resubmit) {
-      if (auto r = remove_everywhere(lock, id); !r) return fail(r.error());
+      // Gone from every master that answered (lock_lost) is as good as removed here.
+      if (auto r = remove_everywhere(lock, id); !r && r.error().code != errc::lock_lost)
+        return fail(r.error());
       std::unique_lock lk(mu_);
       cancel_retry(lk, id);  // a late retry must not remove the re-queued entry
       mine_[std::string(lock)].insert(id);
@@ -343,6 +345,17 @@ result<void> session::remove_everywhere(std::string_view lock, std::string_view 
     leftover_[std::string(lock)].insert(std::string(id));
   if (!redlock() && !replies[0]) return fail(replies[0].error());
   if (ok < quorum()) return fail(quorum_failure("remove", replies, 0));
+  if (redlock()) {
+    // The backend contract: an entry that was not there any more is reported (its session
+    // ended, or an operator deleted it). A majority answered and none of them had it.
+    bool found = std::ranges::any_of(replies, [](const auto& r) {
+      return r && (*r)->type == REDIS_REPLY_INTEGER && (*r)->integer > 0;
+    });
+    if (!found)
+      return fail(errc::lock_lost, "redlock: entry " + std::string(id) + " of lock '" +
+                                       std::string(lock) + "' was on none of the " +
+                                       std::to_string(ok) + " masters that answered");
+  }
   return {};
 }
 
