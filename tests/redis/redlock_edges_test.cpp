@@ -86,6 +86,29 @@ TEST(redlock_release, a_removal_that_missed_a_master_is_retried_once_the_master_
   if (n.is_held()) n.unlock();
 }
 
+TEST(redlock_release, an_abandoned_wait_that_missed_a_master_is_removed_there_too) {
+  three_masters m;
+  const std::string query = "ttl=30s&prefix=ra:";
+  auto holder = session::open(m.url(query));
+  dlock::mutex held(holder, "job");
+  held.lock();
+  tcp_proxy to_third(m.servers[2]->port());
+  auto waiter = session::open(m.url(query, {0, 0, to_third.port()}), {.request_timeout = 500ms});
+  dlock::mutex w(waiter, "job");
+  std::thread cut([&] {
+    // Once the waiter's entry is queued everywhere, its link to the third master goes.
+    within(2s, [&] { return m.servers[2]->entry_ids("ra:", "job").size() == 2; });
+    to_third.blackhole();
+  });
+  EXPECT_FALSE(w.try_lock_for(1s));  // times out; its entry is abandoned, missing master 3
+  cut.join();
+  to_third.reset();
+  to_third.pass();
+  EXPECT_TRUE(within(1500ms, [&] { return m.servers[2]->entry_ids("ra:", "job").size() == 1; }))
+      << "the abandoned entry stayed on the master its removal missed";
+  held.unlock();
+}
+
 TEST(redlock_release, a_release_of_an_entry_an_operator_deleted_reports_lock_lost) {
   three_masters m;
   auto s = session::open(m.url("ttl=30s&prefix=ll:"));
