@@ -139,13 +139,17 @@ const char* to_string(fault f) noexcept {
       return "expire waiter";
     case fault::client_clock_step:
       return "clock step";
+    case fault::cancel_wait:
+      return "cancel racing wait";
+    case fault::master_down_release:
+      return "master down release";
   }
   return "?";
 }
 
 bool needs_proxy(fault f) noexcept {
   return f == fault::proxy_blackhole || f == fault::proxy_delay || f == fault::proxy_reset ||
-         f == fault::proxy_drop_reply;
+         f == fault::proxy_drop_reply || f == fault::master_down_release;
 }
 
 const std::vector<fault> process_faults{fault::none,
@@ -154,7 +158,8 @@ const std::vector<fault> process_faults{fault::none,
                                         fault::stop_holder_late_check,
                                         fault::expire_holder,
                                         fault::expire_waiter,
-                                        fault::client_clock_step};
+                                        fault::client_clock_step,
+                                        fault::cancel_wait};
 
 namespace {
 [[noreturn]] void not_applicable(const char* what) {
@@ -195,7 +200,7 @@ const std::vector<backend_row>& backend_table() {
   static const std::vector<backend_row> rows{
       {"memory",
        [](const std::string&) { return std::make_unique<memory_fault>(); },
-       {fault::none}},
+       {fault::none, fault::cancel_wait}},
       {"sqlite",
        [](const std::string& dir) { return std::make_unique<sqlite_fault>(dir); },
        process_faults,
@@ -217,7 +222,8 @@ const std::vector<backend_row>& backend_table() {
          "fencing tokens start again from 1, so a resource fenced by older tokens refuses them"}}},
       {"redlock",
        make_redlock_fault,
-       with_proxy_faults(plus(process_faults, fault::member_kill)),
+       plus(with_proxy_faults(plus(process_faults, fault::member_kill)),
+            fault::master_down_release),
        {lease_cut_short}},
       {"postgres",
        make_postgres_fault,

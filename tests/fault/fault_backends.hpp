@@ -37,6 +37,10 @@ enum class fault {
   expire_waiter,           // the server ends a waiter's session
   client_clock_step,       // the holder's wall clock steps an hour (forward, then back), and
                            // a waiter's the other way (libfaketime in every worker)
+  cancel_wait,             // workers cancel 31 acquires in 32, 0-120 us after they start, from
+                           // another thread (racing the wait's requests), SIGPIPE at default
+  master_down_release,     // Redlock: one master unreachable exactly while the holder
+                           // releases, then back: its missed removal must be retried
 };
 
 const char* to_string(fault f) noexcept;
@@ -63,6 +67,9 @@ class fault_backend {
   // dlock). Called once every worker has exited; the run polls it for up to TTL + 1 s.
   // In-process backends (multi_process() false) have their worker report this instead.
   virtual std::size_t orphans(const std::string& lock) = 0;
+  // Redlock: entries of `lock` stored on fewer than a majority of the masters (a removal that
+  // missed a master, and was not retried, leaves one). 0 for other backends.
+  virtual std::size_t minority_entries(const std::string&) { return 0; }
 
   // Server-side operations of the faults; the defaults throw (the fault does not apply).
   virtual void expire(const worker_session& s);

@@ -40,6 +40,8 @@ run_report run::go() {
   judge_input in{{}, std::move(driver_events_), reg_path_, faults_, lock_, in_process_orphans_};
   for (auto& w : all_) in.logs.push_back(w.log);
   judge(in, b_, r_);
+  r_.orphans += stray_entries_;
+  if (f_ == fault::cancel_wait) note("cancelled waits: " + std::to_string(cancelled_waits_));
   r_.took = std::chrono::duration_cast<ms>(steady::now() - t0);
   return std::move(r_);
 }

@@ -1,6 +1,7 @@
 // The fault run's Redis backends: one redis-server (restartable with or without its data) and
 // Redlock over three (a minority member killed and restarted empty). Expiry and the orphan
 // count use raw commands on each server, never dlock.
+#include <map>
 #include <memory>
 #include <set>
 #include <stdexcept>
@@ -73,6 +74,17 @@ class redis_fault final : public fault_backend {
       }
       for (auto& id : s->command({"HKEYS", m})) n += in_queue.count(id) ? 0 : 1;
     }
+    return n;
+  }
+
+  std::size_t minority_entries(const std::string& lock) override {
+    std::map<std::string, std::size_t> where;
+    for (auto& s : servers_) {
+      if (!s->running()) continue;
+      for (auto& id : s->entry_ids(prefix_, lock)) ++where[id];
+    }
+    std::size_t n = 0;
+    for (auto& [id, count] : where) n += count <= servers_.size() / 2 ? 1 : 0;
     return n;
   }
 

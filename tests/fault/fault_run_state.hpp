@@ -89,6 +89,8 @@ class run {
   std::vector<event> driver_events_;
   std::vector<std::pair<std::int64_t, std::string>> faults_;  // when, and which worker
   std::size_t in_process_orphans_{0};
+  std::size_t stray_entries_{0};  // master_down_release: entries a missed removal left behind
+  long cancelled_waits_{0};       // cancel_wait: acquires the workers cancelled
   int generation_{0};
   int replaced_{0};
   bool stopping_{false};

@@ -44,6 +44,7 @@ void run::start_worker(std::size_t slot) {
                                 std::to_string(bound_s.count())};
   if (!b_.multi_process()) argv.insert(argv.end(), {"--threads", std::to_string(p_.workers)});
   if (f_ == fault::stop_holder_late_check) argv.push_back("--late-check");
+  if (f_ == fault::cancel_wait) argv.push_back("--cancel-waits");
   test::child_process::options opt;
   std::shared_ptr<test::stepped_clock> clock;
   if (f_ == fault::client_clock_step) {
@@ -149,6 +150,7 @@ void run::stop_all() {
     }
     while (auto line = w.proc->read_line(200ms)) {
       if (line->starts_with("raw_entries ")) in_process_orphans_ += std::stoul(line->substr(12));
+      if (line->starts_with("cancelled_waits ")) cancelled_waits_ += std::stol(line->substr(16));
     }
     finished_.push_back(std::move(w));
   }

@@ -2,7 +2,7 @@
 //
 //   dlock_fault_worker --url URL --lock NAME --register PATH --log PATH --id ID
 //                      [--threads N] [--max-ops N] [--max-seconds S] [--pause-ms MIN:MAX]
-//                      [--late-check]
+//                      [--late-check] [--cancel-waits]
 //
 // Each contender loops: acquire -> read the fenced register with its fencing token -> pause ->
 // check its loss signal -> write value+1 with its token -> release, logging every step
@@ -10,17 +10,24 @@
 // With
 // --late-check the loss signal is checked BEFORE the pause instead of after it: the classic
 // "checked, then got paused" holder, whose stale write only the fence can stop.
-// Stops when its lock is lost, on stdin EOF, or at the count/time bound. Prints "ready" once
-// every contender has opened its session. Exit: 0 stopped, 3 lock lost, 2 error.
+// With --cancel-waits 31 acquires in 32 are cancelled between their start and 120 us into
+// their wait (from a second thread, as an application's shutdown would), racing the wait's own
+// requests: the library must neither die of it (SIGPIPE is at its default disposition here) nor
+// leave an entry. Stops when its lock is lost, on stdin EOF, or at the count/time bound. Prints
+// "ready" once every contender has opened its session. Exit: 0 stopped, 3 lock lost, 2 error.
 #include <fcntl.h>
+#include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstdio>
 #include <cstring>
 #include <dlock/dlock.hpp>
 #include <latch>
+#include <mutex>
 #include <random>
 #include <string>
 #include <thread>
@@ -46,6 +53,7 @@ struct config {
   double max_seconds{60};
   int pause_min_ms{15}, pause_max_ms{40};
   bool late_check{false};
+  bool cancel_waits{false};
 };
 
 [[noreturn]] void usage(const char* why) {
@@ -79,6 +87,8 @@ config parse_args(int argc, char** argv) {
       c.max_seconds = std::stod(value());
     else if (a == "--late-check")
       c.late_check = true;
+    else if (a == "--cancel-waits")
+      c.cancel_waits = true;
     else if (a == "--pause-ms") {
       auto v = value();
       auto colon = v.find(':');
@@ -116,6 +126,52 @@ class event_log {
 
 enum class outcome { stopped, lost, error };
 
+// Cancels one acquire at a time, `delay` after arm(): a thread of its own that spins the last
+// stretch, so the cancel lands within microseconds of the chosen moment.
+class canceller {
+ public:
+  canceller() : thread_([this](std::stop_token st) { loop(st); }) {}
+  ~canceller() {
+    thread_.request_stop();
+    cv_.notify_all();
+  }
+  void arm(std::stop_source target, std::chrono::nanoseconds delay) {
+    std::lock_guard lk(mu_);
+    target_ = std::move(target);
+    at_ = std::chrono::steady_clock::now() + delay;
+    armed_ = true;
+    cv_.notify_all();
+  }
+  // Waits until the armed cancel fired (so no cancel of one attempt spills into the next).
+  void settle() {
+    std::unique_lock lk(mu_);
+    cv_.wait(lk, [&] { return !armed_; });
+  }
+
+ private:
+  void loop(std::stop_token st) {
+    std::unique_lock lk(mu_);
+    while (!st.stop_requested()) {
+      cv_.wait(lk, st, [&] { return armed_; });
+      if (!armed_) continue;
+      auto at = at_;
+      lk.unlock();
+      while (std::chrono::steady_clock::now() < at) {
+      }
+      lk.lock();
+      target_.request_stop();
+      armed_ = false;
+      cv_.notify_all();
+    }
+  }
+  std::mutex mu_;
+  std::condition_variable_any cv_;
+  std::stop_source target_;
+  std::chrono::steady_clock::time_point at_;
+  bool armed_{false};
+  std::jthread thread_;
+};
+
 class contender {
  public:
   contender(const config& c, std::string id, event_log& log, std::stop_token stop)
@@ -141,7 +197,30 @@ class contender {
         return outcome::stopped;
       put(step::acquire_start);
       std::error_code ec;
-      if (!m.try_lock_until(std::chrono::steady_clock::now() + 2s, stop_, ec)) {
+      bool got = false;
+      if (c_.cancel_waits && cancel_dist_(rng_) < 31) {
+        // 31 acquires in 32 are cancelled, at a random moment between their start and 120 us
+        // into their wait. The wait starts after the enqueue's round trip, estimated as half
+        // of what a cancelled attempt takes (enqueue, then removal).
+        std::stop_source attempt;
+        std::stop_callback forward(stop_, [&attempt] { attempt.request_stop(); });
+        std::uniform_int_distribution<long> delay(0, enqueue_ns_ + 120'000);
+        canceller_->arm(attempt, std::chrono::nanoseconds{delay(rng_)});
+        auto t0 = std::chrono::steady_clock::now();
+        got = m.try_lock_until(t0 + 2s, attempt.get_token(), ec);
+        canceller_->settle();
+        if (!got && ec == dlock::errc::cancelled) {
+          ++cancelled_;
+          auto half = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                          std::chrono::steady_clock::now() - t0)
+                          .count() /
+                      2;
+          enqueue_ns_ = std::clamp<long>((7 * enqueue_ns_ + half) / 8, 0, 2'000'000);
+        }
+      } else {
+        got = m.try_lock_until(std::chrono::steady_clock::now() + 2s, stop_, ec);
+      }
+      if (!got) {
         put(step::acquire_failed, 0, 0, false,
             ec.message() + " (" + dlock::last_error_message() + ")");
         if (ec == dlock::errc::timed_out || ec == dlock::errc::cancelled ||
@@ -185,6 +264,7 @@ class contender {
   }
 
   void close() { session_.close(); }
+  long cancelled() const { return cancelled_; }
 
   // "session <id> [<zk session id> <zk password hex>]": what the driver needs to end this
   // session from the server side.
@@ -238,12 +318,20 @@ class contender {
   event_log& log_;
   std::stop_token stop_;
   dlock::session session_;
+  std::unique_ptr<canceller> canceller_ = c_.cancel_waits ? std::make_unique<canceller>() : nullptr;
+  std::minstd_rand rng_{std::random_device{}()};
+  std::uniform_int_distribution<int> cancel_dist_{0, 31};
+  long enqueue_ns_{100'000};  // estimated time from an acquire's start to its wait
+  long cancelled_{0};
 };
 
 }  // namespace
 
 int main(int argc, char** argv) {
   auto c = parse_args(argc, argv);
+  // A library must not kill its host with SIGPIPE whatever the host's disposition; the
+  // default one is where it would (an inherited SIG_IGN would hide it).
+  ::signal(SIGPIPE, SIG_DFL);
   event_log log(c.log);
   std::stop_source stop;
   // stdin EOF is the driver's "stop": detached, since a blocking read cannot be interrupted.
@@ -292,6 +380,12 @@ int main(int argc, char** argv) {
   if (c.url.starts_with("memory://")) {
     auto name = c.url.substr(9, c.url.find('?') - 9);
     std::printf("raw_entries %zu\n", dlock::detail::memory_raw_entries(name, c.lock));
+    std::fflush(stdout);
+  }
+  if (c.cancel_waits) {
+    long n = 0;
+    for (auto& ct : cs) n += ct->cancelled();
+    std::printf("cancelled_waits %ld\n", n);
     std::fflush(stdout);
   }
   for (auto& ct : cs) ct->close();

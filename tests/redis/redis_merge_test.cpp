@@ -24,7 +24,8 @@ node_view queue(std::initializer_list<const char*> ids, std::uint64_t counter = 
 using views = std::vector<std::optional<node_view>>;
 
 TEST(redlock_merge, an_entry_first_on_a_majority_holds_with_the_largest_grant) {
-  views v{queue({"a", "b"}), queue({"a", "b"}), queue({"b", "a"})};
+  // Counters at the grants (as right after a grant): nothing to raise.
+  views v{queue({"a", "b"}, 1), queue({"a", "b"}, 1), queue({"b", "a"}, 1)};
   auto m = merge_views(v, {"a"}, 2);
   ASSERT_EQ(m.entries.size(), 1u);
   EXPECT_EQ(m.entries[0].id, "a");
@@ -63,6 +64,29 @@ TEST(redlock_merge, a_grant_waits_for_a_majority_of_counters_to_reach_its_token)
   EXPECT_EQ(m.entries[0].token, 9u);
   EXPECT_EQ(m.grants[0].needed, 1u);
   EXPECT_EQ(m.grants[0].raise_on, (std::vector<std::size_t>{1, 2}));
+}
+
+TEST(redlock_merge, a_grant_goes_above_a_refusing_masters_higher_counter_and_raises_all) {
+  // Master 0 lost its data (counter 1); master 1 still holds x with token 5 (counter 6 after
+  // our enqueue there); master 2 granted us 5, as master 1 once granted x.
+  auto empty = queue({"a"}, 1);
+  auto refusing = queue({"x", "a"}, 6);
+  refusing.entries[0].grant = 5;
+  auto granting = queue({"a"}, 5);
+  granting.entries[0].grant = 5;
+  views v{empty, refusing, granting};
+  auto m = merge_views(v, {"a"}, 2);
+  ASSERT_EQ(m.grants.size(), 1u);
+  EXPECT_EQ(m.grants[0].token, 7u) << "above every counter that answered, x's token included";
+  EXPECT_EQ(m.grants[0].raise_on, (std::vector<std::size_t>{0, 1, 2}));
+  EXPECT_EQ(m.grants[0].needed, 2u);
+
+  // Once settled, the token stays what it was, whatever the counters did since.
+  auto later = merge_views(v, {"a"}, 2, {{"a", 7}});
+  ASSERT_EQ(later.grants.size(), 1u);
+  EXPECT_EQ(later.grants[0].token, 7u);
+  EXPECT_TRUE(later.grants[0].raise_on.empty());
+  EXPECT_EQ(later.grants[0].needed, 0u);
 }
 
 TEST(redlock_merge, an_entry_on_too_few_masters_is_requeued) {

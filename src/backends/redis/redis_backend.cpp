@@ -181,7 +181,14 @@ result<std::optional<std::string>> session::wait_for_token(const entry& awaited,
 }
 
 void session::close() noexcept {
-  if (closed_.exchange(true)) return;
+  {
+    // Under mu_, so that no retry_missed() starts a retrier after this.
+    std::lock_guard lk(mu_);
+    if (closed_.exchange(true)) return;
+  }
+  // A retry in flight is broken off (its connection closed); the release below covers it.
+  retrier_.request_stop();
+  if (retrier_.joinable()) retrier_.join();
   try {
     std::vector<own_entry> entries;
     {
@@ -191,9 +198,16 @@ void session::close() noexcept {
           for (auto& id : ids) entries.push_back({lock, id, false});
         }
       }
+      for (auto& list : missed_) {
+        for (auto& e : list) {
+          if (!mine_.contains(e.lock) || !mine_.at(e.lock).contains(e.id)) entries.push_back(e);
+        }
+      }
+      missed_.clear();
       mine_.clear();
       leftover_.clear();
       queued_.clear();
+      settled_.clear();
     }
     (void)release_calls(entries, true);
   } catch (...) {

@@ -7,10 +7,12 @@
 //  - Safety depends on timing: a holder that pauses (GC, SIGSTOP, swap) past its lease, or
 //    clocks whose rates differ by more than the drift allowance (1% of the TTL + 2 ms), can
 //    overlap with the next holder. Use the fencing token at the resource.
-//  - Fencing tokens are monotonic only while a majority of the masters keeps its data: a
-//    master that restarts without persistence forgets its queue and counter, and if a
-//    majority does so before the lease runs out, two holders or a smaller token can follow.
-//    Restart an empty master only after the longest TTL in use has passed.
+//  - Fencing tokens: a grant's token is above every counter an answering master reports and
+//    is raised on every answering master, so one master losing its data cannot make a token
+//    repeat while a master that kept the last token answers the next grant. If every master
+//    that knew it loses its data first (a majority restarted empty at once), or is out of
+//    the next client's reach, a token can repeat. Restart an empty master only after the
+//    longest TTL in use (else an old holder can still overlap a new one).
 //  - Not Redis Cluster, not replicas: each URL host must be an independent master; a
 //    failover to an asynchronous replica can lose the lock (and the counter) on that master.
 //  - Waiting is fair per master but not across masters: concurrent enqueues may be ordered

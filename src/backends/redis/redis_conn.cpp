@@ -4,6 +4,7 @@
 #include <sys/socket.h>
 
 #include <cerrno>
+#include <cstring>
 #include <vector>
 
 namespace dlock::detail::redis {
@@ -117,18 +118,41 @@ result<void> connection::send(std::initializer_list<std::string_view> head,
     ptrs.push_back(a.data());
     lens.push_back(a.size());
   }
-  errno = 0;
-  if (redisAppendCommandArgv(ctx_, static_cast<int>(ptrs.size()), ptrs.data(), lens.data()) !=
-      REDIS_OK) {
-    return fail(transport_failure());
+  // hiredis writes with write(2), which raises SIGPIPE on a socket that is shut down -- as
+  // interrupt() does when a wait is cancelled while its request is still being sent -- and
+  // that signal kills a host at the default disposition. So hiredis only formats the command
+  // here and the bytes go out with send(MSG_NOSIGNAL); its output buffer stays empty, so
+  // redisGetReply never writes either.
+  char* cmd = nullptr;
+  int len = redisFormatCommandArgv(&cmd, static_cast<int>(ptrs.size()), ptrs.data(), lens.data());
+  if (len < 0 || !cmd) {
+    broken_ = true;
+    return fail(errc::backend_unavailable, target_.where + ": out of memory");
   }
-  int done = 0;
-  for (int rounds = 0; !done; ++rounds) {
-    if (redisBufferWrite(ctx_, &done) != REDIS_OK || rounds > 100000) {
-      return fail(transport_failure());
+  std::unique_ptr<char, void (*)(char*)> owned(cmd, redisFreeCommand);
+  for (std::size_t done = 0; done < static_cast<std::size_t>(len);) {
+    auto n = ::send(ctx_->fd, cmd + done, static_cast<std::size_t>(len) - done, MSG_NOSIGNAL);
+    if (n > 0) {
+      done += static_cast<std::size_t>(n);
+      continue;
     }
+    if (n < 0 && errno == EINTR) continue;
+    return fail(write_failure(n < 0 ? errno : EPIPE));
   }
   return {};
+}
+
+failure connection::write_failure(int err) {
+  broken_ = true;
+  // SO_SNDTIMEO (redisSetTimeout) ends a send that cannot progress with EAGAIN.
+  timed_out_ = err == EAGAIN || err == EWOULDBLOCK;
+  if (timed_out_) {
+    return {make_error_code(errc::backend_unavailable), target_.where + ": no answer within " +
+                                                            std::to_string(timeout_.count()) +
+                                                            " ms (sending the request)"};
+  }
+  return {make_error_code(errc::backend_unavailable),
+          target_.where + ": " + (err == EPIPE ? "connection closed" : std::strerror(err))};
 }
 
 result<reply_ptr> connection::receive() {

@@ -54,6 +54,7 @@ class connection {
  private:
   explicit connection(const target& t) : target_(t) {}
   failure transport_failure();
+  failure write_failure(int err);
 
   target target_;
   redisContext* ctx_{nullptr};

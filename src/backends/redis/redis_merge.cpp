@@ -24,7 +24,8 @@ struct seen {
 }  // namespace
 
 merge_result merge_views(const std::vector<std::optional<node_view>>& views,
-                         const std::set<std::string, std::less<>>& mine, std::size_t quorum) {
+                         const std::set<std::string, std::less<>>& mine, std::size_t quorum,
+                         const std::map<std::string, std::uint64_t, std::less<>>& settled) {
   merge_result out;
   std::vector<per_view> pv;
   for (std::size_t s = 0; s < views.size(); ++s) {
@@ -64,25 +65,33 @@ merge_result merge_views(const std::vector<std::optional<node_view>>& views,
     if (s.present < quorum) out.resubmit.push_back(id);
     if (s.holds >= quorum) {
       grant_check g{id, 0, {}, 0};
-      std::vector<std::pair<std::size_t, std::uint64_t>> at;  // holding server, its counter
-      for (const auto& v : pv) {
-        for (std::size_t i = 0; i < v.entries.size(); ++i) {
-          if (v.entries[i].id != id || !v.holds[i]) continue;
-          auto grant = v.raw->entries[i].grant.value_or(v.entries[i].token);
-          g.token = std::max(g.token, grant);
-          at.emplace_back(v.server, v.raw->counter);
+      if (auto st = settled.find(id); st != settled.end()) {
+        g.token = st->second;  // fixed when it was granted; counters moved on since
+      } else {
+        std::uint64_t top = 0;  // the highest counter of any master that answered
+        for (const auto& v : pv) {
+          top = std::max(top, v.raw->counter);
+          for (std::size_t i = 0; i < v.entries.size(); ++i) {
+            if (v.entries[i].id != id || !v.holds[i]) continue;
+            g.token = std::max(g.token, v.raw->entries[i].grant.value_or(v.entries[i].token));
+          }
         }
+        // A master's counter above every grant of ours may be another holder's token (a
+        // refusing master still holding it, while the master that granted it to that holder
+        // lost its data): go above it.
+        if (top > g.token) g.token = top + 1;
+        // Every answering master's counter is raised to the token, and a majority must
+        // confirm, so the next holder (whose majority shares a master with it) gets a larger
+        // one even if a master loses its data in between.
+        std::size_t ok = 0;
+        for (const auto& v : pv) {
+          if (v.raw->counter >= g.token)
+            ++ok;
+          else
+            g.raise_on.push_back(v.server);
+        }
+        g.needed = ok >= quorum ? 0 : quorum - ok;
       }
-      // The token may be reported once a majority's counters are at least the token, so the
-      // next holder (whose majority shares a server with it) gets a larger one.
-      std::size_t ok = 0;
-      for (auto& [server, counter] : at) {
-        if (counter >= g.token)
-          ++ok;
-        else
-          g.raise_on.push_back(server);
-      }
-      g.needed = ok >= quorum ? 0 : quorum - ok;
       entry e = s.e;
       e.token = g.token;
       holders.push_back(std::move(e));

@@ -10,6 +10,7 @@
 // split's winner (most servers, then smallest id) is re-queued at the back everywhere.
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <set>
 #include <string>
@@ -22,11 +23,13 @@ namespace dlock::detail::redis {
 // The awaited id that means "no entry to wait on; look again shortly".
 inline constexpr std::string_view recheck_id = "~recheck";
 
+// An own entry that holds, with the token it reports: the largest of its grants, or one above
+// the highest counter of any answering master (refusing ones too) if that is larger.
 struct grant_check {
   std::string id;
   std::uint64_t token{0};
-  std::vector<std::size_t> raise_on;  // servers whose counter must be raised to token
-  std::size_t needed{0};              // how many of those raises must succeed
+  std::vector<std::size_t> raise_on;  // answering servers whose counter is below the token
+  std::size_t needed{0};              // how many of those raises must succeed (a majority in all)
 };
 
 struct merge_result {
@@ -37,8 +40,10 @@ struct merge_result {
 };
 
 // views[i] is server i's queue, or nullopt if it did not answer (or lost our session).
-// `mine` are this session's entry ids in the lock.
+// `mine` are this session's entry ids in the lock; `settled` the tokens of own holders whose
+// counters were already raised (reported as they are, with nothing to raise).
 merge_result merge_views(const std::vector<std::optional<node_view>>& views,
-                         const std::set<std::string, std::less<>>& mine, std::size_t quorum);
+                         const std::set<std::string, std::less<>>& mine, std::size_t quorum,
+                         const std::map<std::string, std::uint64_t, std::less<>>& settled = {});
 
 }  // namespace dlock::detail::redis

@@ -80,7 +80,7 @@ result<reply_ptr> node::finish(connection& c, const request& req, reply_ptr r) {
   return r;
 }
 
-result<reply_ptr> node::run(const request& req) {
+result<reply_ptr> node::run(const request& req, std::stop_token stop) {
   for (int attempt = 0;; ++attempt) {
     bool reused = false;
     {
@@ -89,8 +89,14 @@ result<reply_ptr> node::run(const request& req) {
     }
     auto c = take();
     if (!c) return fail(c.error());
-    auto sent = send(**c, req);
-    auto r = sent ? (*c)->receive() : result<reply_ptr>(fail(sent.error()));
+    result<reply_ptr> r = fail(errc::cancelled);
+    {
+      connection* raw = c->get();
+      std::stop_callback cb(stop, [raw] { raw->interrupt(); });
+      auto sent = send(**c, req);
+      r = sent ? (*c)->receive() : result<reply_ptr>(fail(sent.error()));
+    }
+    if (stop.stop_requested()) return fail(errc::cancelled, target_.where + ": cancelled");
     if (r) {
       auto out = finish(**c, req, std::move(*r));
       give(std::move(*c));

@@ -33,8 +33,9 @@ class node {
   const target& where() const noexcept { return target_; }
 
   // One request, one round trip (plus a script load the first time or after a flush).
-  // An error reply becomes a failure.
-  result<reply_ptr> run(const request& req);
+  // An error reply becomes a failure. `stop` breaks off a call in flight (its connection is
+  // then closed).
+  result<reply_ptr> run(const request& req, std::stop_token stop = {});
 
   // Blocks on BLPOP `key` until a token arrives (its value), `until` passes (nullopt) or
   // `stop` is requested (nullopt; the connection used is then closed).

@@ -139,21 +139,28 @@ result<queue_view> session::queue_round(std::string_view lock, std::optional<add
     return fail(quorum_failure(add ? "enqueue" : "list", replies, expired));
   }
   id_set mine;
+  std::map<std::string, std::uint64_t, std::less<>> settled;
   {
     std::lock_guard lk(mu_);
     auto& best = at_least_[std::string(lock)];
     best = std::max(best, counter);
     if (at_least_.size() > 10000) at_least_.clear();  // a cache; correctness does not need it
     if (auto it = mine_.find(lock); it != mine_.end()) mine = it->second;
+    for (const auto& id : mine) {
+      if (auto it = settled_.find(id); it != settled_.end()) settled.insert(*it);
+    }
   }
-  auto merged = merge_views(views, mine, quorum());
+  auto merged = merge_views(views, mine, quorum(), settled);
   if (may_resubmit && !merged.resubmit.empty()) {
     // Re-queue at the back everywhere, after a random pause so that the losers of a split
     // do not collide again.
     thread_local std::minstd_rand rng{std::random_device{}()};
     for (const auto& id : merged.resubmit) {
-      if (auto r = remove_everywhere(lock, id); !r) return fail(r.error());
-      std::lock_guard lk(mu_);
+      // Gone from every master that answered (lock_lost) is as good as removed here.
+      if (auto r = remove_everywhere(lock, id); !r && r.error().code != errc::lock_lost)
+        return fail(r.error());
+      std::unique_lock lk(mu_);
+      cancel_retry(lk, id);  // a late retry must not remove the re-queued entry
       mine_[std::string(lock)].insert(id);
     }
     std::this_thread::sleep_for(
@@ -173,6 +180,8 @@ result<queue_view> session::queue_round(std::string_view lock, std::optional<add
   if (auto r = settle_grants(lock, merged.grants); !r) return fail(r.error());
   {
     std::lock_guard lk(mu_);
+    // The token is fixed from now on: later rounds report it as it is (removal forgets it).
+    for (const auto& g : merged.grants) settled_.try_emplace(g.id, g.token);
     if (wait_hint_.size() > 10000) wait_hint_.clear();
     for (auto& [id, server] : merged.wait_node) wait_hint_[id] = server;
   }
@@ -181,7 +190,8 @@ result<queue_view> session::queue_round(std::string_view lock, std::optional<add
 
 result<void> session::settle_grants(std::string_view lock, const std::vector<grant_check>& grants) {
   for (const auto& g : grants) {
-    if (g.needed == 0) continue;
+    // Every answering master that lags is raised, though only `needed` must confirm.
+    if (g.raise_on.empty()) continue;
     std::vector<node*> targets;
     std::vector<request> reqs;
     for (auto s : g.raise_on) {
@@ -195,8 +205,8 @@ result<void> session::settle_grants(std::string_view lock, const std::vector<gra
   return {};
 }
 
-std::vector<result<reply_ptr>> session::release_calls(const std::vector<own_entry>& entries,
-                                                      bool drop_session) {
+std::vector<std::string> session::release_argv(const std::vector<own_entry>& entries,
+                                               bool drop_session) const {
   std::vector<std::string> keys,
       args{cfg_.prefix, std::to_string(wake_ttl().count()), info_.id, drop_session ? "1" : "0"};
   for (const auto& e : entries) {
@@ -210,7 +220,93 @@ std::vector<result<reply_ptr>> session::release_calls(const std::vector<own_entr
   std::vector<std::string> argv{std::to_string(keys.size())};
   argv.insert(argv.end(), keys.begin(), keys.end());
   argv.insert(argv.end(), args.begin(), args.end());
-  return run_all(nodes_, same_request(nodes_.size(), &release_script, std::move(argv)));
+  return argv;
+}
+
+std::vector<result<reply_ptr>> session::release_calls(const std::vector<own_entry>& entries,
+                                                      bool drop_session) {
+  return run_all(nodes_,
+                 same_request(nodes_.size(), &release_script, release_argv(entries, drop_session)));
+}
+
+void session::retry_missed(std::string_view lock, std::string_view id,
+                           const std::vector<result<reply_ptr>>& replies) {
+  std::lock_guard lk(mu_);
+  if (closed_) return;  // close() removes every own entry itself
+  if (missed_.empty()) missed_.resize(nodes_.size());
+  bool any = false;
+  for (std::size_t i = 0; i < replies.size(); ++i) {
+    if (replies[i]) continue;
+    auto& list = missed_[i];
+    bool known = std::ranges::any_of(list, [&](const own_entry& e) { return e.id == id; });
+    // Bounded: past this, close() (which deletes the session key) is the cleanup.
+    if (!known && list.size() < 10000) list.push_back({std::string(lock), std::string(id), false});
+    any = true;
+  }
+  if (!any) return;
+  if (!retrier_.joinable()) {
+    retrier_ = std::jthread([this](std::stop_token st) { retry_loop(st); });
+  }
+  retry_cv_.notify_all();
+}
+
+void session::cancel_retry(std::unique_lock<std::mutex>& lk, std::string_view id) {
+  for (auto& list : missed_) std::erase_if(list, [&](const own_entry& e) { return e.id == id; });
+  retry_cv_.wait(lk, [&] { return !retrying_.contains(id); });
+}
+
+void session::retry_loop(std::stop_token stop) {
+  constexpr auto first = std::chrono::milliseconds{5}, longest = std::chrono::milliseconds{1000};
+  std::vector<std::chrono::milliseconds> backoff(nodes_.size(), first);
+  std::vector<steady::time_point> next(nodes_.size(), steady::time_point{});
+  std::unique_lock lk(mu_);
+  while (!stop.stop_requested()) {
+    auto now = steady::now();
+    auto wake = steady::time_point::max();
+    std::optional<std::size_t> due;
+    for (std::size_t i = 0; i < missed_.size() && !due; ++i) {
+      if (missed_[i].empty()) continue;
+      if (next[i] <= now)
+        due = i;
+      else
+        wake = std::min(wake, next[i]);
+    }
+    if (!due) {
+      auto pending = [&] {
+        for (std::size_t i = 0; i < missed_.size(); ++i) {
+          if (!missed_[i].empty() && next[i] <= steady::now()) return true;
+        }
+        return false;
+      };
+      if (wake == steady::time_point::max())
+        retry_cv_.wait(lk, stop, pending);
+      else
+        retry_cv_.wait_until(lk, stop, wake, pending);
+      continue;
+    }
+    const auto i = *due;
+    auto& list = missed_[i];
+    std::vector<own_entry> batch(list.begin(),
+                                 list.begin() + std::min<std::ptrdiff_t>(64, list.size()));
+    for (const auto& e : batch) retrying_.insert(e.id);
+    lk.unlock();
+    // release_script removes only this session's entries, wherever they are (queue or
+    // lone-holder key), and wakes their waiters; an entry already gone counts as removed.
+    auto r = nodes_[i]->run({&release_script, release_argv(batch, false)}, stop);
+    lk.lock();
+    for (const auto& e : batch) retrying_.erase(e.id);
+    if (r) {
+      std::erase_if(missed_[i], [&](const own_entry& e) {
+        return std::ranges::any_of(batch, [&](const own_entry& b) { return b.id == e.id; });
+      });
+      backoff[i] = first;
+      next[i] = {};
+    } else {
+      next[i] = steady::now() + backoff[i];
+      backoff[i] = std::min(backoff[i] * 2, longest);
+    }
+    retry_cv_.notify_all();
+  }
 }
 
 result<void> session::remove_everywhere(std::string_view lock, std::string_view id) {
@@ -234,17 +330,32 @@ result<void> session::remove_everywhere(std::string_view lock, std::string_view 
   if (replies.empty())
     replies = release_calls({{std::string(lock), std::string(id), queued}}, false);
   std::size_t ok = std::ranges::count_if(replies, [](const auto& r) { return r.has_value(); });
+  if (redlock() && ok < nodes_.size()) retry_missed(lock, id, replies);
   std::lock_guard lk(mu_);
+  settled_.erase(std::string(id));
   auto it = mine_.find(lock);
   if (it != mine_.end()) {
     it->second.erase(std::string(id));
     if (it->second.empty()) mine_.erase(it);
   }
-  // Only tidiness: close() deletes the session key, after which any script purges the entry.
-  if (ok < nodes_.size() && leftover_.size() < 1000)
+  // Only tidiness on one server: close() deletes the session key, after which any script
+  // purges the entry. On Redlock an entry left on a minority would stay there for the whole
+  // session and, with a second master missed, block every other client: retried.
+  if (!redlock() && ok < nodes_.size() && leftover_.size() < 1000)
     leftover_[std::string(lock)].insert(std::string(id));
   if (!redlock() && !replies[0]) return fail(replies[0].error());
   if (ok < quorum()) return fail(quorum_failure("remove", replies, 0));
+  if (redlock()) {
+    // The backend contract: an entry that was not there any more is reported (its session
+    // ended, or an operator deleted it). A majority answered and none of them had it.
+    bool found = std::ranges::any_of(replies, [](const auto& r) {
+      return r && (*r)->type == REDIS_REPLY_INTEGER && (*r)->integer > 0;
+    });
+    if (!found)
+      return fail(errc::lock_lost, "redlock: entry " + std::string(id) + " of lock '" +
+                                       std::string(lock) + "' was on none of the " +
+                                       std::to_string(ok) + " masters that answered");
+  }
   return {};
 }
 
@@ -253,7 +364,10 @@ result<queue_view> session::enqueue(std::string_view lock, entry_kind kind,
   if (auto r = check_open(); !r) return fail(r.error());
   {
     // Recorded before sending: if the reply is lost, close() still removes the entry.
-    std::lock_guard lk(mu_);
+    std::unique_lock lk(mu_);
+    // The engine retries an enqueue with the same id after a failure, whose partial entries
+    // may be queued for removal: that removal must not catch the new attempt's entry.
+    if (redlock()) cancel_retry(lk, entry_id);
     mine_[std::string(lock)].insert(std::string(entry_id));
   }
   return queue_round(lock, add_request{entry_id, kind}, true);

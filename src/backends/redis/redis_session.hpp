@@ -4,9 +4,11 @@
 // with N masters both go to every master at once (run_all) and need a majority.
 
 #include <atomic>
+#include <condition_variable>
 #include <map>
 #include <mutex>
 #include <set>
+#include <thread>
 
 #include "backends/redis/redis_config.hpp"
 #include "backends/redis/redis_merge.hpp"
@@ -56,9 +58,20 @@ class session final : public backend_session {
     std::string lock, id;
     bool queued{false};  // known to be in the queue, not a lone holder (skips one read)
   };
+  // release_script's argv for the given entries.
+  std::vector<std::string> release_argv(const std::vector<own_entry>& entries,
+                                        bool drop_session) const;
   // release_script with the given entries on every server; the replies per server.
   std::vector<result<reply_ptr>> release_calls(const std::vector<own_entry>& entries,
                                                bool drop_session);
+  // Redlock: the removal of `id` failed on the servers whose reply is a failure; it is
+  // retried there in the background until it succeeds or the session closes.
+  void retry_missed(std::string_view lock, std::string_view id,
+                    const std::vector<result<reply_ptr>>& replies);
+  // Drops pending retries of `id` (it is being enqueued again) and waits out one in flight.
+  // Called with mu_ held.
+  void cancel_retry(std::unique_lock<std::mutex>& lk, std::string_view id);
+  void retry_loop(std::stop_token stop);
   result<void> remove_everywhere(std::string_view lock, std::string_view id);
   // Majority bookkeeping for Redlock: the failure to report when fewer than a quorum agreed.
   failure quorum_failure(std::string_view what, const std::vector<result<reply_ptr>>& replies,
@@ -80,8 +93,16 @@ class session final : public backend_session {
   std::map<std::string, id_set, std::less<>> leftover_;         // removed on too few servers
   std::map<std::string, std::uint64_t, std::less<>> at_least_;  // lock -> highest counter seen
   std::map<std::string, std::size_t, std::less<>> wait_hint_;   // awaited id -> server
+  // Redlock: own holders' tokens, fixed once their counters were raised (see merge_views).
+  std::map<std::string, std::uint64_t, std::less<>> settled_;
   // One server: own entries that enqueue put in the queue (not in the lone-holder key).
   id_set queued_;
+  // Redlock: per server, removals that missed it (retried by retrier_), and the ids of a
+  // retry in flight.
+  std::vector<std::vector<own_entry>> missed_;
+  id_set retrying_;
+  std::condition_variable_any retry_cv_;
+  std::jthread retrier_;  // last: stopped and joined before the nodes go
 };
 
 }  // namespace dlock::detail::redis
