@@ -11,6 +11,7 @@
 
 #include "sql/sql_admin.hpp"
 #include "support/net.hpp"
+#include "support/process.hpp"
 
 namespace dlock::test {
 namespace {
@@ -240,6 +241,18 @@ TEST_F(sql_faults, wrong_password_is_permission_denied_and_creates_nothing) {
     EXPECT_EQ(std::string(e.what()).find("not-the-pw-4711"), std::string::npos) << e.what();
   }
   EXPECT_EQ(a.session_rows(), sessions);
+}
+
+// libmariadb sets SIGPIPE to SIG_IGN for the whole process when it initialises; a library
+// must leave its host's signal dispositions as it found them (a fresh process, so nothing
+// initialised the client library before dlock did).
+TEST_F(sql_faults, opening_a_session_leaves_signal_dispositions_alone) {
+  test::child_process w({DLOCK_TEST_WORKER, "signals", admin().url("dlock", "secret"),
+                         "signals-" + test::random_suffix()});
+  auto line = w.read_line(30s);
+  ASSERT_TRUE(line) << "the worker said nothing";
+  EXPECT_EQ(*line, "signals unchanged");
+  EXPECT_EQ(w.wait(30s), 0);
 }
 
 TEST_F(sql_faults, missing_database_is_a_clear_final_error) {

@@ -9,12 +9,16 @@
 //        write it + 1, unlock; print "done".
 //   dlock_test_worker try URL LOCK MS          print "trying", try_lock_for(MS), then print
 //        "result granted|timed_out|session_expired|<message> ELAPSED_MS" (and unlock).
+//   dlock_test_worker signals URL LOCK         reset every signal to its default, open a session,
+//        take and release LOCK, close; print "signals unchanged" or "signal N changed" (a
+//        library must leave its host's signal dispositions alone).
 //   dlock_test_worker clocks                   print "clocks REALTIME_MS BOOTTIME_MS" (what
 //        this process's clock_gettime says: a test checks what libfaketime fakes).
 //
 // The fence file is a tiny fenced resource: it keeps the highest token accepted and refuses a
 // lower one, under flock(2) so that the check-and-write is atomic across processes.
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/file.h>
 #include <time.h>
 #include <unistd.h>
@@ -123,6 +127,29 @@ std::int64_t clock_ms(clockid_t id) {
   return static_cast<std::int64_t>(ts.tv_sec) * 1000 + ts.tv_nsec / 1'000'000;
 }
 
+int signals_untouched(const std::string& url, const std::string& lock) {
+  for (int sig = 1; sig < NSIG; ++sig) {
+    if (sig != SIGKILL && sig != SIGSTOP) ::signal(sig, SIG_DFL);
+  }
+  {
+    auto s = dlock::session::open(url);
+    dlock::mutex m(s, lock);
+    m.lock();
+    m.unlock();
+    s.close();
+  }
+  for (int sig = 1; sig < NSIG; ++sig) {
+    struct sigaction now {};
+    if (sig == SIGKILL || sig == SIGSTOP || ::sigaction(sig, nullptr, &now) != 0) continue;
+    if (now.sa_handler != SIG_DFL) {
+      say("signal " + std::to_string(sig) + " changed");
+      return 1;
+    }
+  }
+  say("signals unchanged");
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -137,8 +164,9 @@ int main(int argc, char** argv) {
       return 0;
     }
     if (mode == "try" && argc == 5) return try_for(argv[2], argv[3], std::stoi(argv[4]));
+    if (mode == "signals" && argc == 4) return signals_untouched(argv[2], argv[3]);
     std::cerr << "usage: dlock_test_worker hold URL LOCK [shared] | count URL LOCK FILE N | try "
-                 "URL LOCK MS | clocks\n";
+                 "URL LOCK MS | signals URL LOCK | clocks\n";
     return 64;
   } catch (const std::exception& e) {
     std::cerr << "dlock_test_worker: " << e.what() << "\n";

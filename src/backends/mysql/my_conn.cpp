@@ -3,6 +3,7 @@
 #include <errmsg.h>
 #include <mysqld_error.h>
 #include <poll.h>
+#include <signal.h>
 #include <sys/socket.h>
 
 #include <cerrno>
@@ -65,7 +66,15 @@ failure map_error(unsigned code, std::string_view sqlstate, std::string_view msg
 
 result<conn> conn::open(const target& t, std::chrono::milliseconds timeout) {
   static std::once_flag library;
-  std::call_once(library, [] { mysql_library_init(0, nullptr, nullptr); });
+  std::call_once(library, [] {
+    // libmariadb sets SIGPIPE to SIG_IGN for the whole process when it initialises. A library
+    // must leave its host's signal dispositions alone; libmariadb itself sends with
+    // MSG_NOSIGNAL, so putting the host's disposition back costs nothing.
+    struct sigaction host {};
+    ::sigaction(SIGPIPE, nullptr, &host);
+    mysql_library_init(0, nullptr, nullptr);
+    ::sigaction(SIGPIPE, &host, nullptr);
+  });
   MYSQL* m = mysql_init(nullptr);
   if (!m) return fail(errc::backend_error, t.where + ": libmariadb could not allocate");
   unsigned secs = static_cast<unsigned>(std::max<long long>(1, (timeout.count() + 999) / 1000));
