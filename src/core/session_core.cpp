@@ -80,13 +80,11 @@ result<std::shared_ptr<session_core>> session_core::open(std::string_view text,
       s->options_.open_timeout.count() > 0 ? s->options_.open_timeout : s->options_.request_timeout;
   auto deadline = started + budget;
   int attempts = 0;
-  auto b = [&] {
-    open_budget_scope scope(deadline);  // every backend's connect stops at the deadline
-    return with_retry(s->options_.retry, deadline, {}, [&] {
-      ++attempts;
-      return open_backend(s->url_, s->info_);
-    });
-  }();
+  auto b = with_retry(s->options_.retry, deadline, {}, [&] {
+    ++attempts;
+    open_attempt_scope scope(deadline);  // each connect of this attempt: at most what is left
+    return open_backend(s->url_, s->info_);
+  });
   if (!b) {
     auto f = b.error();
     if (is_transient(f)) {
