@@ -18,12 +18,13 @@ namespace {
 constexpr int forwarded_signals[] = {SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGUSR1, SIGUSR2, SIGALRM};
 
 // SIGPIPE is read and dropped: a write to a closed stdout fails with EPIPE instead of killing
-// dlock (and so CMD) mid-run. SIGTSTP and SIGCONT are passed on to CMD by supervise().
+// dlock (and so CMD) mid-run. Blocked SIGTTOU lets dlock write to, and hand over, a terminal
+// whose foreground is CMD's group. SIGTSTP and SIGCONT are passed on to CMD by supervise().
 sigset_t watched_signals() {
   sigset_t set;
   sigemptyset(&set);
   for (int s : forwarded_signals) sigaddset(&set, s);
-  for (int s : {SIGPIPE, SIGTSTP, SIGCONT, SIGCHLD}) sigaddset(&set, s);
+  for (int s : {SIGPIPE, SIGTTOU, SIGTSTP, SIGCONT, SIGCHLD}) sigaddset(&set, s);
   return set;
 }
 

@@ -52,8 +52,24 @@ struct launch_plan {
   sigset_t cmd_mask;    // the mask dlock started with, for CMD
   int death_signal;
   pid_t dlock;
+  pid_t dlock_group;
+  int tty;            // the terminal whose foreground dlock was, or -1
   int exec_error_fd;  // CMD writes exec's errno here; close-on-exec, so EOF means it ran
+  int status_fd;      // the guard writes CMD's wait status here before it exits
 };
+
+// A terminal (stdin, stdout or stderr) whose foreground process group is dlock's, or -1.
+int foreground_terminal() {
+  for (int fd : {STDIN_FILENO, STDOUT_FILENO, STDERR_FILENO}) {
+    if (::isatty(fd) && ::tcgetpgrp(fd) == ::getpgrp()) return fd;
+  }
+  return -1;
+}
+
+// The terminal goes back to dlock's group, if CMD's group (the caller's) has it.
+void give_terminal_back(const launch_plan& p) {
+  if (p.tty >= 0 && ::tcgetpgrp(p.tty) == ::getpgrp()) ::tcsetpgrp(p.tty, p.dlock_group);
+}
 
 // The guard's exit status when dlock was gone before the guard could watch it: CMD never ran.
 constexpr int guard_orphaned = 125;
@@ -73,8 +89,11 @@ constexpr int guard_orphaned = 125;
 }
 
 [[noreturn]] void run_guard(const launch_plan& p) {
-  ::sigprocmask(SIG_SETMASK, &p.all, nullptr);
+  ::sigprocmask(SIG_SETMASK, &p.all, nullptr);  // SIGTTOU too, so tcsetpgrp works from here
   ::setpgid(0, 0);
+  // In a terminal's foreground, CMD's group takes the terminal as a shell's job would: CMD can
+  // read it, and Ctrl-C / Ctrl-Z reach CMD directly.
+  if (p.tty >= 0) ::tcsetpgrp(p.tty, ::getpid());
   ::prctl(PR_SET_PDEATHSIG, p.death_signal);
   // dlock may have died before prctl took effect: then nothing has started yet.
   if (::getppid() != p.dlock) ::_exit(guard_orphaned);
@@ -94,24 +113,52 @@ constexpr int guard_orphaned = 125;
       ::_exit(guard_orphaned);
     }
     int st = 0;
-    if (sig == SIGCHLD && ::waitpid(cmd, &st, WNOHANG) == cmd) {
-      ::_exit(WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st));
+    if (sig != SIGCHLD || ::waitpid(cmd, &st, WNOHANG | (p.tty >= 0 ? WUNTRACED : 0)) != cmd) {
+      continue;
     }
+    give_terminal_back(p);
+    if (WIFSTOPPED(st)) {
+      // Ctrl-Z (or a read from the terminal in the background): stop too, so dlock sees it,
+      // stops, and the shell sees a stopped job. dlock continues the group on its SIGCONT.
+      ::kill(::getpid(), SIGSTOP);
+      continue;
+    }
+    [[maybe_unused]] auto n = ::write(p.status_fd, &st, sizeof st);
+    ::_exit(WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st));
   }
 }
 
-// Starts the guard, which starts CMD; returns the guard's pid (= CMD's process group id).
-pid_t spawn(const child_spec& spec, const dlock::hold& hold, const signal_watch& signals) {
+struct started {
+  pid_t group;  // the guard's pid, CMD's process group id
+  int tty;      // the terminal handed to CMD's group, or -1
+  int status;   // read end of launch_plan::status_fd
+};
+
+// Starts the guard, which starts CMD.
+started spawn(const child_spec& spec, const dlock::hold& hold, const signal_watch& signals) {
   auto env = child_environment(spec, hold);
   auto argv = spec.argv;
   auto cenv = c_strings(env);
   auto cargv = c_strings(argv);
-  int err[2];
+  int err[2], status[2];
   if (::pipe2(err, O_CLOEXEC) != 0) {
     throw cli_error(exit_unavailable, std::string("pipe: ") + std::strerror(errno));
   }
-  launch_plan p{cargv.data(), cenv.data(), {},    {}, signals.original_mask(),
-                SIGRTMAX,     ::getpid(),  err[1]};
+  if (::pipe2(status, O_CLOEXEC) != 0) {
+    ::close(err[0]);
+    ::close(err[1]);
+    throw cli_error(exit_unavailable, std::string("pipe: ") + std::strerror(errno));
+  }
+  launch_plan p{};
+  p.argv = cargv.data();
+  p.envp = cenv.data();
+  p.cmd_mask = signals.original_mask();
+  p.death_signal = SIGRTMAX;
+  p.dlock = ::getpid();
+  p.dlock_group = ::getpgrp();
+  p.tty = foreground_terminal();
+  p.exec_error_fd = err[1];
+  p.status_fd = status[1];
   sigfillset(&p.all);
   sigemptyset(&p.guard_wait);
   sigaddset(&p.guard_wait, SIGCHLD);
@@ -120,8 +167,10 @@ pid_t spawn(const child_spec& spec, const dlock::hold& hold, const signal_watch&
   if (guard == 0) run_guard(p);
   int fork_errno = errno;
   ::close(err[1]);
+  ::close(status[1]);
   if (guard < 0) {
     ::close(err[0]);
+    ::close(status[0]);
     throw cli_error(exit_unavailable, std::string("fork: ") + std::strerror(fork_errno));
   }
   // Also here, so the group exists before dlock signals it (the guard may not have run yet).
@@ -134,11 +183,19 @@ pid_t spawn(const child_spec& spec, const dlock::hold& hold, const signal_watch&
   if (n == static_cast<ssize_t>(sizeof exec_errno)) {
     while (::waitpid(guard, nullptr, 0) < 0 && errno == EINTR) {
     }
+    ::close(status[0]);
     // The shell's conventions: 127 not found, 126 found but not executable.
     throw cli_error(exec_errno == ENOENT ? 127 : 126,
                     "cannot run '" + spec.argv[0] + "': " + std::strerror(exec_errno));
   }
-  return guard;
+  return {guard, p.tty, status[0]};
+}
+
+// True (once per stop) if the guard has stopped: CMD was stopped from the terminal.
+bool stopped(pid_t guard) {
+  siginfo_t si{};
+  return ::waitid(P_PID, static_cast<id_t>(guard), &si, WSTOPPED | WNOHANG) == 0 &&
+         si.si_pid == guard;
 }
 
 struct guard_exit {
@@ -169,7 +226,7 @@ int supervise(const child_spec& spec, const dlock::hold& hold, signal_watch& sig
     print_error("lock '" + spec.lock_name + "' was lost before '" + spec.argv[0] + "' started");
     return exit_lock_lost;
   }
-  const pid_t group = spawn(spec, hold, signals);
+  const auto [group, tty, status_fd] = spawn(spec, hold, signals);
   auto signal_group = [group](int sig) { ::kill(-group, sig); };
   bool lost = false;
   bool stopping = false;  // a terminating signal was passed on
@@ -182,11 +239,19 @@ int supervise(const child_spec& spec, const dlock::hold& hold, signal_watch& sig
     }
     auto ev = signals.wait(timeout);
     if (auto end = exited(group)) {
-      // CMD has exited. After a loss or a stop signal, nothing it left behind may run on
-      // without the lock (a shell's `&` jobs ignore SIGINT and SIGQUIT, for one); a guard
-      // killed by a signal left CMD's children unwatched. Once kill() returns, SIGKILL is
-      // pending in every member: none runs another instruction of its own.
-      if (lost || stopping || end->guard_killed) signal_group(SIGKILL);
+      int cmd_status = 0;
+      bool killed = ::read(status_fd, &cmd_status, sizeof cmd_status) ==
+                        static_cast<ssize_t>(sizeof cmd_status) &&
+                    WIFSIGNALED(cmd_status);
+      ::close(status_fd);
+      // CMD has exited. After a loss or a stop signal, or when a signal killed CMD (Ctrl-C
+      // in a terminal reaches CMD, not dlock), nothing it left behind may run on without the
+      // lock (a shell's `&` jobs ignore SIGINT and SIGQUIT, for one); a guard killed by a
+      // signal left CMD's children unwatched. Once kill() returns, SIGKILL is pending in every
+      // member: none runs another instruction of its own.
+      if (lost || stopping || killed || end->guard_killed) signal_group(SIGKILL);
+      // The guard gives the terminal back, unless it was killed first.
+      if (tty >= 0 && ::tcgetpgrp(tty) == group) ::tcsetpgrp(tty, ::getpgrp());
       while (::waitpid(group, nullptr, 0) < 0 && errno == EINTR) {
       }
       return lost ? exit_lock_lost : end->status;
@@ -195,11 +260,16 @@ int supervise(const child_spec& spec, const dlock::hold& hold, signal_watch& sig
       stopping = true;
       signal_group(ev.signal);
     }
-    if (ev.signal == SIGTSTP) {  // Ctrl-Z: stop CMD with us, so it never runs while we cannot renew
+    if (ev.signal == SIGTSTP) {  // stop CMD with us, so it never runs while we cannot renew
       signal_group(SIGTSTP);
-      ::kill(::getpid(), SIGSTOP);
+      if (tty < 0) ::kill(::getpid(), SIGSTOP);  // else the guard stops, and then we do
     }
-    if (ev.signal == SIGCONT) signal_group(SIGCONT);
+    if (stopped(group)) ::kill(::getpid(), SIGSTOP);  // the shell sees its job stopped
+    if (ev.signal == SIGCONT) {
+      // `fg` gave the terminal back to us: on to CMD's group again (`bg`: it stays ours).
+      if (tty >= 0 && ::tcgetpgrp(tty) == ::getpgrp()) ::tcsetpgrp(tty, group);
+      signal_group(SIGCONT);
+    }
     if (!lost && !hold.is_held()) {
       lost = true;
       print_error("lock '" + spec.lock_name + "' lost while '" + spec.argv[0] +

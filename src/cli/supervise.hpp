@@ -8,8 +8,10 @@
 // (SIGKILL, a crash), and then SIGKILLs the whole group, itself included. So CMD and
 // everything it started in its group die with dlock, and since the guard is not reaped until
 // dlock is done signalling, the group id can never name someone else's processes.
-// When CMD exits after a loss or after dlock passed on a terminating signal, what is left of
-// the group is SIGKILLed before the lock is released.
+// When CMD ends by a signal, or exits after a loss or after dlock passed on a terminating
+// signal, what is left of the group is SIGKILLed before the lock is released. In a terminal's
+// foreground, CMD's group gets the terminal while it runs (Ctrl-C and Ctrl-Z reach it
+// directly; a stopped CMD stops the guard and dlock, so the shell sees a stopped job).
 // What escapes: a descendant that leaves the group on purpose (setsid, setpgid, a shell's job
 // control), and background processes still running when CMD exits normally (as with flock).
 
