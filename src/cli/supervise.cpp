@@ -103,8 +103,12 @@ constexpr int guard_orphaned = 125;
   ::sigaction(SIGCHLD, &dfl, nullptr);
   pid_t cmd = ::fork();
   if (cmd == 0) exec_command(p);
+  if (cmd < 0) {
+    int e = errno;
+    [[maybe_unused]] auto n = ::write(p.exec_error_fd, &e, sizeof e);
+    ::_exit(126);
+  }
   ::close(p.exec_error_fd);
-  if (cmd < 0) ::_exit(126);
   for (;;) {
     siginfo_t si;
     int sig = ::sigwaitinfo(&p.guard_wait, &si);
