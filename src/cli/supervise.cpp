@@ -268,7 +268,9 @@ int supervise(const child_spec& spec, const dlock::hold& hold, signal_watch& sig
       signal_group(SIGTSTP);
       if (tty < 0) ::kill(::getpid(), SIGSTOP);  // else the guard stops, and then we do
     }
-    if (stopped(group)) ::kill(::getpid(), SIGSTOP);  // the shell sees its job stopped
+    // Only in a terminal does the guard stop on purpose (Ctrl-Z): then the shell must see its
+    // job stopped. Elsewhere a stopped guard was stopped from outside; dlock keeps renewing.
+    if (tty >= 0 && stopped(group)) ::kill(::getpid(), SIGSTOP);
     if (ev.signal == SIGCONT) {
       // `fg` gave the terminal back to us: on to CMD's group again (`bg`: it stays ours).
       if (tty >= 0 && ::tcgetpgrp(tty) == ::getpgrp()) ::tcsetpgrp(tty, group);
