@@ -152,10 +152,11 @@ void add_run_command(CLI::App& app, int& status) {
   cmd->add_option("--grace", o->grace,
                   "SIGTERM to SIGKILL delay when the lock is lost (default 5s)");
   cmd->footer(
-      "CMD gets DLOCK_NAME, DLOCK_FENCING_TOKEN and DLOCK_URL in its environment.\n"
+      "CMD gets DLOCK_NAME, DLOCK_FENCING_TOKEN and DLOCK_URL in its environment. It runs in\n"
+      "its own process group, which dlock's signals reach and which dies with dlock.\n"
       "Exit status: CMD's (128+N if killed by signal N); 64 usage error; 69 backend\n"
-      "unavailable; 70 lock lost while CMD ran (CMD got SIGTERM, SIGKILL after --grace);\n"
-      "75 lock not granted (or -E N); 77 permission denied; 126/127 CMD not runnable.");
+      "unavailable; 70 lock lost while CMD ran (CMD's group got SIGTERM, SIGKILL after\n"
+      "--grace); 75 lock not granted (or -E N); 77 permission denied; 126/127 CMD not runnable.");
   cmd->callback([o, &status] { status = run(*o); });
 }
 
