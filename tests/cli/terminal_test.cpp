@@ -9,6 +9,7 @@
 
 #include <fstream>
 #include <string>
+#include <thread>
 
 #include "cli_harness.hpp"
 
@@ -87,6 +88,19 @@ class on_terminal {
     return std::nullopt;
   }
   const std::string& output() const { return output_; }
+  // True once dlock has stopped (it is our child: waitpid reports it).
+  bool stopped(std::chrono::milliseconds timeout) {
+    auto deadline = std::chrono::steady_clock::now() + timeout;
+    while (std::chrono::steady_clock::now() < deadline) {
+      int st = 0;
+      if (::waitpid(pid_, &st, WNOHANG | WUNTRACED) == pid_ && WIFSTOPPED(st)) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds{20});
+    }
+    return false;
+  }
+  void signal(int sig) { ::kill(pid_, sig); }
+  int terminal() const { return master_; }
+  pid_t pid() const { return pid_; }
 
  private:
   int master_{-1};
@@ -119,6 +133,21 @@ TEST(CliRunTerminal, CommandReadsTheTerminalAndGetsCtrlC) {
     if (running(bg)) ::kill(bg, SIGKILL);
   }
   EXPECT_EQ(box.run({"run", "-n", "tty", "--", "true"}).status, 0);
+}
+
+// Ctrl-Z stops CMD and dlock (the job a shell would show as stopped) and gives the terminal
+// back to dlock's group; SIGCONT (what `fg` sends) hands it to CMD again and continues it.
+TEST(CliRunTerminal, CtrlZStopsTheJobAndSigcontResumesIt) {
+  cli_sandbox box;
+  on_terminal t(box, {"run", "tty", "--", "sh", "-c", "echo ready; read x; echo \"got:$x\""});
+  ASSERT_TRUE(t.expect("ready", 30s)) << t.output();
+  t.type("\x1a");  // Ctrl-Z
+  ASSERT_TRUE(t.stopped(10s)) << "dlock did not stop with its job";
+  EXPECT_EQ(::tcgetpgrp(t.terminal()), t.pid()) << "the terminal is not dlock's again";
+  t.signal(SIGCONT);
+  t.type("hello\n");
+  EXPECT_TRUE(t.expect("got:hello", 10s)) << t.output();
+  EXPECT_EQ(t.wait(10s), 0) << t.output();
 }
 
 }  // namespace
