@@ -39,6 +39,10 @@ struct session_options {
   std::chrono::milliseconds keepalive_interval{0};
   /// Bound on connecting and on each backend request before it counts as a failure.
   std::chrono::milliseconds request_timeout{std::chrono::seconds{5}};
+  /// Bound on session::open in total, every connection attempt and retry included; zero
+  /// means request_timeout. Values above request_timeout still give one attempt at most
+  /// request_timeout.
+  std::chrono::milliseconds open_timeout{0};
   /// Retries of transient failures inside each operation.
   retry_policy retry{};
   /// Free text recorded with every entry this session creates (shown by `dlock status`).
@@ -66,10 +70,12 @@ const char* to_string(session_state s) noexcept;
 /// `ttl=` (a duration such as `30s`) and `keepalive=` are understood by every backend.
 class session {
  public:
-  /// Opens a session. Effects: parses the URL, connects, starts renewal.
+  /// Opens a session. Effects: parses the URL, connects, starts renewal. Takes at most about
+  /// options.open_timeout (default: request_timeout) in total, across all its attempts.
   /// Errors (thrown as dlock::system_error): invalid_argument (malformed or unknown URL,
-  /// bad option), backend_unavailable (server down after retries), permission_denied (bad
-  /// credentials), backend_error. Nothing is created on the backend when it fails.
+  /// bad option), backend_unavailable (server down or silent after retries; the message gives
+  /// the attempts and the time spent), permission_denied (bad credentials), backend_error.
+  /// Nothing is created on the backend when it fails.
   static session open(std::string_view url, const session_options& options = {});
   /// Non-throwing form; returns an empty session (operator bool false) on error.
   static session open(std::string_view url, const session_options& options,

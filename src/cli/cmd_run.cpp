@@ -1,6 +1,8 @@
 // dlock run NAME [options] -- CMD [ARGS...]: a cluster-wide flock(1).
 #include <signal.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <dlock/mutex.hpp>
 #include <memory>
 #include <optional>
@@ -25,13 +27,18 @@ struct run_options {
   std::vector<std::string> command;
 };
 
+// -n: how long connecting may take (one attempt against a silent server, not the default
+// request timeout's several).
+constexpr std::chrono::milliseconds nonblock_open_budget{2000};
+
 struct acquire_outcome {
   bool granted{false};
   int signal{0};  // the signal that interrupted the wait, if any
 };
 
-// Waits on a thread so the main thread can still react to SIGINT/SIGTERM/SIGHUP: the wait
-// is cancelled and leaves nothing behind in the backend.
+// Waits on a thread so the main thread can still react to a terminating signal (SIGINT,
+// SIGTERM, ...; see signal_watch::forwarded): the wait is cancelled and leaves nothing behind in
+// the backend.
 acquire_outcome acquire(dlock::mutex& m, std::chrono::steady_clock::time_point deadline,
                         signal_watch& signals) {
   acquire_outcome out;
@@ -43,11 +50,12 @@ acquire_outcome acquire(dlock::mutex& m, std::chrono::steady_clock::time_point d
   });
   while (!done) {
     auto ev = signals.wait(std::chrono::milliseconds{-1});
-    if (ev.signal == SIGINT || ev.signal == SIGTERM || ev.signal == SIGHUP) {
+    if (signal_watch::forwarded(ev.signal)) {
       out.signal = ev.signal;
       waiter.request_stop();
       done = true;
     }
+    if (ev.signal == SIGTSTP) ::kill(::getpid(), SIGSTOP);  // Ctrl-Z while waiting: just stop
     done = done || ev.woken;
   }
   waiter.join();
@@ -80,6 +88,15 @@ int run(const run_options& o) {
   check_lock_name(o.name);
   so.description = "dlock run " + o.command.front();
 
+  // Connecting is part of the wait the user bounded: -w D counts from here, and the open gets
+  // at most D (-n: one short try) of the session's request timeout.
+  const auto started = std::chrono::steady_clock::now();
+  if (o.nonblock) {
+    so.open_timeout = std::min(so.request_timeout, nonblock_open_budget);
+  } else if (wait) {
+    // A floor, so that -w 0 still lets a healthy server answer.
+    so.open_timeout = std::min(so.request_timeout, std::max(*wait, std::chrono::milliseconds{100}));
+  }
   signal_watch signals;  // before the session starts its threads, so they inherit the mask
   std::string url = resolve_url(o.url);
   auto session = open_session(url, so);
@@ -97,8 +114,7 @@ int run(const run_options& o) {
       throw cli_error(exit_code_for(ec),
                       "acquire '" + o.name + "' on " + session.url() + ": " + ec.message());
   } else {
-    auto deadline = wait ? std::chrono::steady_clock::now() + *wait
-                         : std::chrono::steady_clock::time_point::max();
+    auto deadline = wait ? started + *wait : std::chrono::steady_clock::time_point::max();
     auto r = acquire(m, deadline, signals);
     if (r.signal != 0) {
       print_error("interrupted (signal " + std::to_string(r.signal) + ") while waiting for '" +
@@ -136,10 +152,11 @@ void add_run_command(CLI::App& app, int& status) {
   cmd->add_option("--grace", o->grace,
                   "SIGTERM to SIGKILL delay when the lock is lost (default 5s)");
   cmd->footer(
-      "CMD gets DLOCK_NAME, DLOCK_FENCING_TOKEN and DLOCK_URL in its environment.\n"
+      "CMD gets DLOCK_NAME, DLOCK_FENCING_TOKEN and DLOCK_URL in its environment. It runs in\n"
+      "its own process group, which dlock's signals reach and which dies with dlock.\n"
       "Exit status: CMD's (128+N if killed by signal N); 64 usage error; 69 backend\n"
-      "unavailable; 70 lock lost while CMD ran (CMD got SIGTERM, SIGKILL after --grace);\n"
-      "75 lock not granted (or -E N); 77 permission denied; 126/127 CMD not runnable.");
+      "unavailable; 70 lock lost while CMD ran (CMD's group got SIGTERM, SIGKILL after\n"
+      "--grace); 75 lock not granted (or -E N); 77 permission denied; 126/127 CMD not runnable.");
   cmd->callback([o, &status] { status = run(*o); });
 }
 

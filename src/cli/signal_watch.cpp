@@ -15,10 +15,16 @@
 namespace dlock::cli {
 namespace {
 
+constexpr int forwarded_signals[] = {SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGUSR1, SIGUSR2, SIGALRM};
+
+// SIGPIPE is read and dropped: a write to a closed stdout fails with EPIPE instead of killing
+// dlock (and so CMD) mid-run. Blocked SIGTTOU lets dlock write to, and hand over, a terminal
+// whose foreground is CMD's group. SIGTSTP and SIGCONT are passed on to CMD by supervise().
 sigset_t watched_signals() {
   sigset_t set;
   sigemptyset(&set);
-  for (int s : {SIGINT, SIGTERM, SIGHUP, SIGCHLD}) sigaddset(&set, s);
+  for (int s : forwarded_signals) sigaddset(&set, s);
+  for (int s : {SIGPIPE, SIGTTOU, SIGTSTP, SIGCONT, SIGCHLD}) sigaddset(&set, s);
   return set;
 }
 
@@ -39,9 +45,16 @@ void waker::drain() const noexcept {
   [[maybe_unused]] auto n = ::read(fd_, &v, sizeof v);
 }
 
+bool signal_watch::forwarded(int sig) noexcept {
+  for (int s : forwarded_signals) {
+    if (s == sig) return true;
+  }
+  return false;
+}
+
 signal_watch::signal_watch() : waker_(std::make_shared<waker>()) {
   sigset_t set = watched_signals();
-  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+  pthread_sigmask(SIG_BLOCK, &set, &original_);
   sfd_ = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
   if (sfd_ < 0) throw std::runtime_error(std::string("signalfd: ") + std::strerror(errno));
 }

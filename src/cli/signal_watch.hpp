@@ -1,7 +1,10 @@
 #pragma once
-// Synchronous signal handling for `dlock run`: SIGINT, SIGTERM, SIGHUP and SIGCHLD are
-// blocked in every thread and read from a signalfd, so the main thread sees them in one poll
-// loop together with wake-ups from dlock's threads (lock granted, lock lost).
+// Synchronous signal handling for `dlock run`: the terminating signals a user or a scheduler
+// sends (see forwarded()), SIGPIPE, SIGTSTP, SIGCONT and SIGCHLD are blocked in every thread and
+// read from a signalfd, so the main thread sees them in one poll loop together with wake-ups
+// from dlock's threads (lock granted, lock lost).
+
+#include <signal.h>
 
 #include <chrono>
 #include <memory>
@@ -25,6 +28,12 @@ class waker {
 
 class signal_watch {
  public:
+  // True for the signals dlock passes on to CMD's process group (SIGHUP, SIGINT, SIGQUIT,
+  // SIGTERM, SIGUSR1, SIGUSR2, SIGALRM): each would kill dlock by default, so each is an
+  // order to stop, for CMD as much as for dlock. Every other signal that kills dlock is left
+  // to its default action; the guard process then kills CMD's group (see supervise.hpp).
+  static bool forwarded(int sig) noexcept;
+
   // Blocks the signals in the calling thread; threads started afterwards inherit the mask,
   // so construct this before opening any session.
   signal_watch();
@@ -40,8 +49,11 @@ class signal_watch {
   event wait(std::chrono::milliseconds timeout);
 
   const std::shared_ptr<waker>& wakeup() const noexcept { return waker_; }
+  // The signal mask dlock started with, for CMD.
+  const sigset_t& original_mask() const noexcept { return original_; }
 
  private:
+  sigset_t original_;
   int sfd_;
   std::shared_ptr<waker> waker_;
 };

@@ -1,7 +1,8 @@
 #include "cli/supervise.hpp"
 
+#include <fcntl.h>
 #include <signal.h>
-#include <spawn.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -41,37 +42,181 @@ std::vector<char*> c_strings(std::vector<std::string>& v) {
   return out;
 }
 
-// posix_spawnp rather than fork: dlock's renewal threads are running. The child gets an empty
-// signal mask (dlock blocks the signals it watches); dispositions are inherited as they came,
-// so `nohup dlock run ...` still leaves SIGHUP ignored in CMD.
-pid_t spawn(const child_spec& spec, const dlock::hold& hold) {
+// Everything the guard and CMD need, built before fork(): dlock's renewal threads are running,
+// so between fork and exec only async-signal-safe calls are made (no allocation, no locks).
+struct launch_plan {
+  char* const* argv;
+  char* const* envp;
+  sigset_t all;         // the guard blocks every signal and takes them with sigwaitinfo
+  sigset_t guard_wait;  // SIGCHLD (CMD ended) and death_signal (dlock died)
+  sigset_t cmd_mask;    // the mask dlock started with, for CMD
+  int death_signal;
+  pid_t dlock;
+  pid_t dlock_group;
+  int tty;            // the terminal whose foreground dlock was, or -1
+  int exec_error_fd;  // CMD writes exec's errno here; close-on-exec, so EOF means it ran
+  int status_fd;      // the guard writes CMD's wait status here before it exits
+};
+
+// A terminal (stdin, stdout or stderr) whose foreground process group is dlock's, or -1.
+int foreground_terminal() {
+  for (int fd : {STDIN_FILENO, STDOUT_FILENO, STDERR_FILENO}) {
+    if (::isatty(fd) && ::tcgetpgrp(fd) == ::getpgrp()) return fd;
+  }
+  return -1;
+}
+
+// The terminal goes back to dlock's group, if CMD's group (the caller's) has it.
+void give_terminal_back(const launch_plan& p) {
+  if (p.tty >= 0 && ::tcgetpgrp(p.tty) == ::getpgrp()) ::tcsetpgrp(p.tty, p.dlock_group);
+}
+
+// The guard's exit status when dlock was gone before the guard could watch it: CMD never ran.
+constexpr int guard_orphaned = 125;
+
+// CMD: back to dlock's original signal mask, then exec. Dispositions are inherited as they
+// came (exec resets handlers), so `nohup dlock run ...` still leaves SIGHUP ignored in CMD.
+[[noreturn]] void exec_command(const launch_plan& p) {
+  // If the guard alone is SIGKILLed, CMD goes with it (dlock then kills the rest of the
+  // group). The guard leads the group, so its pid is our process group id.
+  ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (::getppid() != ::getpgrp()) ::_exit(guard_orphaned);
+  ::sigprocmask(SIG_SETMASK, &p.cmd_mask, nullptr);
+  ::execvpe(p.argv[0], p.argv, p.envp);  // glibc's PATH search uses the stack, not malloc
+  int e = errno;
+  [[maybe_unused]] auto n = ::write(p.exec_error_fd, &e, sizeof e);
+  ::_exit(e == ENOENT ? 127 : 126);
+}
+
+[[noreturn]] void run_guard(const launch_plan& p) {
+  ::sigprocmask(SIG_SETMASK, &p.all, nullptr);  // SIGTTOU too, so tcsetpgrp works from here
+  ::setpgid(0, 0);
+  // In a terminal's foreground, CMD's group takes the terminal as a shell's job would: CMD can
+  // read it, and Ctrl-C / Ctrl-Z reach CMD directly.
+  if (p.tty >= 0) ::tcsetpgrp(p.tty, ::getpid());
+  ::prctl(PR_SET_PDEATHSIG, p.death_signal);
+  // dlock may have died before prctl took effect: then nothing has started yet.
+  if (::getppid() != p.dlock) ::_exit(guard_orphaned);
+  // An inherited SIG_IGN would make the kernel reap CMD behind our back.
+  struct sigaction dfl {};
+  dfl.sa_handler = SIG_DFL;
+  ::sigaction(SIGCHLD, &dfl, nullptr);
+  pid_t cmd = ::fork();
+  if (cmd == 0) exec_command(p);
+  if (cmd < 0) {
+    int e = errno;
+    [[maybe_unused]] auto n = ::write(p.exec_error_fd, &e, sizeof e);
+    ::_exit(126);
+  }
+  ::close(p.exec_error_fd);
+  for (;;) {
+    siginfo_t si;
+    int sig = ::sigwaitinfo(&p.guard_wait, &si);
+    if (sig == p.death_signal && ::getppid() != p.dlock) {
+      ::kill(0, SIGKILL);  // the whole group, this guard included
+      ::_exit(guard_orphaned);
+    }
+    int st = 0;
+    if (sig != SIGCHLD || ::waitpid(cmd, &st, WNOHANG | (p.tty >= 0 ? WUNTRACED : 0)) != cmd) {
+      continue;
+    }
+    give_terminal_back(p);
+    if (WIFSTOPPED(st)) {
+      // Ctrl-Z (or a read from the terminal in the background): stop too, so dlock sees it,
+      // stops, and the shell sees a stopped job. dlock continues the group on its SIGCONT.
+      ::kill(::getpid(), SIGSTOP);
+      continue;
+    }
+    [[maybe_unused]] auto n = ::write(p.status_fd, &st, sizeof st);
+    ::_exit(WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st));
+  }
+}
+
+struct started {
+  pid_t group;  // the guard's pid, CMD's process group id
+  int tty;      // the terminal handed to CMD's group, or -1
+  int status;   // read end of launch_plan::status_fd
+};
+
+// Starts the guard, which starts CMD.
+started spawn(const child_spec& spec, const dlock::hold& hold, const signal_watch& signals) {
   auto env = child_environment(spec, hold);
   auto argv = spec.argv;
   auto cenv = c_strings(env);
   auto cargv = c_strings(argv);
-  posix_spawnattr_t attr;
-  posix_spawnattr_init(&attr);
-  sigset_t none;
-  sigemptyset(&none);
-  posix_spawnattr_setsigmask(&attr, &none);
-  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK);
-  pid_t pid = -1;
-  int rc = posix_spawnp(&pid, cargv[0], nullptr, &attr, cargv.data(), cenv.data());
-  posix_spawnattr_destroy(&attr);
-  if (rc != 0) {
-    // The shell's conventions: 127 not found, 126 found but not executable.
-    int code = rc == ENOENT ? 127 : 126;
-    throw cli_error(code, "cannot run '" + spec.argv[0] + "': " + std::strerror(rc));
+  int err[2], status[2];
+  if (::pipe2(err, O_CLOEXEC) != 0) {
+    throw cli_error(exit_unavailable, std::string("pipe: ") + std::strerror(errno));
   }
-  return pid;
+  if (::pipe2(status, O_CLOEXEC) != 0) {
+    ::close(err[0]);
+    ::close(err[1]);
+    throw cli_error(exit_unavailable, std::string("pipe: ") + std::strerror(errno));
+  }
+  launch_plan p{};
+  p.argv = cargv.data();
+  p.envp = cenv.data();
+  p.cmd_mask = signals.original_mask();
+  p.death_signal = SIGRTMAX;
+  p.dlock = ::getpid();
+  p.dlock_group = ::getpgrp();
+  p.tty = foreground_terminal();
+  p.exec_error_fd = err[1];
+  p.status_fd = status[1];
+  sigfillset(&p.all);
+  sigemptyset(&p.guard_wait);
+  sigaddset(&p.guard_wait, SIGCHLD);
+  sigaddset(&p.guard_wait, p.death_signal);
+  pid_t guard = ::fork();
+  if (guard == 0) run_guard(p);
+  int fork_errno = errno;
+  ::close(err[1]);
+  ::close(status[1]);
+  if (guard < 0) {
+    ::close(err[0]);
+    ::close(status[0]);
+    throw cli_error(exit_unavailable, std::string("fork: ") + std::strerror(fork_errno));
+  }
+  // Also here, so the group exists before dlock signals it (the guard may not have run yet).
+  ::setpgid(guard, guard);
+  int exec_errno = 0;
+  ssize_t n;
+  while ((n = ::read(err[0], &exec_errno, sizeof exec_errno)) < 0 && errno == EINTR) {
+  }
+  ::close(err[0]);
+  if (n == static_cast<ssize_t>(sizeof exec_errno)) {
+    while (::waitpid(guard, nullptr, 0) < 0 && errno == EINTR) {
+    }
+    ::close(status[0]);
+    // The shell's conventions: 127 not found, 126 found but not executable.
+    throw cli_error(exec_errno == ENOENT ? 127 : 126,
+                    "cannot run '" + spec.argv[0] + "': " + std::strerror(exec_errno));
+  }
+  return {guard, p.tty, status[0]};
 }
 
-std::optional<int> reap(pid_t pid) {
-  int st = 0;
-  pid_t r = waitpid(pid, &st, WNOHANG);
-  if (r != pid) return std::nullopt;
-  if (WIFEXITED(st)) return WEXITSTATUS(st);
-  return 128 + WTERMSIG(st);
+// True (once per stop) if the guard has stopped: CMD was stopped from the terminal.
+bool stopped(pid_t guard) {
+  siginfo_t si{};
+  return ::waitid(P_PID, static_cast<id_t>(guard), &si, WSTOPPED | WNOHANG) == 0 &&
+         si.si_pid == guard;
+}
+
+struct guard_exit {
+  int status;         // CMD's status as the guard reported it, or 128+N if the guard was killed
+  bool guard_killed;  // by signal N: CMD's children were left unwatched
+};
+
+// How the guard ended, if it has, without reaping it: while it is unreaped its pid, which is
+// CMD's process group id, cannot be reused, so kill(-group) stays safe.
+std::optional<guard_exit> exited(pid_t guard) {
+  siginfo_t si{};
+  if (::waitid(P_PID, static_cast<id_t>(guard), &si, WEXITED | WNOHANG | WNOWAIT) != 0 ||
+      si.si_pid != guard) {
+    return std::nullopt;
+  }
+  if (si.si_code == CLD_EXITED) return guard_exit{si.si_status, false};
+  return guard_exit{128 + si.si_status, true};
 }
 
 }  // namespace
@@ -85,8 +230,10 @@ int supervise(const child_spec& spec, const dlock::hold& hold, signal_watch& sig
     print_error("lock '" + spec.lock_name + "' was lost before '" + spec.argv[0] + "' started");
     return exit_lock_lost;
   }
-  pid_t pid = spawn(spec, hold);
+  const auto [group, tty, status_fd] = spawn(spec, hold, signals);
+  auto signal_group = [group](int sig) { ::kill(-group, sig); };
   bool lost = false;
+  bool stopping = false;  // a terminating signal was passed on
   std::optional<clock::time_point> kill_at;
   for (;;) {
     auto timeout = std::chrono::milliseconds{250};  // also polls is_held() as a backstop
@@ -95,20 +242,51 @@ int supervise(const child_spec& spec, const dlock::hold& hold, signal_watch& sig
                          std::chrono::ceil<std::chrono::milliseconds>(*kill_at - clock::now()));
     }
     auto ev = signals.wait(timeout);
-    if (auto status = reap(pid)) return lost ? exit_lock_lost : *status;
-    if (ev.signal == SIGINT || ev.signal == SIGTERM || ev.signal == SIGHUP) {
-      ::kill(pid, ev.signal);
+    if (auto end = exited(group)) {
+      int cmd_status = 0;
+      bool killed = ::read(status_fd, &cmd_status, sizeof cmd_status) ==
+                        static_cast<ssize_t>(sizeof cmd_status) &&
+                    WIFSIGNALED(cmd_status);
+      ::close(status_fd);
+      // CMD has exited. After a loss or a stop signal, or when a signal killed CMD (Ctrl-C
+      // in a terminal reaches CMD, not dlock), nothing it left behind may run on without the
+      // lock (a shell's `&` jobs ignore SIGINT and SIGQUIT, for one); a guard killed by a
+      // signal left CMD's children unwatched. Once kill() returns, SIGKILL is pending in every
+      // member: none runs another instruction of its own.
+      if (lost || stopping || killed || end->guard_killed) signal_group(SIGKILL);
+      // The guard gives the terminal back, unless it was killed first.
+      if (tty >= 0 && ::tcgetpgrp(tty) == group) ::tcsetpgrp(tty, ::getpgrp());
+      while (::waitpid(group, nullptr, 0) < 0 && errno == EINTR) {
+      }
+      return lost ? exit_lock_lost : end->status;
+    }
+    if (signal_watch::forwarded(ev.signal)) {
+      stopping = true;
+      signal_group(ev.signal);
+    }
+    if (ev.signal == SIGTSTP) {  // stop CMD with us, so it never runs while we cannot renew
+      signal_group(SIGTSTP);
+      if (tty < 0) ::kill(::getpid(), SIGSTOP);  // else the guard stops, and then we do
+    }
+    // Only in a terminal does the guard stop on purpose (Ctrl-Z): then the shell must see its
+    // job stopped. Elsewhere a stopped guard was stopped from outside; dlock keeps renewing.
+    if (tty >= 0 && stopped(group)) ::kill(::getpid(), SIGSTOP);
+    if (ev.signal == SIGCONT) {
+      // `fg` gave the terminal back to us: on to CMD's group again (`bg`: it stays ours).
+      if (tty >= 0 && ::tcgetpgrp(tty) == ::getpgrp()) ::tcsetpgrp(tty, group);
+      signal_group(SIGCONT);
     }
     if (!lost && !hold.is_held()) {
       lost = true;
       print_error("lock '" + spec.lock_name + "' lost while '" + spec.argv[0] +
-                  "' ran (lease expired or backend gone); sending SIGTERM to pid " +
-                  std::to_string(pid));
-      ::kill(pid, SIGTERM);
+                  "' ran (lease expired or backend gone); sending SIGTERM to its process group " +
+                  std::to_string(group));
+      signal_group(SIGTERM);
+      signal_group(SIGCONT);  // a stopped group could not act on it
       kill_at = clock::now() + spec.grace;
     }
     if (kill_at && clock::now() >= *kill_at) {
-      ::kill(pid, SIGKILL);
+      signal_group(SIGKILL);
       kill_at.reset();
     }
   }

@@ -1,6 +1,19 @@
 #pragma once
-// Runs CMD while a lock is held: spawns it with the lock's environment, forwards signals,
-// and stops it if the lock is lost.
+// Runs CMD while a lock is held: starts it in a process group of its own under a guard
+// process, passes dlock's signals on to the group, and stops the group if the lock is lost.
+//
+// The process tree is dlock -> guard -> CMD (-> CMD's children). The guard is a fork of dlock
+// that never execs: it leads CMD's process group, waits for CMD, and exits with CMD's status.
+// It asks the kernel for a signal when dlock dies (PR_SET_PDEATHSIG), however dlock dies
+// (SIGKILL, a crash), and then SIGKILLs the whole group, itself included. So CMD and
+// everything it started in its group die with dlock, and since the guard is not reaped until
+// dlock is done signalling, the group id can never name someone else's processes.
+// When CMD ends by a signal, or exits after a loss or after dlock passed on a terminating
+// signal, what is left of the group is SIGKILLed before the lock is released. In a terminal's
+// foreground, CMD's group gets the terminal while it runs (Ctrl-C and Ctrl-Z reach it
+// directly; a stopped CMD stops the guard and dlock, so the shell sees a stopped job).
+// What escapes: a descendant that leaves the group on purpose (setsid, setpgid, a shell's job
+// control), and background processes still running when CMD exits normally (as with flock).
 
 #include <chrono>
 #include <dlock/hold.hpp>
@@ -19,7 +32,8 @@ struct child_spec {
 };
 
 // Returns CMD's exit status (128+N if killed by signal N), 127/126 if it could not be
-// started, or exit_lock_lost if the lock was lost while it ran.
+// started, or exit_lock_lost if the lock was lost while it ran. Call from the main thread:
+// the guard's death signal follows the thread that forked it.
 int supervise(const child_spec& spec, const dlock::hold& hold, signal_watch& signals);
 
 }  // namespace dlock::cli

@@ -8,6 +8,7 @@
 
 #include "core/duration.hpp"
 #include "core/hold_core.hpp"
+#include "core/open_budget.hpp"
 #include "core/registry.hpp"
 #include "core/retry.hpp"
 
@@ -69,6 +70,9 @@ result<session_options> apply_query(const url& u, session_options o) {
   if (o.request_timeout.count() <= 0) {
     return fail(errc::invalid_argument, "request_timeout must be greater than zero");
   }
+  if (o.open_timeout.count() < 0) {
+    return fail(errc::invalid_argument, "open_timeout must not be negative");
+  }
   if (o.retry.max_attempts < 0 || o.retry.base_delay.count() < 0 || o.retry.max_delay.count() < 0) {
     return fail(errc::invalid_argument, "retry policy values must not be negative");
   }
@@ -86,10 +90,24 @@ result<std::shared_ptr<session_core>> session_core::open(std::string_view text,
   session_info info{random_hex64(), owner_text(o->description), o->ttl, o->request_timeout};
   std::shared_ptr<session_core> s(new session_core(std::move(*u), std::move(*o), std::move(info)));
   auto started = steady::now();
-  auto deadline = started + s->options_.request_timeout * 2;
-  auto b =
-      with_retry(s->options_.retry, deadline, {}, [&] { return open_backend(s->url_, s->info_); });
-  if (!b) return fail(b.error());
+  auto budget =
+      s->options_.open_timeout.count() > 0 ? s->options_.open_timeout : s->options_.request_timeout;
+  auto deadline = started + budget;
+  int attempts = 0;
+  auto b = with_retry(s->options_.retry, deadline, {}, [&] {
+    ++attempts;
+    open_attempt_scope scope(deadline);  // each connect of this attempt: at most what is left
+    return open_backend(s->url_, s->info_);
+  });
+  if (!b) {
+    auto f = b.error();
+    if (is_transient(f)) {
+      auto took = std::chrono::duration_cast<std::chrono::milliseconds>(steady::now() - started);
+      f.message += " (" + std::to_string(attempts) + (attempts == 1 ? " attempt" : " attempts") +
+                   " in " + std::to_string(took.count()) + " ms)";
+    }
+    return fail(std::move(f));
+  }
   s->backend_ = std::move(*b);
   if (auto g = s->backend_->granted_ttl()) s->info_.ttl = *g;
   s->lease_deadline_.store(s->deadline_from(started).time_since_epoch().count());

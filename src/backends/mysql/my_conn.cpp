@@ -10,6 +10,8 @@
 #include <cstdlib>
 #include <mutex>
 
+#include "core/open_budget.hpp"
+
 namespace dlock::detail::my {
 namespace {
 
@@ -78,8 +80,12 @@ result<conn> conn::open(const target& t, std::chrono::milliseconds timeout) {
   MYSQL* m = mysql_init(nullptr);
   if (!m) return fail(errc::backend_error, t.where + ": libmariadb could not allocate");
   unsigned secs = static_cast<unsigned>(std::max<long long>(1, (timeout.count() + 999) / 1000));
+  // Within session::open, connecting gets only what is left of its budget (whole seconds:
+  // the client library's unit).
+  unsigned connect_secs =
+      static_cast<unsigned>(std::max<long long>(1, (connect_bound(timeout).count() + 999) / 1000));
   my_bool off = 0;
-  mysql_options(m, MYSQL_OPT_CONNECT_TIMEOUT, &secs);
+  mysql_options(m, MYSQL_OPT_CONNECT_TIMEOUT, &connect_secs);
   mysql_options(m, MYSQL_OPT_READ_TIMEOUT, &secs);
   mysql_options(m, MYSQL_OPT_WRITE_TIMEOUT, &secs);
   mysql_options(m, MYSQL_OPT_RECONNECT, &off);

@@ -5,6 +5,8 @@
 #include <cerrno>
 #include <cstdlib>
 
+#include "core/open_budget.hpp"
+
 namespace dlock::detail::pg {
 namespace {
 
@@ -92,7 +94,9 @@ result<conn> conn::open(const target& t, milliseconds timeout) {
   values.push_back(nullptr);
   PGconn* c = PQconnectStartParams(keys.data(), values.data(), 0);
   if (!c) return fail(errc::backend_error, t.where + ": libpq could not allocate a connection");
-  auto deadline = steady::now() + timeout;
+  // Within session::open, connecting gets only what is left of its budget.
+  auto connect_timeout = connect_bound(timeout);
+  auto deadline = steady::now() + connect_timeout;
   auto st = PQstatus(c) == CONNECTION_BAD ? PGRES_POLLING_FAILED : PGRES_POLLING_WRITING;
   while (st != PGRES_POLLING_OK) {
     if (st == PGRES_POLLING_FAILED) {
@@ -102,8 +106,8 @@ result<conn> conn::open(const target& t, milliseconds timeout) {
     }
     if (!wait_fd(PQsocket(c), st == PGRES_POLLING_READING ? POLLIN : POLLOUT, deadline)) {
       PQfinish(c);
-      return fail(errc::backend_unavailable,
-                  t.where + ": no connection within " + std::to_string(timeout.count()) + " ms");
+      return fail(errc::backend_unavailable, t.where + ": no connection within " +
+                                                 std::to_string(connect_timeout.count()) + " ms");
     }
     st = PQconnectPoll(c);
   }

@@ -7,6 +7,8 @@
 #include <cstring>
 #include <vector>
 
+#include "core/open_budget.hpp"
+
 namespace dlock::detail::redis {
 namespace {
 
@@ -55,10 +57,13 @@ failure error_reply_failure(const target& t, std::string_view message) {
 result<std::unique_ptr<connection>> connection::open(const target& t) {
   std::unique_ptr<connection> c(new connection(t));
   errno = 0;
-  c->ctx_ = redisConnectWithTimeout(t.host.c_str(), t.port, to_timeval(t.timeout));
+  // Within session::open, connecting and logging in get only what is left of its budget.
+  auto login_timeout = connect_bound(t.timeout);
+  c->timeout_ = login_timeout;
+  c->ctx_ = redisConnectWithTimeout(t.host.c_str(), t.port, to_timeval(login_timeout));
   if (!c->ctx_) return fail(errc::backend_unavailable, t.where + ": out of memory");
   if (c->ctx_->err) return fail(c->transport_failure());
-  if (auto r = c->set_timeout(t.timeout); !r) return fail(r.error());
+  if (auto r = c->set_timeout(login_timeout); !r) return fail(r.error());
   std::vector<std::vector<std::string>> login;
   if (t.has_password) {
     login.push_back(t.user.empty() ? std::vector<std::string>{"AUTH", t.password}
@@ -76,6 +81,9 @@ result<std::unique_ptr<connection>> connection::open(const target& t) {
                   t.where + ": unexpected reply to PING (is this a Redis server?)");
     }
   }
+  if (login_timeout != t.timeout) {
+    if (auto r = c->set_timeout(t.timeout); !r) return fail(r.error());
+  }
   return c;
 }
 
@@ -90,7 +98,7 @@ failure connection::transport_failure() {
   timed_out_ = err == REDIS_ERR_IO && (errno == EAGAIN || errno == EWOULDBLOCK ||
                                        errno == ETIMEDOUT || errno == EINPROGRESS);
   if (timed_out_) {
-    text = "no answer within " + std::to_string(target_.timeout.count()) + " ms (" + text + ")";
+    text = "no answer within " + std::to_string(timeout_.count()) + " ms (" + text + ")";
   }
   if (err == REDIS_ERR_PROTOCOL) {
     return {make_error_code(errc::protocol_error),

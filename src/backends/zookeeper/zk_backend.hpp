@@ -4,7 +4,8 @@
 //
 //  - session_timeout: the session timeout asked for (default: the session's ttl); the server
 //    clamps it to [minSessionTimeout, maxSessionTimeout] and the granted value is the TTL.
-//  - connect_timeout: how long opening waits for a session (default: request_timeout).
+//  - connect_timeout: how long opening waits for a session (default: request_timeout; at
+//    most what is left of session::open's open_timeout).
 //  - /chroot: locks live under <chroot>/dlock (created on demand).
 //  - user:password: digest credentials; nodes are then created world-readable, with all
 //    rights for the creator's identity only. ZooKeeper checks a delete against the parent's

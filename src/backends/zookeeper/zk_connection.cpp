@@ -3,6 +3,8 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "core/open_budget.hpp"
+
 namespace dlock::detail::zk {
 namespace {
 
@@ -39,8 +41,10 @@ result<std::unique_ptr<connection>> connection::open(const config& c) {
     std::unique_lock hk(self->handle_mu_);
     self->zh_ = zh;
   }
+  // Within session::open, only what is left of its budget.
+  auto connect_timeout = connect_bound(c.connect_timeout);
   std::unique_lock lk(self->mu_);
-  bool up = self->cv_.wait_for(lk, c.connect_timeout, [&] {
+  bool up = self->cv_.wait_for(lk, connect_timeout, [&] {
     return is_connected(self->state_) || self->state_ == ZOO_EXPIRED_SESSION_STATE ||
            self->state_ == ZOO_AUTH_FAILED_STATE;
   });
@@ -48,7 +52,7 @@ result<std::unique_ptr<connection>> connection::open(const config& c) {
   lk.unlock();
   if (!connected) {
     return fail(errc::backend_unavailable, "zookeeper " + c.hosts + ": no session within " +
-                                               std::to_string(c.connect_timeout.count()) + " ms");
+                                               std::to_string(connect_timeout.count()) + " ms");
   }
   self->negotiated_ = std::chrono::milliseconds{zoo_recv_timeout(zh)};
   if (const clientid_t* id = zoo_client_id(zh)) {

@@ -1,0 +1,113 @@
+// The fault "dlock-run wrapper killed" (issue 12; see tests/fault/README.md): a critical
+// section runs as `dlock run`'s CMD, with a grandchild doing the work, and the dlock wrapper is
+// SIGKILLed. The checker reads the shared log: once the next holder is granted, no line of an
+// earlier holder's critical section may follow, and no process of it may be running. On
+// SQLite, Redis and PostgreSQL, each on its own fresh server.
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <fstream>
+#include <functional>
+#include <memory>
+#include <sstream>
+#include <thread>
+
+#include "cli_harness.hpp"
+#include "support/postgres_server.hpp"
+#include "support/redis_server.hpp"
+
+namespace dlock::test {
+namespace {
+
+using namespace std::chrono_literals;
+
+struct backend_case {
+  std::string name;
+  // Starts the server (if any) and returns the URL; the server lives in `keep`.
+  std::function<std::string(const cli_sandbox&, std::shared_ptr<void>& keep)> start;
+};
+
+std::vector<backend_case> cases() {
+  return {
+      {"sqlite", [](const cli_sandbox& box, std::shared_ptr<void>&) { return box.url(); }},
+      {"redis",
+       [](const cli_sandbox&, std::shared_ptr<void>& keep) {
+         auto s = std::make_shared<redis_server>();
+         keep = s;
+         return "redis://" + s->address();
+       }},
+      {"postgres",
+       [](const cli_sandbox&, std::shared_ptr<void>& keep) {
+         auto s = std::make_shared<postgres_server>();
+         keep = s;
+         return s->url();
+       }},
+  };
+}
+
+std::vector<std::string> lines_of(const std::string& path) {
+  std::istringstream in(read_file(path));
+  std::vector<std::string> out;
+  for (std::string l; std::getline(in, l);) out.push_back(l);
+  return out;
+}
+
+bool running(pid_t pid) {
+  std::ifstream f("/proc/" + std::to_string(pid) + "/stat");
+  std::string line;
+  if (!std::getline(f, line)) return false;
+  auto close = line.rfind(')');
+  return close != std::string::npos && close + 2 < line.size() && line[close + 2] != 'Z';
+}
+
+class CliWrapperKilled : public ::testing::TestWithParam<backend_case> {};
+
+TEST_P(CliWrapperKilled, NoCommandRunsWithoutTheLock) {
+  cli_sandbox box;
+  std::shared_ptr<void> server;
+  std::string url = GetParam().start(box, server);
+  url += url.find('?') == std::string::npos ? "?ttl=1s" : "&ttl=1s";
+  std::string log = box.dir() + "/log";
+  // The critical section: a grandchild appends "cs TOKEN" every 20 ms until it is stopped.
+  std::string cs =
+      "while :; do echo \"cs $DLOCK_FENCING_TOKEN\" >> \"$0\"; sleep 0.02; done & "
+      "echo \"pids $$ $!\"; wait";
+  std::string next =
+      "echo \"granted $DLOCK_FENCING_TOKEN\" >> \"$0\"; sleep 0.3; "
+      "echo \"released $DLOCK_FENCING_TOKEN\" >> \"$0\"";
+  std::vector<pid_t> victims;
+  constexpr int rounds = 2;
+  for (int round = 0; round < rounds; ++round) {
+    SCOPED_TRACE("round " + std::to_string(round));
+    auto holder = box.start({"run", "--url", url, "w", "--", "sh", "-c", cs, log});
+    auto pids = holder.wait_for_line("pids ", 30s);
+    ASSERT_TRUE(pids) << "the critical section did not start";
+    std::istringstream in(pids->substr(5));
+    for (pid_t p; in >> p;) victims.push_back(p);
+    std::this_thread::sleep_for(150ms);  // inside its critical section
+    holder.signal(SIGKILL);
+    EXPECT_EQ(holder.wait(10s), 128 + SIGKILL);
+    auto r = box.run({"run", "--url", url, "-w", "30s", "w", "--", "sh", "-c", next, log});
+    ASSERT_EQ(r.status, 0) << r.output;
+  }
+  // The checker: after "granted T", no "cs" line of an earlier token.
+  std::string granted;
+  int violations = 0;
+  for (const auto& l : lines_of(log)) {
+    if (l.starts_with("granted ")) granted = l.substr(8);
+    if (l.starts_with("cs ") && !granted.empty() && std::stoull(l.substr(3)) < std::stoull(granted))
+      ++violations;
+  }
+  EXPECT_EQ(violations, 0) << "a killed wrapper's CMD ran on after the next grant:\n"
+                           << read_file(log);
+  for (pid_t p : victims) {
+    EXPECT_FALSE(running(p)) << "pid " << p << " of a killed wrapper's CMD still runs";
+    if (running(p)) ::kill(p, SIGKILL);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, CliWrapperKilled, ::testing::ValuesIn(cases()),
+                         [](const auto& info) { return info.param.name; });
+
+}  // namespace
+}  // namespace dlock::test
