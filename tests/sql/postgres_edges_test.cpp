@@ -64,9 +64,8 @@ void loss_precedes_grant(const std::string& query, bool advisory, int rounds) {
   for (int round = 0; round < rounds; ++round) {
     auto hold = held->current_hold();
     std::atomic<std::int64_t> lost_at{0};
-    std::stop_callback on_lost(hold.lost_token(), [&] {
-      lost_at = steady::now().time_since_epoch().count();
-    });
+    std::stop_callback on_lost(hold.lost_token(),
+                               [&] { lost_at = steady::now().time_since_epoch().count(); });
     auto waiter_session = std::make_unique<session>(session::open(url));
     auto waiting = std::make_unique<mutex>(*waiter_session, lock);
     std::atomic<std::int64_t> granted_at{0};
@@ -79,21 +78,24 @@ void loss_precedes_grant(const std::string& query, bool advisory, int rounds) {
     // holder's connection is terminated.
     auto queued = [&] {
       if (advisory) {
-        return pg.query("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted"
-                        " AND ((classid::bigint << 32) | objid::bigint) ="
-                        " hashtextextended('dlock:' || $1, 1)",
-                        {lock})
+        return pg.query(
+                     "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted"
+                     " AND ((classid::bigint << 32) | objid::bigint) ="
+                     " hashtextextended('dlock:' || $1, 1)",
+                     {lock})
                    .at(0) != "0";
       }
       return pg.query("SELECT count(*) FROM dlock.entries WHERE name = $1", {lock}).at(0) == "2";
     };
     ASSERT_TRUE(eventually(queued, 10s, 1ms)) << "round " << round;
-    auto killed = advisory ? pg.query("SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
-                                      " WHERE application_name = 'dlock:' || $1",
-                                      {holder->id()})
-                           : pg.query("SELECT pg_terminate_backend(pid) FROM dlock.sessions"
-                                      " WHERE id = $1",
-                                      {holder->id()});
+    auto killed = advisory ? pg.query(
+                                 "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+                                 " WHERE application_name = 'dlock:' || $1",
+                                 {holder->id()})
+                           : pg.query(
+                                 "SELECT pg_terminate_backend(pid) FROM dlock.sessions"
+                                 " WHERE id = $1",
+                                 {holder->id()});
     ASSERT_EQ(killed, std::vector<std::string>{"t"}) << "round " << round;
     t.join();
     ASSERT_TRUE(granted) << "round " << round;

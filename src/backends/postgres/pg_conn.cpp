@@ -108,10 +108,26 @@ result<conn> conn::open(const target& t, milliseconds timeout) {
     st = PQconnectPoll(c);
   }
   // NOTICEs (e.g. "trigger does not exist, skipping" from idempotent DDL) are not errors;
-  // libpq would print them to stderr.
-  PQsetNoticeProcessor(
-      c, [](void*, const char*) {}, nullptr);
-  return conn(c, t.where, timeout);
+  // libpq would print them to stderr. libpq also hands an ErrorResponse that arrives between
+  // requests (a FATAL before the server closes the connection) to this receiver as a notice,
+  // as it does with a message it did not expect while idle.
+  auto ended = std::make_unique<unsolicited>();
+  PQsetNoticeReceiver(
+      c,
+      [](void* arg, const PGresult* r) {
+        auto* u = static_cast<unsolicited*>(arg);
+        const char* sev = PQresultErrorField(r, PG_DIAG_SEVERITY_NONLOCALIZED);
+        const char* msg = PQresultErrorField(r, PG_DIAG_MESSAGE_PRIMARY);
+        std::string s = sev ? sev : "";
+        std::string m = msg ? msg : "";
+        if (s == "ERROR" || s == "FATAL" || s == "PANIC" ||
+            m.find("arrived from server while idle") != std::string::npos) {
+          if (!u->error) u->message = m;
+          u->error = true;
+        }
+      },
+      ended.get());
+  return conn(c, t.where, timeout, std::move(ended));
 }
 
 conn& conn::operator=(conn&& o) noexcept {
@@ -121,6 +137,7 @@ conn& conn::operator=(conn&& o) noexcept {
     where_ = std::move(o.where_);
     timeout_ = o.timeout_;
     prepared_ = std::move(o.prepared_);
+    ended_ = std::move(o.ended_);
   }
   return *this;
 }
@@ -138,7 +155,20 @@ failure conn::broken(std::string_view what) {
   return {make_error_code(errc::backend_unavailable), msg};
 }
 
-bool conn::consume() { return c_ && PQconsumeInput(c_) == 1 && PQstatus(c_) == CONNECTION_OK; }
+failure conn::not_connected() const {
+  return {make_error_code(errc::backend_unavailable),
+          where_ + ": " +
+              (c_ && ended_->error ? "the server ended the connection: " + ended_->message
+                                   : std::string("not connected"))};
+}
+
+bool conn::consume() {
+  if (!c_ || PQconsumeInput(c_) != 1) return false;
+  // PQconsumeInput only reads; PQisBusy parses, queueing notifications and passing an
+  // unsolicited error to the notice receiver.
+  (void)PQisBusy(c_);
+  return usable();
+}
 
 std::vector<std::string> conn::take_notifications() {
   std::vector<std::string> out;
@@ -183,7 +213,7 @@ result<rows> conn::await(steady::time_point deadline, std::string_view what) {
 }
 
 result<rows> conn::run(const statement& s, const std::vector<std::string>& params) {
-  if (!usable()) return fail(errc::backend_unavailable, where_ + ": not connected");
+  if (!usable()) return fail(not_connected());
   auto deadline = steady::now() + timeout_;
   if (!prepared_.contains(s.name)) {
     if (!PQsendPrepare(c_, s.name.c_str(), s.sql.c_str(), 0, nullptr)) {
@@ -203,7 +233,7 @@ result<rows> conn::run(const statement& s, const std::vector<std::string>& param
 }
 
 result<rows> conn::exec(const std::string& sql) {
-  if (!usable()) return fail(errc::backend_unavailable, where_ + ": not connected");
+  if (!usable()) return fail(not_connected());
   if (!PQsendQuery(c_, sql.c_str())) return fail(broken("query"));
   return await(steady::now() + timeout_, "query");
 }

@@ -59,7 +59,8 @@ class conn {
       : c_(std::exchange(o.c_, nullptr)),
         where_(std::move(o.where_)),
         timeout_(o.timeout_),
-        prepared_(std::move(o.prepared_)) {}
+        prepared_(std::move(o.prepared_)),
+        ended_(std::move(o.ended_)) {}
   conn& operator=(conn&& o) noexcept;
   conn(const conn&) = delete;
   ~conn() { close(); }
@@ -71,25 +72,41 @@ class conn {
   // statements.
   result<rows> exec(const std::string& sql);
 
-  bool usable() const { return c_ && PQstatus(c_) == CONNECTION_OK; }
+  bool usable() const { return c_ && PQstatus(c_) == CONNECTION_OK && !ended_->error; }
   void close();
   int socket() const { return c_ ? PQsocket(c_) : -1; }
-  // Reads what the server sent without blocking; false if the connection broke.
+  // Reads and parses what the server sent without blocking; false if the connection broke or
+  // the server sent anything but a notification, a notice or a parameter status between
+  // requests. An unsolicited error is the server ending the connection (a terminated backend
+  // sends FATAL, then frees its locks, then closes): waiting for the EOF would tell the owner
+  // after another client may already have been granted.
   bool consume();
+  // The server's reason when consume() saw it end the connection, else empty.
+  const std::string& end_reason() const { return ended_->message; }
   // Channels of the notifications received so far (each once per notification).
   std::vector<std::string> take_notifications();
   const std::string& where() const { return where_; }
 
  private:
-  conn(PGconn* c, std::string where, std::chrono::milliseconds timeout)
-      : c_(c), where_(std::move(where)), timeout_(timeout) {}
+  // What libpq's notice receiver saw between requests; on the heap, as libpq keeps its
+  // address while the conn moves.
+  struct unsolicited {
+    bool error{false};
+    std::string message;
+  };
+
+  conn(PGconn* c, std::string where, std::chrono::milliseconds timeout,
+       std::unique_ptr<unsolicited> ended)
+      : c_(c), where_(std::move(where)), timeout_(timeout), ended_(std::move(ended)) {}
   result<rows> await(std::chrono::steady_clock::time_point deadline, std::string_view what);
   failure broken(std::string_view what);
+  failure not_connected() const;
 
   PGconn* c_{nullptr};
   std::string where_;
   std::chrono::milliseconds timeout_{};
   std::set<std::string> prepared_;
+  std::unique_ptr<unsolicited> ended_ = std::make_unique<unsolicited>();
 };
 
 // Maps an error result onto a dlock failure naming `where`.
