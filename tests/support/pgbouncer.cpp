@@ -60,7 +60,7 @@ pgbouncer::pgbouncer(const postgres_server& server, const std::string& pool_mode
 
 pgbouncer::~pgbouncer() {
   if (proc_) {
-    proc_->signal(SIGINT);  // immediate shutdown
+    proc_->signal(SIGTERM);  // immediate shutdown (SIGINT waits for the clients)
     using namespace std::chrono_literals;
     if (!proc_->wait(10s)) proc_->signal(SIGKILL);
   }

@@ -1,6 +1,9 @@
 #include "backends/postgres/pg_conn.hpp"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <poll.h>
+#include <sys/socket.h>
 
 #include <cerrno>
 #include <cstdlib>
@@ -137,6 +140,7 @@ conn& conn::operator=(conn&& o) noexcept {
     where_ = std::move(o.where_);
     timeout_ = o.timeout_;
     prepared_ = std::move(o.prepared_);
+    unnamed_ = o.unnamed_;
     ended_ = std::move(o.ended_);
   }
   return *this;
@@ -215,21 +219,89 @@ result<rows> conn::await(steady::time_point deadline, std::string_view what) {
 result<rows> conn::run(const statement& s, const std::vector<std::string>& params) {
   if (!usable()) return fail(not_connected());
   auto deadline = steady::now() + timeout_;
+  std::vector<const char*> values;
+  values.reserve(params.size());
+  for (const auto& p : params) values.push_back(p.c_str());
+  auto n = static_cast<int>(values.size());
+  if (unnamed_) {
+    if (!PQsendQueryParams(c_, s.sql.c_str(), n, nullptr, values.data(), nullptr, nullptr, 0)) {
+      return fail(broken(s.name));
+    }
+    return await(deadline, s.name);
+  }
   if (!prepared_.contains(s.name)) {
     if (!PQsendPrepare(c_, s.name.c_str(), s.sql.c_str(), 0, nullptr)) {
       return fail(broken("prepare " + s.name));
     }
-    if (auto r = await(deadline, "prepare " + s.name); !r) return r;
+    auto r = await(deadline, "prepare " + s.name);
+    if (!r && usable() && r.error().message.find("SQLSTATE 42P05") != std::string::npos) {
+      // Already prepared on this server process by someone else: a pooler in front.
+      unnamed_ = true;
+      return run(s, params);
+    }
+    if (!r) return r;
     prepared_.insert(s.name);
   }
-  std::vector<const char*> values;
-  values.reserve(params.size());
-  for (const auto& p : params) values.push_back(p.c_str());
-  if (!PQsendQueryPrepared(c_, s.name.c_str(), static_cast<int>(values.size()), values.data(),
-                           nullptr, nullptr, 0)) {
+  if (!PQsendQueryPrepared(c_, s.name.c_str(), n, values.data(), nullptr, nullptr, 0)) {
     return fail(broken(s.name));
   }
-  return await(deadline, s.name);
+  auto r = await(deadline, s.name);
+  if (!r && usable() && r.error().message.find("SQLSTATE 26000") != std::string::npos) {
+    // Prepared on another server process: a pooler in front. Nothing ran; run it unnamed.
+    unnamed_ = true;
+    return run(s, params);
+  }
+  return r;
+}
+
+result<route> probe_route(conn& c, const target& t, std::chrono::milliseconds timeout) {
+  auto first = c.exec(
+      "SELECT pg_backend_pid(), host(inet_client_addr()), inet_client_port(),"
+      " (SELECT setting FROM pg_settings WHERE name = 'idle_session_timeout')");
+  if (!first) return fail(first.error());
+  if (first->count() != 1) return fail(errc::protocol_error, c.where() + ": no backend pid");
+  route out;
+  out.idle_session_timeout = first->null(0, 3) ? "" : first->text(0, 3);
+  auto pid = first->text(0, 0);
+  sockaddr_storage ss{};
+  socklen_t len = sizeof ss;
+  if (!first->null(0, 2) && ::getsockname(c.socket(), reinterpret_cast<sockaddr*>(&ss), &len) == 0) {
+    char host[INET6_ADDRSTRLEN] = "";
+    int port = -1;
+    if (ss.ss_family == AF_INET) {
+      auto* a = reinterpret_cast<sockaddr_in*>(&ss);
+      ::inet_ntop(AF_INET, &a->sin_addr, host, sizeof host);
+      port = ntohs(a->sin_port);
+    } else if (ss.ss_family == AF_INET6) {
+      auto* a = reinterpret_cast<sockaddr_in6*>(&ss);
+      ::inet_ntop(AF_INET6, &a->sin6_addr, host, sizeof host);
+      port = ntohs(a->sin6_port);
+    }
+    if (port >= 0 && first->text(0, 1) == host && first->text(0, 2) == std::to_string(port)) {
+      return out;  // the server's peer is this very socket
+    }
+  }
+  auto pt = t;
+  for (auto& [k, v] : pt.params) {
+    if (k == "application_name") v = "dlock-probe";
+  }
+  auto other = conn::open(pt, timeout);
+  if (!other) return fail(other.error());
+  auto pinned = other->exec("BEGIN; SELECT pg_backend_pid()");
+  if (!pinned) return fail(pinned.error());
+  if (pinned->text(0, 0) == pid) {
+    out.pooled = true;
+    out.seen = "two of its connections were served by one server process, " + pid;
+    return out;
+  }
+  auto second = c.exec("SELECT pg_backend_pid()");
+  if (!second) return fail(second.error());
+  if (second->text(0, 0) != pid) {
+    out.pooled = true;
+    out.seen = "its server process changed between two statements, from " + pid + " to " +
+               second->text(0, 0);
+  }
+  return out;
 }
 
 result<rows> conn::exec(const std::string& sql) {

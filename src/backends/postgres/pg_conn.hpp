@@ -60,6 +60,7 @@ class conn {
         where_(std::move(o.where_)),
         timeout_(o.timeout_),
         prepared_(std::move(o.prepared_)),
+        unnamed_(o.unnamed_),
         ended_(std::move(o.ended_)) {}
   conn& operator=(conn&& o) noexcept;
   conn(const conn&) = delete;
@@ -86,6 +87,10 @@ class conn {
   // Channels of the notifications received so far (each once per notification).
   std::vector<std::string> take_notifications();
   const std::string& where() const { return where_; }
+  // Statements go unnamed (parsed with every run) instead of prepared once: behind a
+  // transaction-pooling proxy, a statement prepared on one server connection is missing on
+  // the next (or already there, prepared by another client).
+  void set_unnamed(bool on) { unnamed_ = on; }
 
  private:
   // What libpq's notice receiver saw between requests; on the heap, as libpq keeps its
@@ -106,8 +111,24 @@ class conn {
   std::string where_;
   std::chrono::milliseconds timeout_{};
   std::set<std::string> prepared_;
+  bool unnamed_{false};
   std::unique_ptr<unsolicited> ended_ = std::make_unique<unsolicited>();
 };
+
+// How a connection reaches the server: directly, or through a pooler that hands its
+// statements to server processes it chooses.
+struct route {
+  bool pooled{false};
+  std::string seen;                  // what showed that it is pooled
+  std::string idle_session_timeout;  // the server's setting for this session, in ms
+};
+
+// Direct if the server's peer is this connection's own TCP socket; otherwise a second
+// connection (to `t`) holds a server process in a transaction while `c` runs a statement:
+// pooled if the two shared a server process, or if `c`'s server process changed. A quiet
+// transaction pool would hand `c` the same server process twice; pinning it elsewhere is
+// what shows the pooling.
+result<route> probe_route(conn& c, const target& t, std::chrono::milliseconds timeout);
 
 // Maps an error result onto a dlock failure naming `where`.
 failure map_error(const PGresult* r, std::string_view where);
