@@ -149,7 +149,6 @@ void loss_precedes_grant(const std::string& query, bool advisory, int rounds) {
   held->unlock();
 }
 
-
 // ---------------------------------------------------------------------------------------
 // Items 11 and 12: a PgBouncer in front of the server.
 

@@ -45,8 +45,11 @@ pgbouncer::pgbouncer(const postgres_server& server, const std::string& pool_mode
   }
   std::filesystem::permissions(d + "/userlist.txt", std::filesystem::perms::all);
   std::filesystem::permissions(d + "/pgbouncer.ini", std::filesystem::perms::all);
-  std::vector<std::string> argv{exe, d + "/pgbouncer.ini"};
-  if (::geteuid() == 0) argv.insert(argv.begin(), {"runuser", "-u", "postgres", "--"});
+  // Its own -u, not runuser: a signal then reaches PgBouncer itself (runuser would delay
+  // passing SIGTERM on by two seconds).
+  std::vector<std::string> argv{exe};
+  if (::geteuid() == 0) argv.insert(argv.end(), {"-u", "postgres"});
+  argv.push_back(d + "/pgbouncer.ini");
   child_process::options opt;
   opt.log_file = d + "/stdout.log";
   proc_ = std::make_unique<child_process>(argv, opt);

@@ -3,8 +3,8 @@
 // PostgreSQL server: its own temporary directory, config and auth file, listening on a free
 // loopback port, pooling database "dlock" for user "dlock" (password "secret"). It ignores
 // the startup parameters `extra_float_digits,options` (a common setting: without it PgBouncer
-// refuses libpq's `options`). PgBouncer refuses to run as root, so as root it runs as user
-// postgres (runuser).
+// refuses libpq's `options`). PgBouncer refuses to run as root, so as root it switches to
+// user postgres (its -u).
 
 #include <cstdint>
 #include <memory>

@@ -265,7 +265,8 @@ result<route> probe_route(conn& c, const target& t, std::chrono::milliseconds ti
   auto pid = first->text(0, 0);
   sockaddr_storage ss{};
   socklen_t len = sizeof ss;
-  if (!first->null(0, 2) && ::getsockname(c.socket(), reinterpret_cast<sockaddr*>(&ss), &len) == 0) {
+  if (!first->null(0, 2) &&
+      ::getsockname(c.socket(), reinterpret_cast<sockaddr*>(&ss), &len) == 0) {
     char host[INET6_ADDRSTRLEN] = "";
     int port = -1;
     if (ss.ss_family == AF_INET) {

@@ -23,6 +23,7 @@ result<void> listener::connect_locked() {
   auto c = conn::open(target_, timeout_);
   if (!c) return fail(c.error());
   conn_ = std::move(*c);
+  conn_->set_unnamed(pooled_);
   // A new connection listens on nothing: every subscription taken before is void.
   by_id_.clear();
   id_by_channel_.clear();
@@ -69,6 +70,11 @@ result<listener::ticket> listener::subscribe(const std::string& id) {
   if (it != by_id_.end()) {  // another waiter of this session already listens
     ++it->second.refs;
     return ticket{id, it->second.notified, epoch_};
+  }
+  if (pooled_) {  // no LISTEN: a ticket that only times out
+    auto& st = by_id_[id];
+    st.refs = 1;
+    return ticket{id, st.notified, epoch_};
   }
   bool reset = stale_channels_ && by_id_.empty();
   auto r = conn_->run(stmts_.listen, {id, reset ? "true" : "false"});

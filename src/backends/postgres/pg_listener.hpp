@@ -42,6 +42,13 @@ class listener {
   bool wait(const ticket& t, std::chrono::steady_clock::time_point until, std::stop_token stop);
   void unsubscribe(const ticket& t);
   void close() noexcept;
+  // Behind a transaction pooler a LISTEN stays with whichever server process ran it (and its
+  // notifications go to whichever client uses that process next): no LISTEN then, and waits
+  // end only at their time limit, so waiters poll.
+  void set_pooled() {
+    std::lock_guard lk(mu_);
+    pooled_ = true;
+  }
 
  private:
   struct channel_state {
@@ -68,6 +75,7 @@ class listener {
   bool stale_channels_{false};  // LISTENs left over from finished waits
   std::uint64_t epoch_{0};
   bool stopping_{false};
+  bool pooled_{false};
   int wake_fd_{-1};  // eventfd: tells the reader the socket changed or it must stop
   std::thread reader_;
 };
