@@ -8,7 +8,7 @@ packages=(
   libsqlite3-dev libcli11-dev libfmt-dev nlohmann-json3-dev
   libhiredis-dev libzookeeper-mt-dev libpq-dev libmariadb-dev
   libgtest-dev libgmock-dev libbenchmark-dev
-  redis-server zookeeper default-jre-headless postgresql mariadb-server
+  redis-server zookeeper default-jre-headless postgresql pgbouncer mariadb-server
   python3 procps iproute2
   clang-16 libclang-rt-16-dev
 )
