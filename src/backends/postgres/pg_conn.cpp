@@ -201,7 +201,17 @@ result<rows> conn::await(steady::time_point deadline, std::string_view what) {
     auto status = PQresultStatus(r);
     if (status == PGRES_FATAL_ERROR || status == PGRES_BAD_RESPONSE) {
       if (!error) error = map_error(r, where_);
+      const char* sev = PQresultErrorField(r, PG_DIAG_SEVERITY_NONLOCALIZED);
+      bool ending = sev && (std::string_view(sev) == "FATAL" || std::string_view(sev) == "PANIC");
       PQclear(r);
+      if (ending) {
+        // The server is ending the connection (a terminated backend sends FATAL, then frees
+        // its locks, then closes): the end is now, not at the EOF that follows.
+        auto f = *error;
+        close();
+        f.code = make_error_code(errc::backend_unavailable);
+        return fail(f);
+      }
     } else {
       last.emplace(r);
     }
