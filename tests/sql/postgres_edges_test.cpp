@@ -118,6 +118,7 @@ void loss_precedes_grant(const std::string& query, bool advisory, int rounds) {
       return pg.query("SELECT count(*) FROM dlock.entries WHERE name = $1", {lock}).at(0) == "2";
     };
     ASSERT_TRUE(eventually(queued, 10s, 1ms)) << "round " << round;
+    auto term_at = steady::now().time_since_epoch().count();
     auto killed = advisory ? pg.query(
                                  "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
                                  " WHERE application_name = 'dlock:' || $1",
@@ -133,9 +134,11 @@ void loss_precedes_grant(const std::string& query, bool advisory, int rounds) {
       ++unsignalled;
     } else if (lost_at.load() >= granted_at.load()) {
       if (late++ == 0) {
-        first_late = "round " + std::to_string(round) + ": granted " +
-                     std::to_string((lost_at.load() - granted_at.load()) / 1000) +
-                     " us before the holder's loss signal";
+        first_late = std::string(advisory ? "advisory" : "lease") + " mode, round " +
+                     std::to_string(round) + ": granted " +
+                     std::to_string((granted_at.load() - term_at) / 1000) +
+                     " us after the termination, the holder told lost " +
+                     std::to_string((lost_at.load() - term_at) / 1000) + " us after it";
       }
     }
     held.reset();

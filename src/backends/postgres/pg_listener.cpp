@@ -96,14 +96,14 @@ result<listener::ticket> listener::subscribe(const std::string& id) {
   return t;
 }
 
-result<std::optional<std::chrono::milliseconds>> listener::alive(const std::string& id) {
+result<std::optional<listener::liveness>> listener::alive(const std::string& id) {
   std::lock_guard lk(mu_);
   if (auto r = connect_locked(); !r) return fail(r.error());
   auto r = conn_->run(stmts_.alive, {id});
   after_request_locked();
   if (!r) return fail(r.error());
-  if (r->count() == 0) return std::optional<std::chrono::milliseconds>{};
-  return std::optional{std::chrono::milliseconds{r->i64(0, 0)}};
+  if (r->count() == 0) return std::optional<liveness>{};
+  return std::optional{liveness{std::chrono::milliseconds{r->i64(0, 0)}, r->text(0, 1) == "t"}};
 }
 
 bool listener::wait(const ticket& t, std::chrono::steady_clock::time_point until,

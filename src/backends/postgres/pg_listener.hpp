@@ -35,8 +35,12 @@ class listener {
   // LISTENs for the removal of entry `id` (connecting first if needed). Notifications that
   // arrive after this returns are never missed.
   result<ticket> subscribe(const std::string& id);
-  // The lease left of entry `id`'s session, or nullopt if the entry is gone or lapsed.
-  result<std::optional<std::chrono::milliseconds>> alive(const std::string& id);
+  struct liveness {
+    std::chrono::milliseconds lease;  // left of the entry's session
+    bool connected{true};             // its connection (server process) still exists
+  };
+  // Entry `id`'s session, or nullopt if the entry is gone or its lease lapsed.
+  result<std::optional<liveness>> alive(const std::string& id);
   // Blocks until the entry's channel is notified, the connection breaks, `until` passes or
   // `stop` is requested; false if only `until` passed.
   bool wait(const ticket& t, std::chrono::steady_clock::time_point until, std::stop_token stop);

@@ -178,9 +178,10 @@ statements make_statements(const std::string& schema) {
         " JOIN @S.sessions s ON s.id = e.session"
         " WHERE s.expires > clock_timestamp() AND starts_with(e.name, $1) ORDER BY n"),
       s("alive",
-        "SELECT (extract(epoch FROM (s.expires - clock_timestamp())) * 1000)::bigint"
+        "SELECT (extract(epoch FROM (s.expires - clock_timestamp())) * 1000)::bigint,"
+        " @S.conn_alive(s.pid, s.started)"
         " FROM @S.entries e JOIN @S.sessions s ON s.id = e.session"
-        " WHERE e.id = $1 AND s.expires > clock_timestamp() AND @S.conn_alive(s.pid, s.started)"),
+        " WHERE e.id = $1 AND s.expires > clock_timestamp()"),
       s("listen", "SELECT @S.listen($1, $2::boolean)"),
       // ?mode=advisory; $1 is "schema:name", hashed to the 64-bit lock key by the server.
       s("adv_try_x",

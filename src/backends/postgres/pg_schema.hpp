@@ -29,8 +29,8 @@ struct statements {
                          // (any, for a pooled session)
   statement close;       // (session)
   statement lock_names;  // (prefix) -> names
-  statement alive;       // (entry id) -> lease_ms of the entry's session, if alive and
-                         // its connection still exists
+  statement alive;       // (entry id) -> lease_ms of the entry's session and whether its
+                         // connection still exists; no row if the entry is gone or lapsed
   statement listen;      // (entry id, reset) -> channel; LISTENs on it
   // ?mode=advisory (pg_advisory.hpp); the key is the server's 64-bit hash of "schema:name".
   statement adv_try_x;     // (schema:name) -> token, or NULL if another connection holds it

@@ -111,8 +111,16 @@ class postgres_session final : public backend_session {
         break;
       }
       if (!*alive) break;
+      if (!(*alive)->connected) {
+        // The server ended the holder's connection: it sends the holder its reason before it
+        // frees anything, so the holder is being told now. Take over a moment later, so
+        // that a holder on a busy host has heard of its loss before this grant.
+        listener_.wait(*t, std::min(deadline, steady::now() + takeover_grace), stop);
+        break;
+      }
       auto now = steady::now();
-      auto lease_end = now + std::clamp(**alive, milliseconds{1}, max_nap) + milliseconds{5};
+      auto lease_end =
+          now + std::clamp((*alive)->lease, milliseconds{1}, max_nap) + milliseconds{5};
       auto until = std::min({deadline, lease_end, now + nap});
       if (listener_.wait(*t, until, stop) || until == deadline || until == lease_end) break;
       nap = std::min(nap * 2, pooled_ ? max_pooled_check : max_check);
@@ -164,6 +172,8 @@ class postgres_session final : public backend_session {
   // connection still exists.
   static constexpr milliseconds first_check{20};
   static constexpr milliseconds max_check{500};
+  // How long a waiter lets the holder of a connection the server ended hear of it first.
+  static constexpr milliseconds takeover_grace{30};
   // Behind a transaction pooler no NOTIFY wakes a waiter: it polls, this often at most.
   static constexpr milliseconds max_pooled_check{100};
 
