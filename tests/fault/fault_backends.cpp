@@ -143,6 +143,10 @@ const char* to_string(fault f) noexcept {
       return "cancel racing wait";
     case fault::master_down_release:
       return "master down release";
+    case fault::pooler:
+      return "pooler";
+    case fault::terminate_holder:
+      return "server terminates";
   }
   return "?";
 }
@@ -151,6 +155,8 @@ bool needs_proxy(fault f) noexcept {
   return f == fault::proxy_blackhole || f == fault::proxy_delay || f == fault::proxy_reset ||
          f == fault::proxy_drop_reply || f == fault::master_down_release;
 }
+
+bool needs_pooler(fault f) noexcept { return f == fault::pooler; }
 
 const std::vector<fault> process_faults{fault::none,
                                         fault::kill_holder,
@@ -168,6 +174,8 @@ namespace {
 }  // namespace
 
 void fault_backend::expire(const worker_session&) { not_applicable("expire"); }
+void fault_backend::terminate(const worker_session&) { not_applicable("terminate"); }
+std::vector<std::uint16_t> fault_backend::pooler_ports() { not_applicable("pooler_ports"); }
 void fault_backend::stop_server(bool) { not_applicable("stop_server"); }
 void fault_backend::start_server() { not_applicable("start_server"); }
 std::string fault_backend::kill_member(int) { not_applicable("kill_member"); }
@@ -225,21 +233,28 @@ const std::vector<backend_row>& backend_table() {
        plus(with_proxy_faults(plus(process_faults, fault::member_kill)),
             fault::master_down_release),
        {lease_cut_short}},
+      // Advisory mode refuses a pooled connection (postgres_edges_test), so only the lease
+      // mode runs behind the pooler.
       {"postgres",
        make_postgres_fault,
-       with_proxy_faults(plus(process_faults, fault::server_restart)),
+       plus(plus(with_proxy_faults(plus(process_faults, fault::server_restart)),
+                 fault::terminate_holder),
+            fault::pooler),
        {lease_cut_short}},
       {"postgres-advisory",
        make_postgres_advisory_fault,
-       with_proxy_faults(plus(process_faults, fault::server_restart)),
+       plus(with_proxy_faults(plus(process_faults, fault::server_restart)),
+            fault::terminate_holder),
        {lease_cut_short}},
       {"mysql",
        make_mysql_fault,
-       with_proxy_faults(plus(process_faults, fault::server_restart)),
+       plus(with_proxy_faults(plus(process_faults, fault::server_restart)),
+            fault::terminate_holder),
        {lease_cut_short}},
       {"mysql-advisory",
        make_mysql_advisory_fault,
-       with_proxy_faults(plus(process_faults, fault::server_restart)),
+       plus(with_proxy_faults(plus(process_faults, fault::server_restart)),
+            fault::terminate_holder),
        {lease_cut_short}},
   };
   return rows;

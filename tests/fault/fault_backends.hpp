@@ -41,10 +41,18 @@ enum class fault {
                            // another thread (racing the wait's requests), SIGPIPE at default
   master_down_release,     // Redlock: one master unreachable exactly while the holder
                            // releases, then back: its missed removal must be retried
+  pooler,                  // the workers reach the server through a connection pooler
+                           // (PgBouncer, transaction pooling); the holder is killed (-9)
+                           // and SIGSTOPped past its TTL in turn
+  terminate_holder,        // the server terminates the holder's connection (PostgreSQL
+                           // pg_terminate_backend, MariaDB KILL CONNECTION), three times in a
+                           // row per injection, each after the next grant
 };
 
 const char* to_string(fault f) noexcept;
 bool needs_proxy(fault f) noexcept;
+// The workers' URLs point at the backend's pooler_ports() instead of its server_ports().
+bool needs_pooler(fault f) noexcept;
 
 // What a worker reports about its session, for server-side expiry.
 struct worker_session {
@@ -73,6 +81,10 @@ class fault_backend {
 
   // Server-side operations of the faults; the defaults throw (the fault does not apply).
   virtual void expire(const worker_session& s);
+  // Ends the session's connection from the server side, as an administrator would.
+  virtual void terminate(const worker_session& s);
+  // Ports of a connection pooler in front of the server(s), started on first use.
+  virtual std::vector<std::uint16_t> pooler_ports();
   virtual void stop_server(bool keep_data);
   virtual void start_server();
   // Kills a minority member (the k-th injection); returns what was killed.

@@ -20,7 +20,9 @@ bool run::inject(int k) {
     for (auto& px : *links) fn(*px);
   };
   auto ns = monotonic_ns();
-  switch (f_) {
+  // Behind the pooler, the holder is killed and stopped in turn.
+  auto what = f_ == fault::pooler ? (k % 2 == 0 ? fault::kill_holder : fault::stop_holder) : f_;
+  switch (what) {
     case fault::none:
       return false;
     case fault::kill_holder: {
@@ -95,6 +97,30 @@ bool run::inject(int k) {
     case fault::expire_holder:
       b_.expire(w->session);
       break;
+    case fault::terminate_holder: {
+      // Three holders in a row, each terminated once it holds: every one must be told lost
+      // before the next is granted (the connection is the session).
+      for (int i = 1; i < 3; ++i) {
+        b_.terminate(w->session);
+        faults_.push_back({ns, target});
+        pump_until(b_.ttl() + 3s, [&] { return view_.first_grant_after(ns, target).has_value(); });
+        std::optional<live_view::holder> next;
+        if (!pump_until(3s, [&] {
+              return (next = view_.holder_in_pause()) && next->worker != target &&
+                     slot_of(next->worker);
+            })) {
+          note("terminate " + std::to_string(k) + "." + std::to_string(i) +
+               ": no next holder within 3 s");
+          return true;
+        }
+        w = slot_of(next->worker);
+        target = w->id;
+        ns = monotonic_ns();
+      }
+      b_.terminate(w->session);
+      break;
+    }
+    case fault::pooler:  // mapped above
     case fault::expire_waiter: {
       // The holder is held still (far less than its TTL) while the waiter's session ends,
       // so the waiter cannot be granted first and the fault stays an expiry while waiting.
@@ -205,7 +231,7 @@ bool run::inject(int k) {
   }
   faults_.push_back({ns, target});
   pump_until(b_.ttl() + 3s, [&] { return view_.first_grant_after(ns, target).has_value(); });
-  if (f_ == fault::kill_holder) {
+  if (what == fault::kill_holder) {
     // Replace the killed worker at once.
     for (std::size_t i = 0; i < slots_.size(); ++i) {
       if (slots_[i].id == target) {

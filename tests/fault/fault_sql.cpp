@@ -4,6 +4,7 @@
 
 #include "fault/fault_backends.hpp"
 #include "support/mariadb_server.hpp"
+#include "support/pgbouncer.hpp"
 #include "support/postgres_server.hpp"
 
 namespace dlock::fault {
@@ -55,12 +56,25 @@ class postgres_fault final : public fault_backend {
         " WHERE id = $1",
         {ws.id});
   }
+  void terminate(const worker_session& ws) override {
+    if (advisory_) return expire(ws);
+    server_.query(
+        "SELECT pg_terminate_backend(pid, 5000) FROM dlock.sessions WHERE id = $1"
+        " AND pid IS NOT NULL",
+        {ws.id});
+  }
+  // A PgBouncer in transaction pooling mode in front of the server.
+  std::vector<std::uint16_t> pooler_ports() override {
+    if (!pooler_) pooler_ = std::make_unique<test::pgbouncer>(server_, "transaction");
+    return {pooler_->port()};
+  }
   void stop_server(bool) override { server_.stop(); }
   void start_server() override { server_.start(); }
 
  private:
   bool advisory_;
   test::postgres_server server_;
+  std::unique_ptr<test::pgbouncer> pooler_;  // stopped before the server
 };
 
 class mysql_fault final : public fault_backend {
@@ -108,6 +122,17 @@ class mysql_fault final : public fault_backend {
         "UPDATE dlock.dlock_sessions SET expires_ms = CAST(UNIX_TIMESTAMP(NOW(6)) * 1000 AS "
         "SIGNED) - 1000 WHERE id = ?",
         {ws.id});
+  }
+  void terminate(const worker_session& ws) override {
+    if (advisory_) return expire(ws);
+    auto id = server_.query("SELECT conn FROM dlock.dlock_sessions WHERE id = ?", {ws.id});
+    if (!id.empty() && !id[0].empty() &&
+        id[0].find_first_not_of("0123456789") == std::string::npos) {
+      try {
+        server_.query("KILL CONNECTION " + id[0]);
+      } catch (const std::exception&) {  // already gone
+      }
+    }
   }
   void stop_server(bool) override { server_.stop(); }
   void start_server() override { server_.start(); }

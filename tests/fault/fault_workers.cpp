@@ -22,7 +22,7 @@ worker_session parse_session(const std::string& line) {
 void run::start_worker(std::size_t slot) {
   auto id = "w" + std::to_string(slot) + "g" + std::to_string(generation_++);
   auto log = p_.scratch_dir + "/" + id + ".log";
-  auto ports = b_.server_ports();
+  auto ports = needs_pooler(f_) ? b_.pooler_ports() : b_.server_ports();
   if (!proxies_.empty()) {
     ports.clear();
     for (auto& px : proxies_[slot]) ports.push_back(px->port());

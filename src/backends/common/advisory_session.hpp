@@ -76,26 +76,35 @@ class advisory_session_base : public backend_session {
     return v;
   }
 
+  // An entry the server did not hold for this connection any more (the connection ended, or
+  // the unlock found nothing held) is dropped and reported as errc::lock_lost.
   result<void> remove(std::string_view lock, std::string_view id) override {
     std::unique_lock lk(mu_);
     auto qit = queues_.find(std::string(lock));
     if (qit == queues_.end()) return {};
     auto it = std::ranges::find(qit->second.entries, id, &local_entry::id);
     if (it == qit->second.entries.end()) return {};
+    std::optional<failure> gone;
+    if (it->token != 0 && lost_) gone = expired();
     if (it->token != 0 && !lost_) {
       auto r = unlock_locked(lk, key(lock), it->kind);
-      // A lost connection took its locks with it: gone is success.
-      if (!r && !lost_) return fail(r.error());
+      if (!r && (lost_ || r.error().code == make_error_code(errc::lock_lost))) {
+        gone = lost_ ? expired() : r.error();
+      } else if (!r) {
+        return fail(r.error());
+      }
     }
     qit = queues_.find(std::string(lock));  // the lock may have been let go meanwhile
-    if (qit == queues_.end()) return {};
-    std::erase_if(qit->second.entries, [&](const auto& e) { return e.id == id; });
-    cv_.notify_all();
-    if (auto r = settle_mark(lk, std::string(lock)); !r && !lost_) return r;
-    qit = queues_.find(std::string(lock));
-    if (qit != queues_.end() && qit->second.entries.empty() && !qit->second.marked) {
-      queues_.erase(qit);
+    if (qit != queues_.end()) {
+      std::erase_if(qit->second.entries, [&](const auto& e) { return e.id == id; });
+      cv_.notify_all();
+      if (auto r = settle_mark(lk, std::string(lock)); !r && !lost_) return r;
+      qit = queues_.find(std::string(lock));
+      if (qit != queues_.end() && qit->second.entries.empty() && !qit->second.marked) {
+        queues_.erase(qit);
+      }
     }
+    if (gone) return fail(errc::lock_lost, gone->message);
     return {};
   }
 

@@ -53,6 +53,11 @@ class conn_watch {
 
  private:
   void run(int fd, const std::function<bool()>& alive, const std::function<void()>& lost) {
+    // alive() reads what arrived, so the socket is readable again only when something new
+    // came: look at it at once (a sleep here would let the server free the locks, and another
+    // client be granted, before the holder hears of it). Only a socket that stays readable
+    // while alive() says fine (nothing to read after all) is looked at less often.
+    int spins = 0;
     for (;;) {
       pollfd p[2] = {{wake_, POLLIN, 0}, {fd, POLLIN, 0}};
       int n = ::poll(p, 2, -1);
@@ -63,9 +68,12 @@ class conn_watch {
         lost();
         return;
       }
-      // Still alive with the socket readable (a request consumed the data meanwhile, or the
-      // server sent a harmless status message): do not spin on it.
-      std::this_thread::sleep_for(std::chrono::milliseconds{5});
+      pollfd again{fd, POLLIN, 0};
+      if (::poll(&again, 1, 0) <= 0) {
+        spins = 0;
+      } else if (++spins > 2) {
+        std::this_thread::sleep_for(std::chrono::milliseconds{1});
+      }
     }
   }
 

@@ -31,11 +31,36 @@ class advisory_session final : public advisory_session_base<conn, statement, std
     if (!c) return fail(c.error());
     conn_ = std::move(*c);
     if (auto r = ensure_schema(*conn_, schema_); !r) return r;
+    if (auto r = check_direct(); !r) return r;
     watch_connection([](conn& live) { return live.consume(); });
     return {};
   }
 
   capabilities caps() const noexcept override { return {reach::network, true, true}; }
+
+  // Advisory locks belong to the server process that took them, and the lease is this
+  // session's idle_session_timeout: behind a pooler, a lock taken in one statement is
+  // released (or not) in another server process, and the pooler drops the startup option
+  // (or another client's session inherits it). Only a direct connection is safe.
+  result<void> check_direct() {
+    auto pooled = [&](const std::string& seen) {
+      return fail(errc::unsupported,
+                  target_.where +
+                      ": PostgreSQL advisory mode needs a direct connection; this one is pooled (" +
+                      seen + "); connect to the server itself, or use the default lease mode");
+    };
+    auto r = probe_route(*conn_, target_, info_.request_timeout);
+    if (!r) return fail(r.error());
+    auto want = std::to_string(info_.ttl.count());
+    if (r->idle_session_timeout != want) {
+      return pooled("the server's idle_session_timeout for it is " +
+                    (r->idle_session_timeout.empty() ? std::string("unknown")
+                                                     : r->idle_session_timeout + " ms") +
+                    ", not the " + want + " ms dlock asked for when connecting");
+    }
+    if (r->pooled) return pooled(r->seen);
+    return {};
+  }
 
   void close() noexcept override {
     listener_.close();
@@ -60,6 +85,12 @@ class advisory_session final : public advisory_session_base<conn, statement, std
                              entry_kind kind) override {
     auto r = run_locked(unlock_statement(kind), {key}, lk);
     if (!r) return fail(r.error());
+    // false: this connection did not hold it (the server already let it go, or the statement
+    // ran on a connection other than the one that locked).
+    if (r->count() != 1 || r->text(0, 0) != "t") {
+      return fail(errc::lock_lost, target_.where + ": advisory lock '" + key +
+                                       "' was not held by this session's connection");
+    }
     return {};
   }
 

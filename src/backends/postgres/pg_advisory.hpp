@@ -11,7 +11,8 @@
 //    are not served in arrival order and a reader may overtake a waiting writer.
 //  - Advisory locks belong to the server connection: behind a transaction-pooling proxy
 //    (PgBouncer pool_mode=transaction) they land on whichever connection ran the statement,
-//    and they are not replicated, so a failover to a replica forgets every lock.
+//    and a pooler drops the lease's startup option, so a pooled connection is refused at open
+//    (check_direct). They are not replicated: a failover to a replica forgets every lock.
 //  - A lock lives as long as its connection. The server ends a connection idle for the TTL
 //    (idle_session_timeout, PostgreSQL >= 14), which is the lease; renewals are pings.
 //  - Two names whose 64-bit hashes collide are one lock (safe, just less concurrent).

@@ -1,6 +1,9 @@
 #include "backends/postgres/pg_conn.hpp"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <poll.h>
+#include <sys/socket.h>
 
 #include <cerrno>
 #include <cstdlib>
@@ -112,10 +115,26 @@ result<conn> conn::open(const target& t, milliseconds timeout) {
     st = PQconnectPoll(c);
   }
   // NOTICEs (e.g. "trigger does not exist, skipping" from idempotent DDL) are not errors;
-  // libpq would print them to stderr.
-  PQsetNoticeProcessor(
-      c, [](void*, const char*) {}, nullptr);
-  return conn(c, t.where, timeout);
+  // libpq would print them to stderr. libpq also hands an ErrorResponse that arrives between
+  // requests (a FATAL before the server closes the connection) to this receiver as a notice,
+  // as it does with a message it did not expect while idle.
+  auto ended = std::make_unique<unsolicited>();
+  PQsetNoticeReceiver(
+      c,
+      [](void* arg, const PGresult* r) {
+        auto* u = static_cast<unsolicited*>(arg);
+        const char* sev = PQresultErrorField(r, PG_DIAG_SEVERITY_NONLOCALIZED);
+        const char* msg = PQresultErrorField(r, PG_DIAG_MESSAGE_PRIMARY);
+        std::string s = sev ? sev : "";
+        std::string m = msg ? msg : "";
+        if (s == "ERROR" || s == "FATAL" || s == "PANIC" ||
+            m.find("arrived from server while idle") != std::string::npos) {
+          if (!u->error) u->message = m;
+          u->error = true;
+        }
+      },
+      ended.get());
+  return conn(c, t.where, timeout, std::move(ended));
 }
 
 conn& conn::operator=(conn&& o) noexcept {
@@ -125,6 +144,8 @@ conn& conn::operator=(conn&& o) noexcept {
     where_ = std::move(o.where_);
     timeout_ = o.timeout_;
     prepared_ = std::move(o.prepared_);
+    unnamed_ = o.unnamed_;
+    ended_ = std::move(o.ended_);
   }
   return *this;
 }
@@ -142,7 +163,20 @@ failure conn::broken(std::string_view what) {
   return {make_error_code(errc::backend_unavailable), msg};
 }
 
-bool conn::consume() { return c_ && PQconsumeInput(c_) == 1 && PQstatus(c_) == CONNECTION_OK; }
+failure conn::not_connected() const {
+  return {make_error_code(errc::backend_unavailable),
+          where_ + ": " +
+              (c_ && ended_->error ? "the server ended the connection: " + ended_->message
+                                   : std::string("not connected"))};
+}
+
+bool conn::consume() {
+  if (!c_ || PQconsumeInput(c_) != 1) return false;
+  // PQconsumeInput only reads; PQisBusy parses, queueing notifications and passing an
+  // unsolicited error to the notice receiver.
+  (void)PQisBusy(c_);
+  return usable();
+}
 
 std::vector<std::string> conn::take_notifications() {
   std::vector<std::string> out;
@@ -171,7 +205,17 @@ result<rows> conn::await(steady::time_point deadline, std::string_view what) {
     auto status = PQresultStatus(r);
     if (status == PGRES_FATAL_ERROR || status == PGRES_BAD_RESPONSE) {
       if (!error) error = map_error(r, where_);
+      const char* sev = PQresultErrorField(r, PG_DIAG_SEVERITY_NONLOCALIZED);
+      bool ending = sev && (std::string_view(sev) == "FATAL" || std::string_view(sev) == "PANIC");
       PQclear(r);
+      if (ending) {
+        // The server is ending the connection (a terminated backend sends FATAL, then frees
+        // its locks, then closes): the end is now, not at the EOF that follows.
+        auto f = *error;
+        close();
+        f.code = make_error_code(errc::backend_unavailable);
+        return fail(f);
+      }
     } else {
       last.emplace(r);
     }
@@ -187,27 +231,96 @@ result<rows> conn::await(steady::time_point deadline, std::string_view what) {
 }
 
 result<rows> conn::run(const statement& s, const std::vector<std::string>& params) {
-  if (!usable()) return fail(errc::backend_unavailable, where_ + ": not connected");
+  if (!usable()) return fail(not_connected());
   auto deadline = steady::now() + timeout_;
+  std::vector<const char*> values;
+  values.reserve(params.size());
+  for (const auto& p : params) values.push_back(p.c_str());
+  auto n = static_cast<int>(values.size());
+  if (unnamed_) {
+    if (!PQsendQueryParams(c_, s.sql.c_str(), n, nullptr, values.data(), nullptr, nullptr, 0)) {
+      return fail(broken(s.name));
+    }
+    return await(deadline, s.name);
+  }
   if (!prepared_.contains(s.name)) {
     if (!PQsendPrepare(c_, s.name.c_str(), s.sql.c_str(), 0, nullptr)) {
       return fail(broken("prepare " + s.name));
     }
-    if (auto r = await(deadline, "prepare " + s.name); !r) return r;
+    auto r = await(deadline, "prepare " + s.name);
+    if (!r && usable() && r.error().message.find("SQLSTATE 42P05") != std::string::npos) {
+      // Already prepared on this server process by someone else: a pooler in front.
+      unnamed_ = true;
+      return run(s, params);
+    }
+    if (!r) return r;
     prepared_.insert(s.name);
   }
-  std::vector<const char*> values;
-  values.reserve(params.size());
-  for (const auto& p : params) values.push_back(p.c_str());
-  if (!PQsendQueryPrepared(c_, s.name.c_str(), static_cast<int>(values.size()), values.data(),
-                           nullptr, nullptr, 0)) {
+  if (!PQsendQueryPrepared(c_, s.name.c_str(), n, values.data(), nullptr, nullptr, 0)) {
     return fail(broken(s.name));
   }
-  return await(deadline, s.name);
+  auto r = await(deadline, s.name);
+  if (!r && usable() && r.error().message.find("SQLSTATE 26000") != std::string::npos) {
+    // Prepared on another server process: a pooler in front. Nothing ran; run it unnamed.
+    unnamed_ = true;
+    return run(s, params);
+  }
+  return r;
+}
+
+result<route> probe_route(conn& c, const target& t, std::chrono::milliseconds timeout) {
+  auto first = c.exec(
+      "SELECT pg_backend_pid(), host(inet_client_addr()), inet_client_port(),"
+      " (SELECT setting FROM pg_settings WHERE name = 'idle_session_timeout')");
+  if (!first) return fail(first.error());
+  if (first->count() != 1) return fail(errc::protocol_error, c.where() + ": no backend pid");
+  route out;
+  out.idle_session_timeout = first->null(0, 3) ? "" : first->text(0, 3);
+  auto pid = first->text(0, 0);
+  sockaddr_storage ss{};
+  socklen_t len = sizeof ss;
+  if (!first->null(0, 2) &&
+      ::getsockname(c.socket(), reinterpret_cast<sockaddr*>(&ss), &len) == 0) {
+    char host[INET6_ADDRSTRLEN] = "";
+    int port = -1;
+    if (ss.ss_family == AF_INET) {
+      auto* a = reinterpret_cast<sockaddr_in*>(&ss);
+      ::inet_ntop(AF_INET, &a->sin_addr, host, sizeof host);
+      port = ntohs(a->sin_port);
+    } else if (ss.ss_family == AF_INET6) {
+      auto* a = reinterpret_cast<sockaddr_in6*>(&ss);
+      ::inet_ntop(AF_INET6, &a->sin6_addr, host, sizeof host);
+      port = ntohs(a->sin6_port);
+    }
+    if (port >= 0 && first->text(0, 1) == host && first->text(0, 2) == std::to_string(port)) {
+      return out;  // the server's peer is this very socket
+    }
+  }
+  auto pt = t;
+  for (auto& [k, v] : pt.params) {
+    if (k == "application_name") v = "dlock-probe";
+  }
+  auto other = conn::open(pt, timeout);
+  if (!other) return fail(other.error());
+  auto pinned = other->exec("BEGIN; SELECT pg_backend_pid()");
+  if (!pinned) return fail(pinned.error());
+  if (pinned->text(0, 0) == pid) {
+    out.pooled = true;
+    out.seen = "two of its connections were served by one server process, " + pid;
+    return out;
+  }
+  auto second = c.exec("SELECT pg_backend_pid()");
+  if (!second) return fail(second.error());
+  if (second->text(0, 0) != pid) {
+    out.pooled = true;
+    out.seen = "its server process changed between two statements, from " + pid + " to " +
+               second->text(0, 0);
+  }
+  return out;
 }
 
 result<rows> conn::exec(const std::string& sql) {
-  if (!usable()) return fail(errc::backend_unavailable, where_ + ": not connected");
+  if (!usable()) return fail(not_connected());
   if (!PQsendQuery(c_, sql.c_str())) return fail(broken("query"));
   return await(steady::now() + timeout_, "query");
 }

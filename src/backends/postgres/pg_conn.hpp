@@ -59,7 +59,9 @@ class conn {
       : c_(std::exchange(o.c_, nullptr)),
         where_(std::move(o.where_)),
         timeout_(o.timeout_),
-        prepared_(std::move(o.prepared_)) {}
+        prepared_(std::move(o.prepared_)),
+        unnamed_(o.unnamed_),
+        ended_(std::move(o.ended_)) {}
   conn& operator=(conn&& o) noexcept;
   conn(const conn&) = delete;
   ~conn() { close(); }
@@ -71,26 +73,62 @@ class conn {
   // statements.
   result<rows> exec(const std::string& sql);
 
-  bool usable() const { return c_ && PQstatus(c_) == CONNECTION_OK; }
+  bool usable() const { return c_ && PQstatus(c_) == CONNECTION_OK && !ended_->error; }
   void close();
   int socket() const { return c_ ? PQsocket(c_) : -1; }
-  // Reads what the server sent without blocking; false if the connection broke.
+  // Reads and parses what the server sent without blocking; false if the connection broke or
+  // the server sent anything but a notification, a notice or a parameter status between
+  // requests. An unsolicited error is the server ending the connection (a terminated backend
+  // sends FATAL, then frees its locks, then closes): waiting for the EOF would tell the owner
+  // after another client may already have been granted.
   bool consume();
+  // The server's reason when consume() saw it end the connection, else empty.
+  const std::string& end_reason() const { return ended_->message; }
   // Channels of the notifications received so far (each once per notification).
   std::vector<std::string> take_notifications();
   const std::string& where() const { return where_; }
+  // Statements go unnamed (parsed with every run) instead of prepared once: behind a
+  // transaction-pooling proxy, a statement prepared on one server connection is missing on
+  // the next (or already there, prepared by another client).
+  void set_unnamed(bool on) { unnamed_ = on; }
 
  private:
-  conn(PGconn* c, std::string where, std::chrono::milliseconds timeout)
-      : c_(c), where_(std::move(where)), timeout_(timeout) {}
+  // What libpq's notice receiver saw between requests; on the heap, as libpq keeps its
+  // address while the conn moves.
+  struct unsolicited {
+    bool error{false};
+    std::string message;
+  };
+
+  conn(PGconn* c, std::string where, std::chrono::milliseconds timeout,
+       std::unique_ptr<unsolicited> ended)
+      : c_(c), where_(std::move(where)), timeout_(timeout), ended_(std::move(ended)) {}
   result<rows> await(std::chrono::steady_clock::time_point deadline, std::string_view what);
   failure broken(std::string_view what);
+  failure not_connected() const;
 
   PGconn* c_{nullptr};
   std::string where_;
   std::chrono::milliseconds timeout_{};
   std::set<std::string> prepared_;
+  bool unnamed_{false};
+  std::unique_ptr<unsolicited> ended_ = std::make_unique<unsolicited>();
 };
+
+// How a connection reaches the server: directly, or through a pooler that hands its
+// statements to server processes it chooses.
+struct route {
+  bool pooled{false};
+  std::string seen;                  // what showed that it is pooled
+  std::string idle_session_timeout;  // the server's setting for this session, in ms
+};
+
+// Direct if the server's peer is this connection's own TCP socket; otherwise a second
+// connection (to `t`) holds a server process in a transaction while `c` runs a statement:
+// pooled if the two shared a server process, or if `c`'s server process changed. A quiet
+// transaction pool would hand `c` the same server process twice; pinning it elsewhere is
+// what shows the pooling.
+result<route> probe_route(conn& c, const target& t, std::chrono::milliseconds timeout);
 
 // Maps an error result onto a dlock failure naming `where`.
 failure map_error(const PGresult* r, std::string_view where);

@@ -23,6 +23,7 @@ result<void> listener::connect_locked() {
   auto c = conn::open(target_, timeout_);
   if (!c) return fail(c.error());
   conn_ = std::move(*c);
+  conn_->set_unnamed(pooled_);
   // A new connection listens on nothing: every subscription taken before is void.
   by_id_.clear();
   id_by_channel_.clear();
@@ -70,6 +71,11 @@ result<listener::ticket> listener::subscribe(const std::string& id) {
     ++it->second.refs;
     return ticket{id, it->second.notified, epoch_};
   }
+  if (pooled_) {  // no LISTEN: a ticket that only times out
+    auto& st = by_id_[id];
+    st.refs = 1;
+    return ticket{id, st.notified, epoch_};
+  }
   bool reset = stale_channels_ && by_id_.empty();
   auto r = conn_->run(stmts_.listen, {id, reset ? "true" : "false"});
   if (!r) {
@@ -90,14 +96,14 @@ result<listener::ticket> listener::subscribe(const std::string& id) {
   return t;
 }
 
-result<std::optional<std::chrono::milliseconds>> listener::alive(const std::string& id) {
+result<std::optional<listener::liveness>> listener::alive(const std::string& id) {
   std::lock_guard lk(mu_);
   if (auto r = connect_locked(); !r) return fail(r.error());
   auto r = conn_->run(stmts_.alive, {id});
   after_request_locked();
   if (!r) return fail(r.error());
-  if (r->count() == 0) return std::optional<std::chrono::milliseconds>{};
-  return std::optional{std::chrono::milliseconds{r->i64(0, 0)}};
+  if (r->count() == 0) return std::optional<liveness>{};
+  return std::optional{liveness{std::chrono::milliseconds{r->i64(0, 0)}, r->text(0, 1) == "t"}};
 }
 
 bool listener::wait(const ticket& t, std::chrono::steady_clock::time_point until,

@@ -35,13 +35,24 @@ class listener {
   // LISTENs for the removal of entry `id` (connecting first if needed). Notifications that
   // arrive after this returns are never missed.
   result<ticket> subscribe(const std::string& id);
-  // The lease left of entry `id`'s session, or nullopt if the entry is gone or lapsed.
-  result<std::optional<std::chrono::milliseconds>> alive(const std::string& id);
+  struct liveness {
+    std::chrono::milliseconds lease;  // left of the entry's session
+    bool connected{true};             // its connection (server process) still exists
+  };
+  // Entry `id`'s session, or nullopt if the entry is gone or its lease lapsed.
+  result<std::optional<liveness>> alive(const std::string& id);
   // Blocks until the entry's channel is notified, the connection breaks, `until` passes or
   // `stop` is requested; false if only `until` passed.
   bool wait(const ticket& t, std::chrono::steady_clock::time_point until, std::stop_token stop);
   void unsubscribe(const ticket& t);
   void close() noexcept;
+  // Behind a transaction pooler a LISTEN stays with whichever server process ran it (and its
+  // notifications go to whichever client uses that process next): no LISTEN then, and waits
+  // end only at their time limit, so waiters poll.
+  void set_pooled() {
+    std::lock_guard lk(mu_);
+    pooled_ = true;
+  }
 
  private:
   struct channel_state {
@@ -68,6 +79,7 @@ class listener {
   bool stale_channels_{false};  // LISTENs left over from finished waits
   std::uint64_t epoch_{0};
   bool stopping_{false};
+  bool pooled_{false};
   int wake_fd_{-1};  // eventfd: tells the reader the socket changed or it must stop
   std::thread reader_;
 };

@@ -31,11 +31,12 @@ RETURNS boolean LANGUAGE sql STABLE AS $$
       AND (a.backend_start IS NULL OR p_started IS NULL OR a.backend_start = p_started))
 $$;
 
--- The session of this connection, if it is still live.
+-- The session of this connection, if it is still live. A session opened through a
+-- transaction pooler has no server process of its own (pid NULL): only its lease counts.
 CREATE OR REPLACE FUNCTION @S.own_session(p_session text) RETURNS boolean
 LANGUAGE sql STABLE AS $$
   SELECT EXISTS (SELECT 1 FROM @S.sessions s WHERE s.id = p_session
-    AND s.expires > clock_timestamp() AND s.pid IS NOT DISTINCT FROM pg_backend_pid())
+    AND s.expires > clock_timestamp() AND (s.pid IS NULL OR s.pid = pg_backend_pid()))
 $$;
 
 -- Fencing tokens of ?mode=advisory (pg_advisory_lock has no counter of its own).
@@ -120,6 +121,8 @@ END $$;
 
 INSERT INTO @S.meta(key, value) VALUES ('schema_version', '3')
   ON CONFLICT (key) DO UPDATE SET value = '3';
+-- Still version 3 (older dlock versions keep working): own_session accepts pooled sessions.
+INSERT INTO @S.meta(key, value) VALUES ('pooled_sessions', '1') ON CONFLICT (key) DO NOTHING;
 COMMIT;
 )sql";
 
@@ -157,9 +160,16 @@ statements make_statements(const std::string& schema) {
       s("enqueue", "SELECT * FROM @S.enqueue($1, $2, $3, $4::smallint)"),
       s("list", "SELECT * FROM @S.queue($1, $2)"),
       s("remove", "DELETE FROM @S.entries WHERE name = $1 AND id = $2 AND session = $3"),
+      s("open_pooled_session",
+        "WITH old AS (DELETE FROM @S.sessions WHERE expires <= clock_timestamp() RETURNING id),"
+        " gone AS (DELETE FROM @S.entries e USING old WHERE e.session = old.id)"
+        " INSERT INTO @S.sessions(id, owner, expires, pid, started)"
+        " VALUES ($1, $2, clock_timestamp() + $3::float8 * interval '1 millisecond', NULL, NULL)"
+        " ON CONFLICT (id) DO NOTHING"),
       s("keep_alive",
         "UPDATE @S.sessions SET expires = clock_timestamp() + $2::float8 * interval '1 millisecond'"
-        " WHERE id = $1 AND expires > clock_timestamp() AND pid = pg_backend_pid()"),
+        " WHERE id = $1 AND expires > clock_timestamp()"
+        " AND (pid IS NULL OR pid = pg_backend_pid())"),
       s("close",
         "WITH gone AS (DELETE FROM @S.entries WHERE session = $1)"
         " DELETE FROM @S.sessions WHERE id = $1"),
@@ -168,9 +178,10 @@ statements make_statements(const std::string& schema) {
         " JOIN @S.sessions s ON s.id = e.session"
         " WHERE s.expires > clock_timestamp() AND starts_with(e.name, $1) ORDER BY n"),
       s("alive",
-        "SELECT (extract(epoch FROM (s.expires - clock_timestamp())) * 1000)::bigint"
+        "SELECT (extract(epoch FROM (s.expires - clock_timestamp())) * 1000)::bigint,"
+        " @S.conn_alive(s.pid, s.started)"
         " FROM @S.entries e JOIN @S.sessions s ON s.id = e.session"
-        " WHERE e.id = $1 AND s.expires > clock_timestamp() AND @S.conn_alive(s.pid, s.started)"),
+        " WHERE e.id = $1 AND s.expires > clock_timestamp()"),
       s("listen", "SELECT @S.listen($1, $2::boolean)"),
       // ?mode=advisory; $1 is "schema:name", hashed to the 64-bit lock key by the server.
       s("adv_try_x",
@@ -200,11 +211,13 @@ statements make_statements(const std::string& schema) {
 result<void> ensure_schema(conn& c, const std::string& schema) {
   // The common case costs one query; DDL (and its locks) only on first use.
   // A missing schema or table is an error here, and the reason to run the DDL below.
-  auto check =
-      c.exec(with_schema("SELECT value FROM @S.meta WHERE key = 'schema_version'", schema));
+  auto check = c.exec(
+      with_schema("SELECT value, EXISTS (SELECT 1 FROM @S.meta WHERE key = 'pooled_sessions')"
+                  " FROM @S.meta WHERE key = 'schema_version'",
+                  schema));
   if (check && check->count() == 1) {
     auto version = check->i64(0, 0);
-    if (version == schema_version) return {};
+    if (version == schema_version && check->text(0, 1) == "t") return {};
     if (version > schema_version) {
       return fail(errc::backend_error, c.where() + ": schema \"" + schema + "\" has version " +
                                            std::to_string(version) +

@@ -19,16 +19,19 @@ inline constexpr int schema_version = 3;
 
 // Every statement the backend runs; parameters are $1.. in the order documented.
 struct statements {
-  statement open_session;  // (session, owner, ttl_ms); also purges lapsed sessions
-  statement enqueue;       // (session, name, entry id, kind) -> queue rows
-  statement list;          // (name, session) -> queue rows
-  statement remove;        // (name, entry id, session); the trigger notifies waiters
-  statement keep_alive;    // (session, ttl_ms) -> affected 0 or 1; only on its own connection
-  statement close;         // (session)
-  statement lock_names;    // (prefix) -> names
-  statement alive;         // (entry id) -> lease_ms of the entry's session, if alive and
-                           // its connection still exists
-  statement listen;        // (entry id, reset) -> channel; LISTENs on it
+  statement open_session;         // (session, owner, ttl_ms); also purges lapsed sessions
+  statement enqueue;              // (session, name, entry id, kind) -> queue rows
+  statement list;                 // (name, session) -> queue rows
+  statement remove;               // (name, entry id, session); the trigger notifies waiters
+  statement open_pooled_session;  // (as open_session) for a session behind a transaction
+                                  // pooler: no server process of its own, only the lease
+  statement keep_alive;  // (session, ttl_ms) -> affected 0 or 1; only on its own connection
+                         // (any, for a pooled session)
+  statement close;       // (session)
+  statement lock_names;  // (prefix) -> names
+  statement alive;       // (entry id) -> lease_ms of the entry's session and whether its
+                         // connection still exists; no row if the entry is gone or lapsed
+  statement listen;      // (entry id, reset) -> channel; LISTENs on it
   // ?mode=advisory (pg_advisory.hpp); the key is the server's 64-bit hash of "schema:name".
   statement adv_try_x;     // (schema:name) -> token, or NULL if another connection holds it
   statement adv_try_s;     // (schema:name) -> token, or NULL if another connection writes

@@ -41,8 +41,19 @@ class postgres_session final : public backend_session {
     auto c = connection(false);
     if (!c) return fail(c.error());
     if (auto r = pg::ensure_schema(**c, schema_); !r) return r;
-    auto r =
-        (*c)->run(stmts_.open_session, {info_.id, info_.owner, std::to_string(info_.ttl.count())});
+    // Behind a transaction pooler the session's statements run in whichever server process
+    // the pooler picks: the process is no sign of the session's life (it outlives a dead
+    // client, and the pooler may end it under a live one), so only the lease counts, and
+    // statements go unnamed. Session pooling keeps one server process per client: as direct.
+    auto route = pg::probe_route(**c, target_, info_.request_timeout);
+    if (!route) return fail(route.error());
+    pooled_ = route->pooled;
+    if (pooled_) {
+      (*c)->set_unnamed(true);
+      listener_.set_pooled();
+    }
+    auto r = (*c)->run(pooled_ ? stmts_.open_pooled_session : stmts_.open_session,
+                       {info_.id, info_.owner, std::to_string(info_.ttl.count())});
     if (!r) return fail(r.error());
     opened_ = true;
     watch_.start((*c)->socket(),
@@ -100,11 +111,19 @@ class postgres_session final : public backend_session {
         break;
       }
       if (!*alive) break;
+      if (!(*alive)->connected) {
+        // The server ended the holder's connection: it sends the holder its reason before it
+        // frees anything, so the holder is being told now. Take over a moment later, so
+        // that a holder on a busy host has heard of its loss before this grant.
+        listener_.wait(*t, std::min(deadline, steady::now() + takeover_grace), stop);
+        break;
+      }
       auto now = steady::now();
-      auto lease_end = now + std::clamp(**alive, milliseconds{1}, max_nap) + milliseconds{5};
+      auto lease_end =
+          now + std::clamp((*alive)->lease, milliseconds{1}, max_nap) + milliseconds{5};
       auto until = std::min({deadline, lease_end, now + nap});
       if (listener_.wait(*t, until, stop) || until == deadline || until == lease_end) break;
-      nap = std::min(nap * 2, max_check);
+      nap = std::min(nap * 2, pooled_ ? max_pooled_check : max_check);
     }
     listener_.unsubscribe(*t);
     return out;
@@ -153,6 +172,10 @@ class postgres_session final : public backend_session {
   // connection still exists.
   static constexpr milliseconds first_check{20};
   static constexpr milliseconds max_check{500};
+  // How long a waiter lets the holder of a connection the server ended hear of it first.
+  static constexpr milliseconds takeover_grace{30};
+  // Behind a transaction pooler no NOTIFY wakes a waiter: it polls, this often at most.
+  static constexpr milliseconds max_pooled_check{100};
 
   // The session's connection; once it is lost, `bound` requests (those that act for the
   // session: enqueue, renew) fail with session_expired, and the others (list, remove,
@@ -167,6 +190,7 @@ class postgres_session final : public backend_session {
       auto c = pg::conn::open(target_, info_.request_timeout);
       if (!c) return fail(c.error());
       slot = std::move(*c);
+      slot->set_unnamed(pooled_);
     }
     return &*slot;
   }
@@ -219,6 +243,7 @@ class postgres_session final : public backend_session {
   std::optional<pg::conn> conn_;   // the session's connection
   std::optional<pg::conn> spare_;  // for list/remove/close once conn_ is lost
   bool opened_{false};
+  bool pooled_{false};  // behind a transaction pooler: the lease only (start())
   bool closed_{false};
   bool lost_{false};
   loss_notice loss_;
