@@ -10,8 +10,10 @@
 
 #include "cli/commands.hpp"
 #include "cli/common.hpp"
+#include "cli/queue_format.hpp"
 #include "cli/signal_watch.hpp"
 #include "cli/supervise.hpp"
+#include "core/duration.hpp"
 
 namespace dlock::cli {
 namespace {
@@ -24,6 +26,10 @@ struct run_options {
   std::string ttl;
   int conflict_code{exit_conflict};
   std::string grace{"5s"};
+  std::string hold_at_least;
+  std::string hold_at_most;
+  bool quiet{false};
+  bool verbose{false};
   std::vector<std::string> command;
 };
 
@@ -36,6 +42,23 @@ struct acquire_outcome {
   int signal{0};  // the signal that interrupted the wait, if any
 };
 
+// The library's detailed message for the calling thread's last failure, else the code's text.
+std::string detail(std::error_code ec) {
+  auto m = dlock::last_error_message();
+  return m.empty() ? ec.message() : m;
+}
+
+// "token 12  host-a pid 4242 (dlock run make)  since ...", or "" if nobody holds it now.
+std::string holder_text(const dlock::session& s, const std::string& name) {
+  try {
+    auto q = split_queue(dlock::inspect(s, name));
+    if (q.holders.empty()) return {};
+    return entry_line(q.holders.front());
+  } catch (const std::exception&) {
+    return {};  // the conflict stands; who holds it is a courtesy
+  }
+}
+
 // Waits on a thread so the main thread can still react to a terminating signal (SIGINT,
 // SIGTERM, ...; see signal_watch::forwarded): the wait is cancelled and leaves nothing behind in
 // the backend.
@@ -44,8 +67,10 @@ acquire_outcome acquire(dlock::mutex& m, std::chrono::steady_clock::time_point d
   acquire_outcome out;
   std::error_code ec;
   bool done = false;
+  std::string why;  // the library's detail, kept per thread: read it on the waiting thread
   std::jthread waiter([&](std::stop_token stop) {
     out.granted = m.try_lock_until(deadline, stop, ec);
+    if (!out.granted && ec) why = detail(ec);
     signals.wakeup()->wake();
   });
   while (!done) {
@@ -65,11 +90,23 @@ acquire_outcome acquire(dlock::mutex& m, std::chrono::steady_clock::time_point d
     return out;
   }
   if (!out.granted && ec && ec != dlock::errc::timed_out && ec != dlock::errc::would_block) {
-    // The error_code overload carries no backend detail: name the server at least.
-    throw cli_error(exit_code_for(ec),
-                    "acquire '" + m.name() + "' on " + m.session().url() + ": " + ec.message());
+    throw cli_error(exit_code_for(ec), why);
   }
   return out;
+}
+
+// --hold-at-least: a job shorter than the cron skew between nodes must not let a node whose
+// clock is behind run it again in the same period (ShedLock's lockAtLeastFor). dlock keeps
+// holding, renewing, until `until`; a terminating signal or a loss ends the wait early.
+void keep_until(std::chrono::steady_clock::time_point until, const dlock::hold& hold,
+                signal_watch& signals) {
+  for (;;) {
+    auto left =
+        std::chrono::ceil<std::chrono::milliseconds>(until - std::chrono::steady_clock::now());
+    if (left.count() <= 0 || !hold.is_held()) return;
+    auto ev = signals.wait(std::min(left, std::chrono::milliseconds{250}));
+    if (signal_watch::forwarded(ev.signal)) return;
+  }
 }
 
 int run(const run_options& o) {
@@ -85,6 +122,18 @@ int run(const run_options& o) {
     }
   }
   auto grace = parse_duration_option("--grace", o.grace);
+  std::optional<std::chrono::milliseconds> hold_at_least, hold_at_most;
+  if (!o.hold_at_least.empty())
+    hold_at_least = parse_duration_option("--hold-at-least", o.hold_at_least);
+  if (!o.hold_at_most.empty()) {
+    hold_at_most = parse_duration_option("--hold-at-most", o.hold_at_most);
+    if (hold_at_most->count() <= 0)
+      throw cli_error(exit_usage, "--hold-at-most: must be greater than zero");
+  }
+  if (hold_at_least && hold_at_most && *hold_at_least > *hold_at_most) {
+    throw cli_error(exit_usage, "--hold-at-least " + o.hold_at_least +
+                                    " is longer than --hold-at-most " + o.hold_at_most);
+  }
   check_lock_name(o.name);
   so.description = "dlock run " + o.command.front();
 
@@ -111,8 +160,7 @@ int run(const run_options& o) {
     std::error_code ec;
     granted = m.try_lock(ec);
     if (!granted && ec && ec != dlock::errc::would_block && ec != dlock::errc::timed_out)
-      throw cli_error(exit_code_for(ec),
-                      "acquire '" + o.name + "' on " + session.url() + ": " + ec.message());
+      throw cli_error(exit_code_for(ec), detail(ec));
   } else {
     auto deadline = wait ? started + *wait : std::chrono::steady_clock::time_point::max();
     auto r = acquire(m, deadline, signals);
@@ -124,12 +172,30 @@ int run(const run_options& o) {
     granted = r.granted;
   }
   if (!granted) {
-    print_error("lock '" + o.name + "' is held by another owner" +
-                (wait ? " (not granted within " + o.wait + ")" : std::string{}));
+    // flock -n is silent on a conflict; -q is that. Otherwise say who holds it.
+    if (!o.quiet) {
+      std::string msg = "lock '" + o.name + "' is held";
+      if (o.nonblock || (wait && wait->count() == 0))
+        msg += " (one try)";
+      else if (wait)
+        msg += " (not granted within " + dlock::detail::format_duration(*wait) + ")";
+      auto who = holder_text(session, o.name);
+      print_error(msg + (who.empty() ? " by another owner" : ": holder " + who));
+    }
     return o.conflict_code;
   }
-  child_spec spec{o.command, o.name, url, grace};
+  if (o.verbose) {
+    print_error(
+        "lock '" + o.name + "' granted with fencing token " + std::to_string(m.token().value) +
+        " after " +
+        dlock::detail::format_duration(std::chrono::duration_cast<std::chrono::milliseconds>(
+            std::chrono::steady_clock::now() - started)));
+  }
+  child_spec spec{o.command, o.name, url, grace, std::chrono::steady_clock::now(), hold_at_most};
   int status = supervise(spec, m.current_hold(), signals);
+  if (hold_at_least && status != exit_lock_lost) {
+    keep_until(spec.granted_at + *hold_at_least, m.current_hold(), signals);
+  }
   m.unlock();
   return status;
 }
@@ -148,7 +214,23 @@ void add_run_command(CLI::App& app, int& status) {
   cmd->add_option("--ttl", o->ttl, "Lease length (default 15s)");
   cmd->add_option("-E,--conflict-exit-code", o->conflict_code,
                   "Exit status when the lock is not granted (default 75)")
-      ->check(CLI::Range(0, 255));
+      ->check(CLI::Validator(
+          [](std::string& v) -> std::string {
+            if (v.empty() || v.find_first_not_of("0123456789") != std::string::npos ||
+                v.size() > 3 || std::stoi(v) > 255)
+              return "'" + v + "' is not an exit status (want a whole number 0-255)";
+            return {};
+          },
+          "0-255"));
+  cmd->add_option("--hold-at-least", o->hold_at_least,
+                  "Keep the lock until this long after the grant, even if CMD ends sooner "
+                  "(cron skew between nodes)");
+  cmd->add_option("--hold-at-most", o->hold_at_most,
+                  "SIGTERM CMD's group once it has held the lock this long (SIGKILL after "
+                  "--grace)");
+  auto* q = cmd->add_flag("-q,--quiet", o->quiet, "Say nothing when the lock is not granted");
+  auto* v = cmd->add_flag("-v,--verbose", o->verbose, "Say how long the wait took and the token");
+  q->excludes(v);
   cmd->add_option("--grace", o->grace,
                   "SIGTERM to SIGKILL delay when the lock is lost (default 5s)");
   cmd->footer(
@@ -156,7 +238,8 @@ void add_run_command(CLI::App& app, int& status) {
       "its own process group, which dlock's signals reach and which dies with dlock.\n"
       "Exit status: CMD's (128+N if killed by signal N); 64 usage error; 69 backend\n"
       "unavailable; 70 lock lost while CMD ran (CMD's group got SIGTERM, SIGKILL after\n"
-      "--grace); 75 lock not granted (or -E N); 77 permission denied; 126/127 CMD not runnable.");
+      "--grace); 75 lock not granted (or -E N); 77 permission denied; 126/127 CMD not runnable.\n" +
+      std::string(url_forms_help));
   cmd->callback([o, &status] { status = run(*o); });
 }
 

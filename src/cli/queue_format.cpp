@@ -25,7 +25,8 @@ std::string local_time(sys_clock::time_point t) {
   std::time_t secs = sys_clock::to_time_t(t);
   std::tm tm{};
   localtime_r(&secs, &tm);
-  return fmt::format("{:%Y-%m-%d %H:%M:%S}", tm);
+  // With the zone: an operator comparing hosts in different zones must not guess.
+  return fmt::format("{:%Y-%m-%d %H:%M:%S %Z}", tm);
 }
 
 }  // namespace

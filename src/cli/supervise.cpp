@@ -235,11 +235,15 @@ int supervise(const child_spec& spec, const dlock::hold& hold, signal_watch& sig
   bool lost = false;
   bool stopping = false;  // a terminating signal was passed on
   std::optional<clock::time_point> kill_at;
+  std::optional<clock::time_point> term_at;  // --hold-at-most
+  if (spec.hold_at_most) term_at = spec.granted_at + *spec.hold_at_most;
   for (;;) {
     auto timeout = std::chrono::milliseconds{250};  // also polls is_held() as a backstop
-    if (kill_at) {
-      timeout = std::max(std::chrono::milliseconds{0},
-                         std::chrono::ceil<std::chrono::milliseconds>(*kill_at - clock::now()));
+    for (auto at : {kill_at, term_at}) {
+      if (!at) continue;
+      timeout = std::min(
+          timeout, std::max(std::chrono::milliseconds{0},
+                            std::chrono::ceil<std::chrono::milliseconds>(*at - clock::now())));
     }
     auto ev = signals.wait(timeout);
     if (auto end = exited(group)) {
@@ -284,6 +288,18 @@ int supervise(const child_spec& spec, const dlock::hold& hold, signal_watch& sig
       signal_group(SIGTERM);
       signal_group(SIGCONT);  // a stopped group could not act on it
       kill_at = clock::now() + spec.grace;
+    }
+    if (term_at && clock::now() >= *term_at) {
+      term_at.reset();
+      if (!lost) {
+        stopping = true;
+        print_error("'" + spec.argv[0] + "' held lock '" + spec.lock_name +
+                    "' for --hold-at-most; sending SIGTERM to its process group " +
+                    std::to_string(group));
+        signal_group(SIGTERM);
+        signal_group(SIGCONT);
+        kill_at = clock::now() + spec.grace;
+      }
     }
     if (kill_at && clock::now() >= *kill_at) {
       signal_group(SIGKILL);

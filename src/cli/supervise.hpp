@@ -17,6 +17,7 @@
 
 #include <chrono>
 #include <dlock/hold.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -29,6 +30,10 @@ struct child_spec {
   std::string lock_name;
   std::string url;
   std::chrono::milliseconds grace{5000};  // SIGTERM -> SIGKILL when the lock is lost
+  std::chrono::steady_clock::time_point granted_at{};
+  // --hold-at-most: CMD's group gets SIGTERM once the lock was held this long (then SIGKILL
+  // after `grace`), so a stuck job does not block the next period forever.
+  std::optional<std::chrono::milliseconds> hold_at_most;
 };
 
 // Returns CMD's exit status (128+N if killed by signal N), 127/126 if it could not be

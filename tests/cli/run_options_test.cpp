@@ -1,0 +1,99 @@
+// dlock run as a cron job on many nodes: who holds a lock it did not get, -q/-v, and
+// --hold-at-least / --hold-at-most (ShedLock's lockAtLeastFor / lockAtMostFor).
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <chrono>
+#include <thread>
+
+#include "cli_harness.hpp"
+
+namespace dlock::test {
+namespace {
+
+using namespace std::chrono_literals;
+using steady = std::chrono::steady_clock;
+
+TEST(CliRunOptions, AConflictNamesTheHolderUnlessQuiet) {
+  cli_sandbox box;
+  auto holder = box.start({"run", "busy", "--", "sh", "-c", "echo held; exec sleep 60"});
+  ASSERT_TRUE(holder.wait_for_line("held", 30s));
+
+  auto n = box.run({"run", "-n", "busy", "--", "true"});
+  EXPECT_EQ(n.status, 75);
+  ASSERT_EQ(n.lines().size(), 1u) << n.output;
+  EXPECT_NE(n.output.find("is held (one try): holder token"), std::string::npos) << n.output;
+  EXPECT_NE(n.output.find("pid " + std::to_string(holder.pid())), std::string::npos) << n.output;
+  EXPECT_NE(n.output.find("token"), std::string::npos) << n.output;
+  EXPECT_NE(n.output.find("(one try)"), std::string::npos) << n.output;
+
+  // -w 0 is one try too, and says so (not "within 0").
+  auto w0 = box.run({"run", "-w", "0", "busy", "--", "true"});
+  EXPECT_EQ(w0.status, 75);
+  EXPECT_NE(w0.output.find("(one try)"), std::string::npos) << w0.output;
+
+  // -q: silent, like flock -n; the exit status alone tells.
+  auto q = box.run({"run", "-q", "-n", "busy", "--", "true"});
+  EXPECT_EQ(q.status, 75);
+  EXPECT_EQ(q.output, "") << q.output;
+  auto q0 = box.run({"run", "-q", "-n", "-E", "0", "busy", "--", "true"});
+  EXPECT_EQ(q0.status, 0);
+  EXPECT_EQ(q0.output, "");
+
+  holder.signal(SIGTERM);
+  EXPECT_EQ(holder.wait(30s), 128 + SIGTERM);
+  auto v = box.run({"run", "-v", "-n", "busy", "--", "true"});
+  EXPECT_EQ(v.status, 0) << v.output;
+  EXPECT_NE(v.output.find("granted with fencing token"), std::string::npos) << v.output;
+}
+
+TEST(CliRunOptions, ConflictExitCodeMustBeANumber) {
+  cli_sandbox box;
+  auto r = box.run({"run", "-E", "abc", "x", "--", "true"});
+  EXPECT_EQ(r.status, 64);
+  EXPECT_NE(r.output.find("abc"), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("not in range"), std::string::npos) << r.output;
+}
+
+// Two nodes whose cron fires 1 s apart (clock skew): the job takes 100 ms. Without
+// --hold-at-least the late node runs it again; with it, the late node finds it held.
+TEST(CliRunOptions, HoldAtLeastCoversASkewedStart) {
+  cli_sandbox box;
+  auto early = box.run({"run", "-n", "nightly", "--", "true"});
+  ASSERT_EQ(early.status, 0) << early.output;
+  auto late = box.run({"run", "-n", "nightly", "--", "true"});
+  EXPECT_EQ(late.status, 0) << "without --hold-at-least the late node runs the job again";
+
+  auto started = steady::now();
+  auto node_a = box.start({"run", "-n", "--hold-at-least", "3s", "nightly2", "--", "sh", "-c",
+                           "echo ran-a; sleep 0.1"});
+  ASSERT_TRUE(node_a.wait_for_line("ran-a", 30s));
+  std::this_thread::sleep_for(1s);  // node B's cron fires a second later
+  auto node_b = box.run({"run", "-n", "nightly2", "--", "echo", "ran-b"});
+  EXPECT_EQ(node_b.status, 75) << node_b.output;
+  EXPECT_EQ(node_b.output.find("ran-b"), std::string::npos);
+  // Node A returns the job's status once the period is over, then the lock is free.
+  EXPECT_EQ(node_a.wait(30s), 0);
+  EXPECT_GE(steady::now() - started, 3s);
+  EXPECT_EQ(box.run({"run", "-n", "nightly2", "--", "true"}).status, 0);
+}
+
+TEST(CliRunOptions, HoldAtMostStopsAStuckJob) {
+  cli_sandbox box;
+  auto started = steady::now();
+  auto r = box.run({"run", "--hold-at-most", "1s", "--grace", "1s", "stuck", "--", "sh", "-c",
+                    "sleep 30 & wait"});
+  auto took = steady::now() - started;
+  // sh is killed by SIGTERM (its `&` job with it: the whole group is signalled).
+  EXPECT_EQ(r.status, 128 + SIGTERM) << r.output;
+  EXPECT_NE(r.output.find("--hold-at-most"), std::string::npos) << r.output;
+  EXPECT_LT(took, 15s);
+  EXPECT_EQ(box.run({"run", "-n", "stuck", "--", "true"}).status, 0);
+
+  auto bad = box.run({"run", "--hold-at-least", "5s", "--hold-at-most", "1s", "x", "--", "true"});
+  EXPECT_EQ(bad.status, 64);
+  EXPECT_NE(bad.output.find("--hold-at-least"), std::string::npos) << bad.output;
+}
+
+}  // namespace
+}  // namespace dlock::test
