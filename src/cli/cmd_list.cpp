@@ -33,25 +33,26 @@ std::vector<lock_summary> collect(const dlock::session& s, const std::string& pr
 }
 
 int list(const list_options& o) {
-  auto session = open_session(resolve_url(o.url), {.description = "dlock list"});
+  auto where = resolve_url(o.url, /*create=*/false);
   std::vector<lock_summary> locks;
-  try {
-    locks = collect(session, o.prefix);
-  } catch (...) {
-    session.close();
-    rethrow_as_cli_error();
-  }
-  session.close();
-  if (o.json) {
-    auto j = nlohmann::json::array();
-    for (auto& l : locks) {
-      nlohmann::json item;
-      item["name"] = l.name;
-      item["holders"] = nlohmann::json::array();
-      for (auto& e : l.queue.holders) item["holders"].push_back(entry_json(e));
-      item["waiters"] = l.queue.waiters.size();
-      j.push_back(std::move(item));
+  std::string url = where;
+  if (!sqlite_file_missing(where)) {  // a database that does not exist holds no lock
+    auto session = open_session(where, {.description = "dlock list"});
+    try {
+      locks = collect(session, o.prefix);
+    } catch (...) {
+      session.close();
+      rethrow_as_cli_error();
     }
+    url = session.url();
+    session.close();
+  }
+  if (o.json) {
+    nlohmann::json j;
+    j["version"] = json_schema_version;
+    j["url"] = url;
+    j["locks"] = nlohmann::json::array();
+    for (auto& l : locks) j["locks"].push_back(lock_json(l.name, l.queue));
     std::cout << j.dump(2) << '\n';
     return exit_ok;
   }

@@ -18,28 +18,29 @@ struct status_options {
 
 int status(const status_options& o) {
   check_lock_name(o.name);
-  auto session = open_session(resolve_url(o.url), {.description = "dlock status"});
+  auto where = resolve_url(o.url, /*create=*/false);
   std::vector<dlock::queue_entry> q;
-  try {
-    q = dlock::inspect(session, o.name);
-  } catch (...) {
+  std::string url = where;
+  // A database that does not exist holds no lock; opening it would create it.
+  if (!sqlite_file_missing(where)) {
+    auto session = open_session(where, {.description = "dlock status"});
+    try {
+      q = dlock::inspect(session, o.name);
+    } catch (...) {
+      session.close();
+      rethrow_as_cli_error();
+    }
+    url = session.url();
     session.close();
-    rethrow_as_cli_error();
   }
-  auto url = session.url();
-  session.close();
   auto parts = split_queue(q);
+  const int code = parts.holders.empty() ? exit_free : exit_ok;
   if (o.json) {
-    nlohmann::json j;
-    j["name"] = o.name;
+    nlohmann::json j = lock_json(o.name, parts);
+    j["version"] = json_schema_version;
     j["url"] = url;
-    j["held"] = !parts.holders.empty();
-    j["holders"] = nlohmann::json::array();
-    for (auto& e : parts.holders) j["holders"].push_back(entry_json(e));
-    j["waiters"] = nlohmann::json::array();
-    for (auto& e : parts.waiters) j["waiters"].push_back(entry_json(e));
     std::cout << j.dump(2) << '\n';
-    return exit_ok;
+    return code;
   }
   std::cout << "lock '" << o.name << "' on " << url << ": "
             << (parts.holders.empty() ? "free" : "held") << '\n';
@@ -48,7 +49,7 @@ int status(const status_options& o) {
     std::cout << "  waiter " << (i + 1) << (i + 1 < 10 ? "  " : " ") << entry_line(parts.waiters[i])
               << '\n';
   }
-  return exit_ok;
+  return code;
 }
 
 }  // namespace
@@ -59,6 +60,9 @@ void add_status_command(CLI::App& app, int& status_out) {
   cmd->add_option("NAME", o->name, "Lock name")->required();
   add_url_option(cmd, o->url);
   cmd->add_flag("--json", o->json, "Print JSON for scripts");
+  cmd->footer(
+      "Exit status: 0 held, 1 free (as systemctl is-active), 64 usage, 69 backend\n"
+      "unavailable, 77 permission denied. Viewing creates nothing.");
   cmd->callback([o, &status_out] { status_out = status(*o); });
 }
 

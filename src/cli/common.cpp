@@ -12,6 +12,7 @@
 #include <iostream>
 
 #include "core/duration.hpp"
+#include "core/url.hpp"
 
 namespace dlock::cli {
 namespace {
@@ -141,7 +142,7 @@ void add_url_option(CLI::App* cmd, std::string& url) {
           "URL"));
 }
 
-std::string resolve_url(const std::string& url_option) {
+std::string resolve_url(const std::string& url_option, bool create) {
   if (!url_option.empty()) return not_memory(url_option);
   if (const char* env = std::getenv("DLOCK_URL"); env && *env) {
     url_from_environment = env;
@@ -154,8 +155,15 @@ std::string resolve_url(const std::string& url_option) {
   } else {
     dir = home_dir() + "/.local/state/dlock";
   }
-  make_private_dirs(dir);
+  if (create) make_private_dirs(dir);
   return "sqlite://" + encode_path(dir + "/locks.db");
+}
+
+bool sqlite_file_missing(const std::string& url) {
+  auto u = dlock::detail::parse_url(url);
+  if (!u || u->scheme != "sqlite" || u->path.empty()) return false;
+  struct stat st {};
+  return ::stat(u->path.c_str(), &st) != 0 && errno == ENOENT;
 }
 
 std::chrono::milliseconds parse_duration_option(std::string_view option, const std::string& text) {

@@ -16,6 +16,7 @@ namespace dlock::cli {
 enum exit_code : int {
   exit_ok = 0,
   exit_demo_failed = 1,   // the demo's invariant (sold = stock, oversold 0) did not hold
+  exit_free = 1,          // `dlock status`: the lock is free (as `systemctl is-active`)
   exit_usage = 64,        // EX_USAGE: bad option, URL, lock name, duration, missing command
   exit_unavailable = 69,  // EX_UNAVAILABLE: the backend cannot be reached or failed
   exit_lock_lost = 70,    // EX_SOFTWARE: `dlock run` lost the lock while CMD ran
@@ -46,8 +47,12 @@ extern const char* const url_forms_help;
 void add_url_option(CLI::App* cmd, std::string& url);
 
 // --url, else $DLOCK_URL, else sqlite:// + the per-user state file (its directory is created
-// with mode 0700 only in that last case).
-std::string resolve_url(const std::string& url_option);
+// with mode 0700 only in that last case, and only when `create` is true: viewing never writes).
+std::string resolve_url(const std::string& url_option, bool create = true);
+
+// True for a sqlite:// URL whose database file does not exist: nothing is locked there, and
+// a viewer must not create it.
+bool sqlite_file_missing(const std::string& url);
 
 // Parses a duration option such as 500ms or 2m; usage error naming `option` otherwise.
 std::chrono::milliseconds parse_duration_option(std::string_view option, const std::string& text);

@@ -2,9 +2,13 @@
 
 #include <fmt/chrono.h>
 #include <fmt/format.h>
+#include <signal.h>
+#include <unistd.h>
 
+#include <cerrno>
 #include <charconv>
 #include <ctime>
+#include <optional>
 
 #include "core/duration.hpp"
 
@@ -27,6 +31,14 @@ std::string local_time(sys_clock::time_point t) {
   localtime_r(&secs, &tm);
   // With the zone: an operator comparing hosts in different zones must not guess.
   return fmt::format("{:%Y-%m-%d %H:%M:%S %Z}", tm);
+}
+
+// True/false for an owner on this host (its process exists or not), nullopt elsewhere: a
+// holder whose process is gone here is worth a second look (a stuck lease, a pid reused).
+std::optional<bool> running_here(const owner_parts& o) {
+  char host[256] = {};
+  if (o.pid <= 0 || gethostname(host, sizeof host - 1) != 0 || o.host != host) return std::nullopt;
+  return ::kill(static_cast<pid_t>(o.pid), 0) == 0 || errno == EPERM;
 }
 
 }  // namespace
@@ -56,6 +68,8 @@ nlohmann::json entry_json(const dlock::queue_entry& e) {
   j["owner"] = e.owner;
   j["host"] = o.host;
   j["pid"] = o.pid > 0 ? nlohmann::json(o.pid) : nlohmann::json(nullptr);
+  auto here = running_here(o);
+  j["pid_running_here"] = here ? nlohmann::json(*here) : nlohmann::json(nullptr);
   j["description"] = o.description;
   j["shared"] = e.shared;
   if (e.since) {
@@ -75,6 +89,7 @@ std::string entry_line(const dlock::queue_entry& e) {
   std::string line =
       e.token != 0 ? fmt::format("token {}  {}", e.token, o.host) : "token unknown  " + o.host;
   if (o.pid > 0) line += fmt::format(" pid {}", o.pid);
+  if (running_here(o) == false) line += " (pid not running here)";
   if (!o.description.empty()) line += fmt::format(" ({})", o.description);
   if (e.shared) line += "  shared";
   if (e.since) {
@@ -93,4 +108,17 @@ queue_split split_queue(const std::vector<dlock::queue_entry>& q) {
   return s;
 }
 
+}  // namespace dlock::cli
+
+namespace dlock::cli {
+nlohmann::json lock_json(const std::string& name, const queue_split& q) {
+  nlohmann::json j;
+  j["name"] = name;
+  j["held"] = !q.holders.empty();
+  j["holders"] = nlohmann::json::array();
+  for (auto& e : q.holders) j["holders"].push_back(entry_json(e));
+  j["waiters"] = nlohmann::json::array();
+  for (auto& e : q.waiters) j["waiters"].push_back(entry_json(e));
+  return j;
+}
 }  // namespace dlock::cli

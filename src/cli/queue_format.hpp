@@ -16,12 +16,16 @@ struct owner_parts {
 };
 owner_parts parse_owner(const std::string& owner);
 
-// {"token", "host", "pid", "owner", "description", "since", "since_ms", "lease_left_ms",
-// "shared"}; absent facts (also a token the backend does not know) are null.
+// {"token", "host", "pid", "pid_running_here", "owner", "description", "since", "since_ms",
+// "lease_left_ms", "shared"}; absent facts (also a token the backend does not know) are null.
+// pid_running_here is false for an owner on this host whose process is gone, null elsewhere.
 nlohmann::json entry_json(const dlock::queue_entry& e);
 
 // "token 12  host-a pid 4242 (dlock run make)  since 2024-05-01 12:00:03 (12s ago)  lease 14.2s"
 std::string entry_line(const dlock::queue_entry& e);
+
+// The JSON schema of `dlock status --json` and `dlock list --json` (docs/json.md).
+constexpr int json_schema_version = 2;
 
 // Holders first, then waiters in order, as the library returns them.
 struct queue_split {
@@ -30,4 +34,10 @@ struct queue_split {
 };
 queue_split split_queue(const std::vector<dlock::queue_entry>& q);
 
+}  // namespace dlock::cli
+
+namespace dlock::cli {
+// {"name", "held", "holders": [entry_json...], "waiters": [entry_json...]}: one lock, the same
+// object in `status --json` and in `list --json`'s "locks".
+nlohmann::json lock_json(const std::string& name, const queue_split& q);
 }  // namespace dlock::cli

@@ -141,7 +141,7 @@ TEST_F(CliBackends, TwoRunsNeverOverlapAndStatusShowsTheHolder) {
 
     auto list = box.run({"list", "cron/", "--url", url, "--json"});
     ASSERT_EQ(list.status, 0) << list.output;
-    auto l = json::parse(list.output);
+    auto l = json::parse(list.output)["locks"];
     ASSERT_EQ(l.size(), 1u) << l.dump();
     EXPECT_EQ(l[0]["name"], name);
     ASSERT_EQ(l[0]["holders"].size(), 1u) << l.dump();
@@ -161,12 +161,12 @@ TEST_F(CliBackends, TwoRunsNeverOverlapAndStatusShowsTheHolder) {
     EXPECT_LT(std::stoull(t1), std::stoull(t2)) << "fencing tokens must increase";
 
     auto after = box.run({"status", name, "--url", url, "--json"});
-    ASSERT_EQ(after.status, 0) << after.output;
+    ASSERT_EQ(after.status, 1) << "free is exit 1\n" << after.output;
     EXPECT_EQ(json::parse(after.output)["held"], false) << after.output;
   }
 }
 
-// Issue 12 item 17: in ?mode=advisory the server keeps the lock, not a queue table, and
+// In ?mode=advisory the server keeps the lock, not a queue table, and
 // `dlock status` said "free" while `dlock run -n` on the same name exited 75. Status must
 // show what the server knows (the holder's connection, the waiting dlock sessions), and
 // `dlock list`, which cannot map the server's hashes back to names, must say so rather than
@@ -221,9 +221,30 @@ TEST_F(CliBackends, AdvisoryHolderIsShownByStatusAndNeverListedAsFree) {
     EXPECT_TRUE(holder.wait(30s).has_value());
     EXPECT_EQ(waiter.wait(30s), 0);
     auto after = box.run({"status", name, "--url", url, "--json"});
-    ASSERT_EQ(after.status, 0) << after.output;
+    ASSERT_EQ(after.status, 1) << "free is exit 1\n" << after.output;
     EXPECT_EQ(json::parse(after.output)["held"], false) << after.output;
   }
+}
+
+// A holder whose process is gone on this very host (its entry lives until the lease ends on
+// Redis) is marked in `dlock status`, text and JSON; a live one is not.
+TEST_F(CliBackends, AHolderWhoseProcessIsGoneHereIsMarked) {
+  cli_sandbox box;
+  std::string url = "redis://" + srv_->redis->address();
+  std::string name = "gone/" + random_suffix();
+  auto holder = box.start(
+      {"run", "--ttl", "30s", "--url", url, name, "--", "sh", "-c", "echo held; exec sleep 60"});
+  ASSERT_TRUE(holder.wait_for_line("held", 30s));
+  auto live = box.run({"status", name, "--url", url, "--json"});
+  ASSERT_EQ(live.status, 0) << live.output;
+  EXPECT_EQ(json::parse(live.output)["holders"][0]["pid_running_here"], true) << live.output;
+  holder.signal(SIGKILL);  // dlock dies; its lease lives on in Redis for up to 30 s
+  EXPECT_TRUE(holder.wait(30s).has_value());
+  auto gone = box.run({"status", name, "--url", url});
+  EXPECT_EQ(gone.status, 0) << gone.output;
+  EXPECT_NE(gone.output.find("(pid not running here)"), std::string::npos) << gone.output;
+  auto gj = box.run({"status", name, "--url", url, "--json"});
+  EXPECT_EQ(json::parse(gj.output)["holders"][0]["pid_running_here"], false) << gj.output;
 }
 
 }  // namespace

@@ -12,23 +12,40 @@ namespace {
 using namespace std::chrono_literals;
 using nlohmann::json;
 
-json run_json(const cli_sandbox& box, const std::vector<std::string>& args) {
+// `dlock status` exits 0 for a held lock and 1 for a free one (as systemctl is-active).
+json run_json(const cli_sandbox& box, const std::vector<std::string>& args, int status = 0) {
   auto r = box.run(args);
-  EXPECT_EQ(r.status, 0) << r.output;
+  EXPECT_EQ(r.status, status) << r.output;
   return json::parse(r.output);
 }
 
 TEST(CliStatus, FreeLock) {
   cli_sandbox box;
   auto r = box.run({"status", "nobody/holds"});
-  EXPECT_EQ(r.status, 0);
+  EXPECT_EQ(r.status, 1);
   EXPECT_NE(r.output.find("free"), std::string::npos) << r.output;
-  auto j = run_json(box, {"status", "nobody/holds", "--json"});
+  auto j = run_json(box, {"status", "nobody/holds", "--json"}, 1);
+  EXPECT_EQ(j["version"], 2);
   EXPECT_EQ(j["held"], false);
   EXPECT_TRUE(j["holders"].empty());
   EXPECT_TRUE(j["waiters"].empty());
-  EXPECT_EQ(run_json(box, {"list", "--json"}), json::array());
+  auto l = run_json(box, {"list", "--json"});
+  EXPECT_EQ(l["version"], 2);
+  EXPECT_EQ(l["locks"], json::array());
   EXPECT_NE(box.run({"list"}).output.find("no locks"), std::string::npos);
+}
+
+// Viewing never writes: no state directory, no database is created, and a lock in a database
+// that does not exist is simply free.
+TEST(CliStatus, ViewingCreatesNothing) {
+  cli_sandbox box;
+  EXPECT_EQ(box.run({"status", "x"}).status, 1);
+  EXPECT_EQ(box.run({"list"}).status, 0);
+  EXPECT_FALSE(file_exists(box.dir() + "/state")) << "status created the state directory";
+  std::string db = box.dir() + "/elsewhere.db";
+  EXPECT_EQ(box.run({"status", "x", "--url", "sqlite://" + db}).status, 1);
+  EXPECT_EQ(box.run({"list", "--url", "sqlite://" + db}).status, 0);
+  EXPECT_FALSE(file_exists(db)) << "status created the database";
 }
 
 TEST(CliStatus, HolderAndWaitersInOrder) {
@@ -81,13 +98,14 @@ TEST(CliStatus, HolderAndWaitersInOrder) {
 
   auto other = box.start({"run", "other/lock", "--", "sh", "-c", "echo held; read x; exit 0"});
   ASSERT_TRUE(other.wait_for_line("held", 30s));
-  auto all = run_json(box, {"list", "--json"});
+  auto all = run_json(box, {"list", "--json"})["locks"];
   ASSERT_EQ(all.size(), 2u) << all.dump();
   EXPECT_EQ(all[0]["name"], "other/lock");
   EXPECT_EQ(all[1]["name"], "reports/daily");
-  EXPECT_EQ(all[1]["waiters"], 2);
+  EXPECT_EQ(all[1]["waiters"].size(), 2u);
+  EXPECT_EQ(all[1]["held"], true);
   EXPECT_EQ(all[1]["holders"][0]["pid"], holder.pid());
-  auto some = run_json(box, {"list", "reports/", "--json"});
+  auto some = run_json(box, {"list", "reports/", "--json"})["locks"];
   ASSERT_EQ(some.size(), 1u);
   EXPECT_EQ(some[0]["name"], "reports/daily");
   auto listed = box.run({"list"});
@@ -101,7 +119,7 @@ TEST(CliStatus, HolderAndWaitersInOrder) {
   EXPECT_EQ(waiter1.wait(30s), 0);
   EXPECT_EQ(waiter2.wait(30s), 0);
   EXPECT_EQ(other.wait(30s), 0);
-  EXPECT_EQ(run_json(box, {"list", "--json"}), json::array());
+  EXPECT_EQ(run_json(box, {"list", "--json"})["locks"], json::array());
 }
 
 }  // namespace
