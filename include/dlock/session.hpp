@@ -41,6 +41,11 @@ struct session_options {
   std::chrono::milliseconds request_timeout{std::chrono::seconds{5}};
   /// Retries of transient failures inside each operation.
   retry_policy retry{};
+  /// Longest time unlock(), a lock's destructor and close() wait for the server to confirm a
+  /// removal. An unconfirmed removal goes on in the background (backoff from a few ms) until
+  /// it succeeds, the entry is proven gone or the session ends, and unlock(ec) reports
+  /// errc::backend_unavailable. A hold already known lost never waits. Zero: never wait.
+  std::chrono::milliseconds release_timeout{std::chrono::seconds{1}};
   /// Free text recorded with every entry this session creates (shown by `dlock status`).
   std::string description{};
 };
