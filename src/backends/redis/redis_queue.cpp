@@ -244,6 +244,11 @@ result<void> session::remove_everywhere(std::string_view lock, std::string_view 
   if (ok < nodes_.size() && leftover_.size() < 1000)
     leftover_[std::string(lock)].insert(std::string(id));
   if (!redlock() && !replies[0]) return fail(replies[0].error());
+  if (!redlock() && (*replies[0])->type == REDIS_REPLY_INTEGER && (*replies[0])->integer == 0) {
+    // Neither the lone-holder key nor the queue had it: purged with a dead session, or
+    // deleted by an operator.
+    return fail(errc::lock_lost, "redis entry " + std::string(id) + " is gone");
+  }
   if (ok < quorum()) return fail(quorum_failure("remove", replies, 0));
   return {};
 }
