@@ -152,7 +152,9 @@ result<queue_view> session::queue_round(std::string_view lock, std::optional<add
     // do not collide again.
     thread_local std::minstd_rand rng{std::random_device{}()};
     for (const auto& id : merged.resubmit) {
-      if (auto r = remove_everywhere(lock, id); !r) return fail(r.error());
+      // Gone already (lock_lost) is as good as removed here.
+      if (auto r = remove_everywhere(lock, id); !r && r.error().code != errc::lock_lost)
+        return fail(r.error());
       std::lock_guard lk(mu_);
       mine_[std::string(lock)].insert(id);
     }
@@ -244,12 +246,13 @@ result<void> session::remove_everywhere(std::string_view lock, std::string_view 
   if (ok < nodes_.size() && leftover_.size() < 1000)
     leftover_[std::string(lock)].insert(std::string(id));
   if (!redlock() && !replies[0]) return fail(replies[0].error());
-  if (!redlock() && (*replies[0])->type == REDIS_REPLY_INTEGER && (*replies[0])->integer == 0) {
-    // Neither the lone-holder key nor the queue had it: purged with a dead session, or
-    // deleted by an operator.
-    return fail(errc::lock_lost, "redis entry " + std::string(id) + " is gone");
-  }
   if (ok < quorum()) return fail(quorum_failure("remove", replies, 0));
+  // No server that answered had it (neither as lone holder nor queued): purged with a dead
+  // session, or deleted by an operator.
+  bool found = std::ranges::any_of(replies, [](const auto& r) {
+    return r && (*r)->type == REDIS_REPLY_INTEGER && (*r)->integer > 0;
+  });
+  if (!found) return fail(errc::lock_lost, "redis entry " + std::string(id) + " is gone");
   return {};
 }
 
