@@ -98,8 +98,10 @@ class session {
   void remove_state_callback(std::size_t key) noexcept;
 
   /// Releases every lock of this session (best effort; the lease is the backstop), stops
-  /// renewal and disconnects. Waiters on this session fail with errc::session_closed.
-  /// Idempotent; never throws.
+  /// renewal and disconnects. Waiters on this session fail with errc::session_closed. Waits
+  /// at most session_options::release_timeout for the server (not at all when it is known
+  /// unreachable: suspended, or a release just went unconfirmed); the rest finishes on a
+  /// background thread. Idempotent; never throws.
   void close() noexcept;
 
   /// For lock types and tests; not part of the stable API.
