@@ -226,12 +226,30 @@ void removal_ticket::note(failure f) {
 std::shared_ptr<removal_ticket> session_core::remove_in_background(std::string lock,
                                                                    std::string entry_id) {
   auto ticket = std::make_shared<removal_ticket>();
+  int attempt = 0;
+  if (backend_->caps().scope == reach::process) {
+    // An in-process store cannot be cut off, so its removal cannot hang: done here, without
+    // the hand-off to a remover thread (which would cost more than the removal itself).
+    auto r = backend_->remove(lock, entry_id);
+    const auto code = r ? std::error_code{} : r.error().code;
+    if (r || code == make_error_code(errc::session_closed)) {
+      ticket->settle(false);
+      return ticket;
+    }
+    if (code == make_error_code(errc::lock_lost) ||
+        code == make_error_code(errc::session_expired)) {
+      ticket->settle(true);
+      return ticket;
+    }
+    ticket->note(r.error());
+    attempt = 1;
+  }
   std::lock_guard lk(removals_mu_);
   if (closed_flag_) {
     ticket->settle(false);  // close() removes every entry of the session
     return ticket;
   }
-  removals_.push_back({std::move(lock), std::move(entry_id), ticket, 0, steady::now()});
+  removals_.push_back({std::move(lock), std::move(entry_id), ticket, attempt, steady::now()});
   ++removal_gen_;
   // A few threads, started on demand: a removal stuck on a dead link does not hold up the
   // others, and releases of many locks at once do not queue behind one another.
