@@ -274,10 +274,12 @@ void session_core::remover_loop(std::stop_token stop) {
     auto now = steady::now();
     if (it == removals_.end() || it->next > now) {
       ++idle_removers_;
-      if (it == removals_.end())
+      if (it == removals_.end()) {
         removals_cv_.wait(lk, stop, [&] { return removal_gen_ != gen; });
-      else
-        removals_cv_.wait_until(lk, stop, it->next, [&] { return removal_gen_ != gen; });
+      } else {
+        const auto until = it->next;  // a copy: the queue may change while we wait
+        removals_cv_.wait_until(lk, stop, until, [&] { return removal_gen_ != gen; });
+      }
       --idle_removers_;
       continue;
     }
