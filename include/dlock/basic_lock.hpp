@@ -34,7 +34,7 @@ class basic_lock {
   basic_lock& operator=(basic_lock&&) noexcept;
   basic_lock(const basic_lock&) = delete;
   basic_lock& operator=(const basic_lock&) = delete;
-  /// Releases the lock if this handle holds it.
+  /// Releases the lock if this handle holds it; waits at most the session's release_timeout.
   ~basic_lock();
 
   /// Blocks until the lock is granted. Throws dlock::system_error with already_held (a
@@ -67,10 +67,15 @@ class basic_lock {
   bool try_lock_until(std::chrono::steady_clock::time_point deadline, std::stop_token stop,
                       std::error_code& ec) noexcept;
 
-  /// Releases. Effects: removes this handle's entry (retrying transient failures; if the
-  /// server stays unreachable the lease frees it). A handle that does not hold: nothing.
+  /// Releases. Effects: removes this handle's entry, waiting at most the session's
+  /// release_timeout (not at all for a hold already lost); a removal not confirmed by then
+  /// goes on in the background until the entry is gone or the session ends (the lease is the
+  /// backstop). A recursive_mutex releases one level. A handle that does not hold: nothing.
   void unlock() noexcept;
-  /// As unlock(), reporting not_held, or the backend error that prevented the removal.
+  /// As unlock(), reporting: not_held; lock_lost when the hold was lost or its entry was no
+  /// longer there (lease ended, deleted by an operator); backend_unavailable when the removal
+  /// was not confirmed within release_timeout (last_error_message() says when the lease frees
+  /// it).
   void unlock(std::error_code& ec) noexcept;
 
   /// True while this handle holds and the lease is valid (see hold::is_held()).

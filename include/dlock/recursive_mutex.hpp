@@ -2,7 +2,8 @@
 /// @file recursive_mutex.hpp
 /// dlock::recursive_mutex: the reentrant lock of Curator's InterProcessMutex. The same
 /// handle may lock N times; the lock is free only after N unlocks. Re-entry is counted per
-/// handle (not per thread) and costs no round trip.
+/// handle (not per thread) and costs no round trip. Re-entering a hold that was lost fails
+/// (lock_lost, or session_expired once the session ended) and leaves the count unchanged.
 
 #include <cstddef>
 #include <dlock/basic_lock.hpp>

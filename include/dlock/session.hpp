@@ -45,6 +45,11 @@ struct session_options {
   std::chrono::milliseconds open_timeout{0};
   /// Retries of transient failures inside each operation.
   retry_policy retry{};
+  /// Longest time unlock(), a lock's destructor and close() wait for the server to confirm a
+  /// removal. An unconfirmed removal goes on in the background (backoff from a few ms) until
+  /// it succeeds, the entry is proven gone or the session ends, and unlock(ec) reports
+  /// errc::backend_unavailable. A hold already known lost never waits. Zero: never wait.
+  std::chrono::milliseconds release_timeout{std::chrono::seconds{1}};
   /// Free text recorded with every entry this session creates (shown by `dlock status`).
   std::string description{};
 };
@@ -99,8 +104,10 @@ class session {
   void remove_state_callback(std::size_t key) noexcept;
 
   /// Releases every lock of this session (best effort; the lease is the backstop), stops
-  /// renewal and disconnects. Waiters on this session fail with errc::session_closed.
-  /// Idempotent; never throws.
+  /// renewal and disconnects. Waiters on this session fail with errc::session_closed. Waits
+  /// at most session_options::release_timeout for the server (not at all when it is known
+  /// unreachable: suspended, or a release just went unconfirmed); the rest finishes on a
+  /// background thread. Idempotent; never throws.
   void close() noexcept;
 
   /// For lock types and tests; not part of the stable API.

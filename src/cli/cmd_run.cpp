@@ -196,7 +196,15 @@ int run(const run_options& o) {
   if (hold_at_least && status != exit_lock_lost) {
     keep_until(spec.granted_at + *hold_at_least, m.current_hold(), signals);
   }
-  m.unlock();
+  // Bounded by release_timeout (1 s); close() then does not wait on a server known to be
+  // unreachable, so dlock exits about a second after CMD at worst.
+  std::error_code release_ec;
+  m.unlock(release_ec);
+  if (release_ec == dlock::errc::backend_unavailable) {
+    print_error("could not release '" + o.name +
+                "' (backend unreachable); the lease frees it within " +
+                std::to_string((session.ttl().count() + 999) / 1000) + " s");
+  }
   return status;
 }
 

@@ -16,7 +16,12 @@
 //  - An entry lives as long as its session's lease: keep_alive() renews the lease of every
 //    entry of the session; entries of a session that stopped renewing are removed (or
 //    ignored by list()) after the TTL. A backend that can tell a dead process sooner may.
-//  - remove() removes only this session's entry with that id; already gone is success.
+//  - remove() removes only this session's entry with that id. An entry that is not there any
+//    more (its lease ended and it was purged or is ignored, an operator deleted it, an
+//    advisory unlock found nothing held) is errc::lock_lost: the engine's unlock() reports it,
+//    while an abandoned wait and a retried removal take it as done. Any other failure leaves
+//    the entry possibly in place: the engine retries it in the background until it is gone
+//    or the session ends.
 //  - Transient faults (connection refused/reset, timeouts, server busy) are reported as
 //    errc::backend_unavailable, which the engine retries with backoff; everything else is
 //    final. A lost lease is errc::session_expired.
@@ -99,7 +104,8 @@ class backend_session {
   // The current queue of `lock`, without entries whose lease has lapsed.
   virtual result<queue_view> list(std::string_view lock) = 0;
 
-  // Removes this session's entry `entry_id` of `lock`. Already gone is success.
+  // Removes this session's entry `entry_id` of `lock`. lock_lost if it was not there (or its
+  // session's lease had ended): see the contract above.
   virtual result<void> remove(std::string_view lock, std::string_view entry_id) = 0;
 
   // Blocks until `awaited` may be gone from `lock`'s queue, `deadline` passes, or `stop` is

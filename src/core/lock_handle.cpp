@@ -57,6 +57,12 @@ result<void> lock_handle::acquire_impl(entry_kind kind, steady::time_point deadl
                                        std::stop_token stop) {
   if (hold_) {
     if (type_ == lock_type::recursive) {
+      // Re-entry grants nothing new, so it must not outlive what it re-enters: a hold whose
+      // lease lapsed (another client may hold the lock now) is not re-entered.
+      if (session_->ended_token().stop_requested()) return fail(session_->ended_failure());
+      if (!hold_->is_held()) {
+        return fail(errc::lock_lost, "lock '" + name_ + "': this handle's hold was lost");
+      }
       ++count_;
       return {};
     }
@@ -77,12 +83,14 @@ result<void> lock_handle::acquire_impl(entry_kind kind, steady::time_point deadl
                       [&] { return session_->backend().enqueue(name_, kind, id); });
   if (!q) {
     abandon(id);
+    if (session_->ended_token().stop_requested()) return fail(session_->ended_failure());
     return fail(q.error());
   }
   auto granted = wait_for_grant(id, kind, std::move(*q), deadline, one_try, joined.token());
   if (!granted) {
     abandon(id);
-    if (stop.stop_requested() && !session_->ended_token().stop_requested()) {
+    if (session_->ended_token().stop_requested()) return fail(session_->ended_failure());
+    if (stop.stop_requested()) {
       return fail(errc::cancelled, "waiting for lock '" + name_ + "' was cancelled");
     }
     return fail(granted.error());
@@ -137,6 +145,9 @@ result<queue_view> lock_handle::wait_for_grant(const std::string& id, entry_kind
         return rest;
       }
     }
+    // Stopped (cancelled, or the session ended while waiting): decide at the top of the loop,
+    // without another round trip on what may be a dead link.
+    if (stop.stop_requested()) continue;
     auto retry_until = std::max(deadline, steady::now() + session_->options().request_timeout);
     auto next =
         with_retry(policy, retry_until, stop, [&] { return session_->backend().list(name_); });
@@ -149,16 +160,31 @@ result<queue_view> lock_handle::wait_for_grant(const std::string& id, entry_kind
 }
 
 void lock_handle::abandon(const std::string& entry_id) noexcept {
-  // Every exit that does not end holding removes its entry; a budget of its own (not the
-  // caller's deadline, which has often passed) so a timed-out wait still cleans up.
+  // Every exit that does not end holding removes its entry, on the session's remover threads
+  // (retried until it is gone). While the session lives the caller waits for it, bounded by
+  // release_timeout, so that its next attempt does not queue behind its own old entry; once
+  // the session has ended nothing is worth waiting for.
   try {
-    auto until = steady::now() + session_->options().request_timeout * 2;
-    auto r = with_retry(session_->options().retry, until, {},
-                        [&] { return session_->backend().remove(name_, entry_id); });
-    if (!r && is_transient(r.error())) session_->defer_removal(name_, entry_id);
+    auto ticket = session_->remove_in_background(name_, entry_id);
+    if (!session_->ended_token().stop_requested())
+      ticket->wait_until(steady::now() + session_->options().release_timeout);
   } catch (...) {
   }
 }
+
+namespace {
+
+std::string unconfirmed_message(const std::string& name, std::chrono::milliseconds ttl,
+                                const std::optional<failure>& last) {
+  auto secs = (ttl.count() + 999) / 1000;
+  std::string m = "could not release '" + name +
+                  "' (backend unreachable); the lease frees it within " + std::to_string(secs) +
+                  " s";
+  if (last && !last->message.empty()) m += " (last error: " + last->message + ")";
+  return m;
+}
+
+}  // namespace
 
 void lock_handle::release(std::error_code& ec) noexcept {
   if (!hold_) {
@@ -174,18 +200,31 @@ void lock_handle::release(std::error_code& ec) noexcept {
   h->set_state(hold_state::released);
   session_->remove_hold(h.get());
   ec.clear();
+  std::string message;
   try {
-    auto until = steady::now() + session_->options().request_timeout * 2;
-    auto r = with_retry(session_->options().retry, until, {},
-                        [&] { return session_->backend().remove(name_, h->entry_id()); });
-    if (!r && is_transient(r.error())) session_->defer_removal(name_, h->entry_id());
-    if (!r && !session_->ended_token().stop_requested()) ec = r.error().code;
+    auto ticket = session_->remove_in_background(name_, h->entry_id());
+    if (was_lost) {
+      // Known lost: the removal is tidiness, done in the background; never wait on the network.
+      ec = make_error_code(errc::lock_lost);
+    } else if (ticket->wait_until(steady::now() + session_->options().release_timeout)) {
+      // Absent at the first try: the entry had been purged or deleted -- it was not this
+      // session's hold any more when it was let go.
+      if (ticket->was_absent()) {
+        ec = make_error_code(errc::lock_lost);
+        message = "lock '" + name_ + "': the entry was gone (the lease had ended)";
+      }
+    } else if (session_->state() == session_state::expired) {
+      ec = make_error_code(errc::lock_lost);  // the lease ended while we waited
+    } else if (session_->state() != session_state::closed) {
+      ec = make_error_code(errc::backend_unavailable);
+      session_->note_unreachable();
+      message = unconfirmed_message(name_, session_->info().ttl, ticket->last_error());
+    }
   } catch (...) {
     ec = make_error_code(errc::backend_error);
   }
-  if (was_lost) ec = make_error_code(errc::lock_lost);
   if (ec)
-    remember(failure{ec, {}}, "dlock: release '" + name_ + "' on " + session_->redacted_url());
+    remember(failure{ec, message}, "dlock: release '" + name_ + "' on " + session_->redacted_url());
 }
 
 }  // namespace dlock::detail

@@ -73,6 +73,9 @@ result<session_options> apply_query(const url& u, session_options o) {
   if (o.open_timeout.count() < 0) {
     return fail(errc::invalid_argument, "open_timeout must not be negative");
   }
+  if (o.release_timeout.count() <= 0) {
+    return fail(errc::invalid_argument, "release_timeout must be greater than zero");
+  }
   if (o.retry.max_attempts < 0 || o.retry.base_delay.count() < 0 || o.retry.max_delay.count() < 0) {
     return fail(errc::invalid_argument, "retry policy values must not be negative");
   }
@@ -88,7 +91,8 @@ result<std::shared_ptr<session_core>> session_core::open(std::string_view text,
   auto o = apply_query(*u, options);
   if (!o) return fail(errc::invalid_argument, "URL '" + u->redacted + "': " + o.error().message);
   session_info info{random_hex64(), owner_text(o->description), o->ttl, o->request_timeout};
-  std::shared_ptr<session_core> s(new session_core(std::move(*u), std::move(*o), std::move(info)));
+  std::shared_ptr<session_core> s(new session_core(std::move(*u), std::move(*o), std::move(info)),
+                                  &session_core::destroy);
   auto started = steady::now();
   auto budget =
       s->options_.open_timeout.count() > 0 ? s->options_.open_timeout : s->options_.request_timeout;
@@ -118,7 +122,44 @@ result<std::shared_ptr<session_core>> session_core::open(std::string_view text,
 session_core::session_core(url u, session_options o, session_info info)
     : url_(std::move(u)), options_(std::move(o)), info_(std::move(info)) {}
 
-session_core::~session_core() { close(); }
+session_core::~session_core() {
+  // Normally finished by close() or destroy() already; this covers neither having run.
+  if (begin_close()) finish_close();
+}
+
+// The last reference is gone (the session, its locks and holds): close without making the
+// caller -- often a lock's or session's destructor -- wait on an unreachable server longer
+// than release_timeout. A thread of its own finishes the close and then deletes the core.
+void session_core::destroy(session_core* p) noexcept {
+  auto bound =
+      p->backend_unreachable() ? std::chrono::milliseconds{0} : p->options_.release_timeout;
+  if (!p->begin_close()) {
+    // close() ran and its finisher, which held the last reference, is done with it.
+    delete p;
+    return;
+  }
+  struct done_flag {
+    std::mutex mu;
+    std::condition_variable cv;
+    bool done{false};
+  };
+  try {
+    auto flag = std::make_shared<done_flag>();
+    std::thread([p, flag] {
+      p->finish_close();
+      delete p;
+      std::lock_guard lk(flag->mu);
+      flag->done = true;
+      flag->cv.notify_all();
+    }).detach();
+    std::unique_lock lk(flag->mu);
+    flag->cv.wait_for(lk, bound, [&] { return flag->done; });
+  } catch (...) {
+    // No thread to be had: finish here, unbounded, rather than leak the session.
+    p->finish_close();
+    delete p;
+  }
+}
 
 void session_core::start() {
   interval_ = options_.keepalive_interval.count() > 0
@@ -181,20 +222,130 @@ void session_core::remove_state_callback(std::size_t key) {
   callbacks_.erase(key);
 }
 
-void session_core::defer_removal(std::string lock, std::string entry_id) {
-  std::lock_guard lk(removals_mu_);
-  removals_.emplace_back(std::move(lock), std::move(entry_id));
+bool removal_ticket::wait_until(steady::time_point until) {
+  std::unique_lock lk(mu_);
+  return cv_.wait_until(lk, until, [&] { return settled_; });
 }
 
-void session_core::retry_removals() {
-  std::vector<std::pair<std::string, std::string>> todo;
-  {
-    std::lock_guard lk(removals_mu_);
-    todo.swap(removals_);
+bool removal_ticket::settled() const {
+  std::lock_guard lk(mu_);
+  return settled_;
+}
+
+bool removal_ticket::was_absent() const {
+  std::lock_guard lk(mu_);
+  return absent_;
+}
+
+std::optional<failure> removal_ticket::last_error() const {
+  std::lock_guard lk(mu_);
+  return last_;
+}
+
+void removal_ticket::settle(bool absent) {
+  std::lock_guard lk(mu_);
+  if (settled_) return;
+  settled_ = true;
+  absent_ = absent;
+  cv_.notify_all();
+}
+
+void removal_ticket::note(failure f) {
+  std::lock_guard lk(mu_);
+  last_ = std::move(f);
+}
+
+std::shared_ptr<removal_ticket> session_core::remove_in_background(std::string lock,
+                                                                   std::string entry_id) {
+  auto ticket = std::make_shared<removal_ticket>();
+  int attempt = 0;
+  if (backend_->caps().scope == reach::process) {
+    // An in-process store cannot be cut off, so its removal cannot hang: done here, without
+    // the hand-off to a remover thread (which would cost more than the removal itself).
+    auto r = backend_->remove(lock, entry_id);
+    const auto code = r ? std::error_code{} : r.error().code;
+    if (r || code == make_error_code(errc::session_closed)) {
+      ticket->settle(false);
+      return ticket;
+    }
+    if (code == make_error_code(errc::lock_lost) ||
+        code == make_error_code(errc::session_expired)) {
+      ticket->settle(true);
+      return ticket;
+    }
+    ticket->note(r.error());
+    attempt = 1;
   }
-  for (auto& [lock, id] : todo) {
-    auto r = backend_->remove(lock, id);
-    if (!r && is_transient(r.error())) defer_removal(std::move(lock), std::move(id));
+  std::lock_guard lk(removals_mu_);
+  if (closed_flag_) {
+    ticket->settle(false);  // close() removes every entry of the session
+    return ticket;
+  }
+  removals_.push_back({std::move(lock), std::move(entry_id), ticket, attempt, steady::now()});
+  ++removal_gen_;
+  // A few threads, started on demand: a removal stuck on a dead link does not hold up the
+  // others, and releases of many locks at once do not queue behind one another.
+  if (idle_removers_ == 0 && removers_.size() < 4) {
+    try {
+      removers_.emplace_back([this](std::stop_token st) { remover_loop(st); });
+    } catch (...) {
+      if (removers_.empty()) throw;
+    }
+  }
+  removals_cv_.notify_one();
+  return ticket;
+}
+
+void session_core::remover_loop(std::stop_token stop) {
+  thread_local std::minstd_rand rng{std::random_device{}()};
+  std::unique_lock lk(removals_mu_);
+  while (!stop.stop_requested()) {
+    auto gen = removal_gen_;
+    auto it = std::min_element(removals_.begin(), removals_.end(),
+                               [](const auto& a, const auto& b) { return a.next < b.next; });
+    auto now = steady::now();
+    if (it == removals_.end() || it->next > now) {
+      ++idle_removers_;
+      if (it == removals_.end()) {
+        removals_cv_.wait(lk, stop, [&] { return removal_gen_ != gen; });
+      } else {
+        const auto until = it->next;  // a copy: the queue may change while we wait
+        removals_cv_.wait_until(lk, stop, until, [&] { return removal_gen_ != gen; });
+      }
+      --idle_removers_;
+      continue;
+    }
+    auto job = std::move(*it);
+    removals_.erase(it);
+    lk.unlock();
+    auto r = backend_->remove(job.lock, job.id);
+    lk.lock();
+    unreachable_hint_ = !r && is_transient(r.error());
+    if (r) {
+      job.ticket->settle(false);
+      continue;
+    }
+    const auto& code = r.error().code;
+    if (code == make_error_code(errc::lock_lost) ||
+        code == make_error_code(errc::session_expired)) {
+      // Proof that the entry is gone. Only a first attempt can call it "not ours any more":
+      // a retry cannot tell its own earlier, unacknowledged success from a loss.
+      job.ticket->settle(job.attempt == 0);
+      continue;
+    }
+    if (code == make_error_code(errc::session_closed) || closed_flag_) {
+      job.ticket->settle(false);
+      continue;
+    }
+    // Anything else may have left the entry in place: try again soon. Backoff from a few ms
+    // (not the renewal period), capped low, so a healed link frees the lock at once.
+    job.ticket->note(r.error());
+    long long us = std::min(5'000LL << std::min(job.attempt, 6), 250'000LL);
+    job.next = steady::now() +
+               std::chrono::microseconds{std::uniform_int_distribution<long long>(us / 2, us)(rng)};
+    ++job.attempt;
+    removals_.push_back(std::move(job));
+    ++removal_gen_;
   }
 }
 
@@ -210,7 +361,6 @@ void session_core::renew_loop(std::stop_token stop) {
     auto now = steady::now();
     if (r) {
       on_renewal(*r);
-      retry_removals();
       next = now + interval_;
     } else if (r.error().code == make_error_code(errc::session_expired)) {
       expire();
@@ -299,10 +449,15 @@ void session_core::notify_holds(hold_state s) {
   for (auto& h : live) h->set_state(s);
 }
 
-void session_core::close() noexcept {
+// Whether the server is known not to be answering now: close() then does not wait for it.
+bool session_core::backend_unreachable() noexcept {
+  return state_.load() == session_state::suspended || unreachable_hint_;
+}
+
+bool session_core::begin_close() noexcept {
   {
     std::lock_guard lk(close_mu_);
-    if (closed_) return;
+    if (closed_) return false;
     closed_ = true;
   }
   if (backend_) {
@@ -313,10 +468,33 @@ void session_core::close() noexcept {
       set_state(session_state::closed);
     }
   }
-  for (auto* t : {&renewer_, &monitor_}) {
-    t->request_stop();
-  }
+  for (auto* t : {&renewer_, &monitor_}) t->request_stop();
   wake_.notify_all();
+  std::vector<removal_job> dropped;
+  {
+    std::lock_guard lk(removals_mu_);
+    closed_flag_ = true;
+    dropped.swap(removals_);
+    for (auto& t : removers_) t.request_stop();
+  }
+  removals_cv_.notify_all();
+  // The backend's close removes every entry of the session (best effort; the lease is the
+  // backstop), so pending removals are settled here.
+  for (auto& j : dropped) j.ticket->settle(false);
+  return true;
+}
+
+// Joins the threads (each may be inside a backend call that waits for request_timeout) and
+// closes the backend. Never on one of those threads.
+void session_core::finish_close() noexcept {
+  std::vector<std::jthread> removers;
+  {
+    std::lock_guard lk(removals_mu_);
+    removers.swap(removers_);
+  }
+  for (auto& t : removers) {
+    if (t.joinable()) t.join();
+  }
   for (auto* t : {&renewer_, &monitor_}) {
     if (!t->joinable()) continue;
     if (t->get_id() == std::this_thread::get_id())
@@ -325,6 +503,36 @@ void session_core::close() noexcept {
       t->join();
   }
   if (backend_) backend_->close();
+}
+
+void session_core::close() noexcept {
+  auto bound = backend_unreachable() ? std::chrono::milliseconds{0} : options_.release_timeout;
+  if (!begin_close()) return;
+  auto self = weak_from_this().lock();
+  if (!self) {
+    finish_close();  // not owned by a shared_ptr (cannot happen through open())
+    return;
+  }
+  struct done_flag {
+    std::mutex mu;
+    std::condition_variable cv;
+    bool done{false};
+  };
+  try {
+    auto flag = std::make_shared<done_flag>();
+    // The finisher holds a reference: if it outlives this call, the core outlives it.
+    std::thread([self = std::move(self), flag]() mutable {
+      self->finish_close();
+      self.reset();
+      std::lock_guard lk(flag->mu);
+      flag->done = true;
+      flag->cv.notify_all();
+    }).detach();
+    std::unique_lock lk(flag->mu);
+    flag->cv.wait_for(lk, bound, [&] { return flag->done; });
+  } catch (...) {
+    finish_close();
+  }
 }
 
 }  // namespace dlock::detail

@@ -107,4 +107,47 @@ TEST_P(conformance, a_hold_stays_valid_across_many_renewals) {
   EXPECT_FALSE(h.lost_token().stop_requested());
 }
 
+// Issue 12 item 4: re-entering a hold that was lost (the lease ended server-side, another
+// client was granted) must fail, never count up.
+TEST_P(conformance, re_entering_a_lost_hold_fails) {
+  auto a = open();
+  auto b = open();
+  dlock::recursive_mutex stale(a, lock_name());
+  dlock::mutex next(b, lock_name());
+  stale.lock();
+  auto h = stale.current_hold();
+  fx().expire(a);
+  ASSERT_TRUE(eventually([&] { return h.lost_token().stop_requested(); }, fx().ttl() * 3));
+  ASSERT_TRUE(next.try_lock_for(fx().ttl() * 3));
+  std::error_code ec;
+  EXPECT_FALSE(stale.try_lock(ec)) << "re-entered a lost hold";
+  EXPECT_TRUE(ec == dlock::errc::session_expired || ec == dlock::errc::lock_lost) << ec.message();
+  ec.clear();
+  stale.lock(ec);
+  EXPECT_TRUE(ec == dlock::errc::session_expired || ec == dlock::errc::lock_lost) << ec.message();
+  EXPECT_EQ(stale.hold_count(), 1u);
+  stale.unlock(ec);
+  EXPECT_EQ(ec, dlock::errc::lock_lost);
+  EXPECT_TRUE(next.is_held());
+}
+
+// Issue 12 item 9: an operator ends the holder's session, another client takes the lock, and
+// the old holder releases before its own renewal noticed: the release reports lock_lost (its
+// entry was no longer the holder's), never plain success.
+TEST_P(conformance, releasing_after_an_admin_ended_the_session_reports_lock_lost) {
+  dlock::session_options o;
+  o.keepalive_interval = fx().ttl() * 9 / 10;  // no renewal notices it before the release
+  auto a = dlock::session::open(fx().url(), o);
+  auto b = open();
+  dlock::mutex stale(a, lock_name());
+  dlock::mutex next(b, lock_name());
+  stale.lock();
+  fx().expire(a);
+  ASSERT_TRUE(next.try_lock_for(fx().ttl() * 3));
+  std::error_code ec;
+  stale.unlock(ec);
+  EXPECT_EQ(ec, dlock::errc::lock_lost) << ec.message();
+  EXPECT_TRUE(next.is_held()) << "the stale holder's unlock removed the new holder";
+}
+
 }  // namespace dlock::test

@@ -46,12 +46,18 @@ class memory_session final : public backend_session {
 
   result<void> remove(std::string_view lock, std::string_view id) override {
     std::lock_guard lk(store_->mu);
+    store_->purge();  // an entry whose lease ended is gone, not ours to remove
+    auto gone = [&] {
+      return fail(errc::lock_lost,
+                  "memory entry " + std::string(id) + " of '" + std::string(lock) + "' is gone");
+    };
     auto it = store_->queues.find(lock);
-    if (it == store_->queues.end()) return {};
+    if (it == store_->queues.end()) return gone();
     auto n = store_->erase_entries(
         it->second, [&](const memory_entry& m) { return m.e.id == id && m.session == info_.id; });
     if (it->second.empty()) store_->queues.erase(it);
-    if (n > 0) store_->changed.notify_all();
+    if (n == 0) return gone();
+    store_->changed.notify_all();
     return {};
   }
 

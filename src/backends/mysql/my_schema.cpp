@@ -101,8 +101,11 @@ const std::string statements::open_session =
     " ON DUPLICATE KEY UPDATE id = id";
 const std::string statements::enqueue = "CALL dlock_enqueue(?, ?, ?, ?)";
 const std::string statements::list = "CALL dlock_queue(?, ?)";
+// Only an entry of a live session: none removed means it was gone or its lease had ended
+// (lock_lost); a dead session's entries go with the session's purge.
 const std::string statements::remove =
-    "DELETE FROM dlock_entries WHERE name = ? AND id = ? AND session = ?";
+    "DELETE e FROM dlock_entries e JOIN dlock_sessions s ON s.id = e.session"
+    " WHERE e.name = ? AND e.id = ? AND e.session = ? AND s.expires_ms > " DLOCK_NOW;
 const std::string statements::keep_alive = "UPDATE dlock_sessions SET expires_ms = " DLOCK_NOW
                                            " + ?"
                                            " WHERE id = ? AND expires_ms > " DLOCK_NOW

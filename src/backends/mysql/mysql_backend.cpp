@@ -86,6 +86,10 @@ class mysql_session final : public backend_session {
   result<void> remove(std::string_view lock, std::string_view id) override {
     auto r = run(stmts::remove, {std::string(lock), std::string(id), info_.id});
     if (!r) return fail(r.error());
+    if (r->affected == 0) {
+      return fail(errc::lock_lost, "mysql entry " + std::string(id) + " of '" + std::string(lock) +
+                                       "' is gone (lease ended)");
+    }
     return {};
   }
 

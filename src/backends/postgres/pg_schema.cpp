@@ -159,7 +159,13 @@ statements make_statements(const std::string& schema) {
         " ON CONFLICT (id) DO NOTHING"),
       s("enqueue", "SELECT * FROM @S.enqueue($1, $2, $3, $4::smallint)"),
       s("list", "SELECT * FROM @S.queue($1, $2)"),
-      s("remove", "DELETE FROM @S.entries WHERE name = $1 AND id = $2 AND session = $3"),
+      // How many removed entries still belonged to a live session: 0 means the entry was
+      // gone or its lease had ended (lock_lost).
+      s("remove",
+        "WITH d AS (DELETE FROM @S.entries WHERE name = $1 AND id = $2 AND session = $3"
+        " RETURNING session)"
+        " SELECT count(*) FROM d JOIN @S.sessions s ON s.id = d.session"
+        " WHERE s.expires > clock_timestamp()"),
       s("open_pooled_session",
         "WITH old AS (DELETE FROM @S.sessions WHERE expires <= clock_timestamp() RETURNING id),"
         " gone AS (DELETE FROM @S.entries e USING old WHERE e.session = old.id)"

@@ -92,6 +92,10 @@ class postgres_session final : public backend_session {
   result<void> remove(std::string_view lock, std::string_view id) override {
     auto r = run(stmts_.remove, {std::string(lock), std::string(id), info_.id});
     if (!r) return fail(r.error());
+    if (r->count() == 1 && r->i64(0, 0) == 0) {
+      return fail(errc::lock_lost, "postgres entry " + std::string(id) + " of '" +
+                                       std::string(lock) + "' is gone (lease ended)");
+    }
     return {};
   }
 

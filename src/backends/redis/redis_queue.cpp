@@ -345,17 +345,12 @@ result<void> session::remove_everywhere(std::string_view lock, std::string_view 
     leftover_[std::string(lock)].insert(std::string(id));
   if (!redlock() && !replies[0]) return fail(replies[0].error());
   if (ok < quorum()) return fail(quorum_failure("remove", replies, 0));
-  if (redlock()) {
-    // The backend contract: an entry that was not there any more is reported (its session
-    // ended, or an operator deleted it). A majority answered and none of them had it.
-    bool found = std::ranges::any_of(replies, [](const auto& r) {
-      return r && (*r)->type == REDIS_REPLY_INTEGER && (*r)->integer > 0;
-    });
-    if (!found)
-      return fail(errc::lock_lost, "redlock: entry " + std::string(id) + " of lock '" +
-                                       std::string(lock) + "' was on none of the " +
-                                       std::to_string(ok) + " masters that answered");
-  }
+  // No server that answered had it (neither as lone holder nor queued): purged with a dead
+  // session, or deleted by an operator.
+  bool found = std::ranges::any_of(replies, [](const auto& r) {
+    return r && (*r)->type == REDIS_REPLY_INTEGER && (*r)->integer > 0;
+  });
+  if (!found) return fail(errc::lock_lost, "redis entry " + std::string(id) + " is gone");
   return {};
 }
 

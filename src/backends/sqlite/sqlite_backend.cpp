@@ -170,10 +170,19 @@ class sqlite_session final : public backend_session {
 
   result<void> remove(std::string_view lock, std::string_view id) override {
     std::lock_guard lk(mu_);
+    // An entry whose session's lease ended is not ours any more (others ignore it): removed
+    // all the same, but reported as lock_lost, like one already gone.
+    auto live = session_live();
+    if (!live && live.error().code != make_error_code(errc::session_expired)) return live;
     auto s = db_.prepare("DELETE FROM dlock_entries WHERE name = ?1 AND id = ?2 AND session = ?3");
     if (!s) return fail(s.error());
     if (auto r = s->bind(1, lock).bind(2, id).bind(3, info_.id).run(); !r) return r;
-    if (db_.changes() > 0) wake_.notify(id);
+    bool removed = db_.changes() > 0;
+    if (removed) wake_.notify(id);
+    if (!removed || !live) {
+      return fail(errc::lock_lost, "sqlite entry " + std::string(id) + " of '" + std::string(lock) +
+                                       "' is gone (lease ended)");
+    }
     return {};
   }
 

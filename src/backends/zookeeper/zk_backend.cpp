@@ -85,15 +85,10 @@ class zk_session final : public backend_session {
     return q;
   }
 
+  // A failed removal is retried by the engine's remover threads (session_core) until the
+  // node is gone or the session ends.
   result<void> remove(std::string_view lock, std::string_view entry_id) override {
-    auto r = remove_entry(lock_path(lock), std::string(entry_id));
-    if (!r && is_transient(r.error())) {
-      // The engine's retries have a budget; the node must not outlive it while the session
-      // lives on, or it would block the lock until the session ends. keep_alive retries.
-      std::lock_guard lk(pending_mu_);
-      pending_.emplace(lock_path(lock), std::string(entry_id));
-    }
-    return r;
+    return remove_entry(lock_path(lock), std::string(entry_id));
   }
 
   result<void> wait(std::string_view lock, const entry& awaited, steady::time_point deadline,
@@ -127,7 +122,6 @@ class zk_session final : public backend_session {
       int rc = zoo_exists(u->zh(), "/", 0, &st);
       if (rc != ZOK && rc != ZNONODE) return fail(conn_->error(rc, "exists", "/"));
     }
-    retry_pending_removals();
     return sent;
   }
 
@@ -177,24 +171,12 @@ class zk_session final : public backend_session {
       if (!u) return fail(u.error());
       int rc = zoo_delete(u->zh(), path->c_str(), -1);
       if (rc != ZOK && rc != ZNONODE) return fail(conn_->error(rc, "delete", *path));
+      cache_.disown(id);
+      if (rc == ZOK) return {};
     }
     cache_.disown(id);
-    return {};
-  }
-
-  void retry_pending_removals() {
-    std::set<std::pair<std::string, std::string>> todo;
-    {
-      std::lock_guard lk(pending_mu_);
-      todo.swap(pending_);
-    }
-    for (auto& [lp, id] : todo) {
-      auto r = remove_entry(lp, id);
-      if (!r && is_transient(r.error())) {
-        std::lock_guard lk(pending_mu_);
-        pending_.emplace(lp, id);
-      }
-    }
+    // Deleted by someone else (the session expired, an operator), or never created.
+    return fail(errc::lock_lost, "zookeeper entry " + id + " is gone");
   }
 
   result<std::vector<std::string>> get_children(const std::string& path) {
@@ -329,8 +311,6 @@ class zk_session final : public backend_session {
   struct ACL secure_acl_[2]{};
   struct ACL_vector acl_ {};
   zk::session_cache cache_;
-  std::mutex pending_mu_;
-  std::set<std::pair<std::string, std::string>> pending_;  // (lock path, entry id) to delete
 };
 
 }  // namespace

@@ -1,0 +1,44 @@
+// Issue 12 item 15: `dlock run` whose backend is cut off while CMD runs exits within a couple
+// of seconds of CMD's exit (the release is bounded) and says the release was not confirmed.
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include "cli_harness.hpp"
+#include "support/redis_server.hpp"
+#include "support/tcp_proxy.hpp"
+
+namespace dlock::test {
+namespace {
+
+using namespace std::chrono_literals;
+using clk = std::chrono::steady_clock;
+
+TEST(CliRunRelease, ExitsSoonAfterCmdAndSaysWhenTheReleaseWasNotConfirmed) {
+  redis_server srv;
+  tcp_proxy px(srv.port());
+  cli_sandbox box;
+  const std::string go = box.dir() + "/go";
+  std::string script = "echo started; while [ ! -e " + go + " ]; do sleep 0.02; done; echo done";
+  auto url = "redis://127.0.0.1:" + std::to_string(px.port());
+  auto p = box.start({"run", "--url", url, "--ttl", "30s", "cut", "--", "sh", "-c", script});
+  ASSERT_TRUE(p.wait_for_line("started", 30s));
+  px.blackhole();
+  std::ofstream(go).put('x');
+  auto cmd_exit = clk::now();
+  auto status = p.wait(30s);
+  auto took = std::chrono::duration_cast<std::chrono::milliseconds>(clk::now() - cmd_exit);
+  ASSERT_TRUE(status.has_value()) << "dlock run did not exit";
+  EXPECT_EQ(*status, 0);
+  EXPECT_LT(took.count(), 2000) << "dlock run exited " << took.count() << " ms after CMD";
+  std::string out;
+  while (auto line = p.read_line(1s)) out += *line + "\n";
+  EXPECT_NE(
+      out.find("could not release 'cut' (backend unreachable); the lease frees it within 30 s"),
+      std::string::npos)
+      << out;
+  px.pass();
+}
+
+}  // namespace
+}  // namespace dlock::test

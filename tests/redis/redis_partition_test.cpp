@@ -1,0 +1,40 @@
+// A client of redis:// cut off by a blackholed proxy: waiting, releasing, releasing a lost
+// hold (issue 12 items 5, 6 and 15; the cases are in support/partition_cases.hpp).
+#include "support/net.hpp"
+#include "support/partition_cases.hpp"
+#include "support/redis_server.hpp"
+
+namespace dlock::test {
+namespace {
+
+redis_server& server() {
+  static redis_server s;
+  return s;
+}
+
+partition::env redis_env(const std::string& prefix) {
+  return {server().port(),
+          [prefix](std::uint16_t port, std::chrono::milliseconds ttl) {
+            return "redis://127.0.0.1:" + std::to_string(port) +
+                   "?ttl=" + std::to_string(ttl.count()) + "ms&prefix=" + prefix;
+          },
+          [prefix](const std::string& lock) { return server().entry_ids(prefix, lock).size(); }};
+}
+
+TEST(redis_partition, a_cut_off_waiter_is_told_session_expired_promptly) {
+  partition::waiter_cut_off_is_told_promptly(redis_env("pw" + random_suffix() + ":"), "res",
+                                             std::chrono::seconds{2});
+}
+
+TEST(redis_partition, a_cut_off_release_is_bounded_and_finished_in_the_background) {
+  partition::release_cut_off_is_bounded_and_finished_in_the_background(
+      redis_env("pr" + random_suffix() + ":"), "res", std::chrono::seconds{30});
+}
+
+TEST(redis_partition, releasing_a_lost_hold_does_not_wait_for_the_network) {
+  partition::releasing_a_lost_hold_does_not_wait_for_the_network(
+      redis_env("pl" + random_suffix() + ":"), "res", std::chrono::seconds{1});
+}
+
+}  // namespace
+}  // namespace dlock::test

@@ -1,0 +1,161 @@
+#pragma once
+// Partition cases shared by the backends with a network server (redis, zookeeper): one
+// client's traffic goes through a tcp_proxy that the test blackholes, the other client talks
+// to the server directly. Each backend's test file calls these with its URLs.
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <dlock/dlock.hpp>
+#include <functional>
+#include <future>
+#include <string>
+#include <thread>
+
+#include "support/tcp_proxy.hpp"
+
+namespace dlock::test::partition {
+
+using namespace std::chrono_literals;
+using clk = std::chrono::steady_clock;
+
+struct env {
+  std::uint16_t server_port{0};
+  // A URL for a server reachable on `port` with a lease (ZooKeeper: session timeout) `ttl`.
+  std::function<std::string(std::uint16_t port, std::chrono::milliseconds ttl)> url;
+  // Entries of `lock` stored on the server, read directly.
+  std::function<std::size_t(const std::string& lock)> raw_entries;
+};
+
+template <class Pred>
+bool eventually(Pred pred, std::chrono::milliseconds timeout) {
+  auto until = clk::now() + timeout;
+  while (!pred()) {
+    if (clk::now() > until) return false;
+    std::this_thread::sleep_for(5ms);
+  }
+  return true;
+}
+
+inline long long ms(clk::duration d) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(d).count();
+}
+
+// Issue 12 item 5: a waiter cut off from the server is told session_expired within a second
+// of its session being marked expired (before: 12-16 s later, listing and removing on the
+// dead link first).
+inline void waiter_cut_off_is_told_promptly(const env& e, const std::string& lock,
+                                            std::chrono::milliseconds ttl) {
+  tcp_proxy px(e.server_port);
+  auto hs = dlock::session::open(e.url(e.server_port, 20s));
+  dlock::mutex holder(hs, lock);
+  holder.lock();
+  auto ws = dlock::session::open(e.url(px.port(), ttl));
+  std::atomic<clk::rep> expired_at{0};
+  ws.on_state_change([&](dlock::session_state s) {
+    if (s == dlock::session_state::expired) expired_at = clk::now().time_since_epoch().count();
+  });
+  dlock::mutex waiter(ws, lock);
+  std::promise<std::error_code> done;
+  auto result = done.get_future();
+  std::atomic<clk::rep> returned_at{0};
+  std::jthread t([&](std::stop_token stop) {
+    std::error_code ec;
+    waiter.try_lock_until(clk::time_point::max(), stop, ec);
+    returned_at = clk::now().time_since_epoch().count();
+    done.set_value(ec);
+  });
+  ASSERT_TRUE(eventually([&] { return e.raw_entries(lock) == 2; }, 10s));
+  px.blackhole();
+  ASSERT_EQ(result.wait_for(40s), std::future_status::ready) << "the cut-off waiter never returned";
+  auto ec = result.get();
+  EXPECT_EQ(ec, dlock::errc::session_expired) << ec.message();
+  ASSERT_NE(expired_at.load(), 0) << "the session was never marked expired";
+  auto late = clk::duration{returned_at.load() - expired_at.load()};
+  EXPECT_LT(ms(late), 1000) << "lock() returned " << ms(late)
+                            << " ms after the session was marked expired";
+  px.pass();
+}
+
+// Issue 12 items 6 and 15: the holder's traffic is blackholed during unlock(). unlock()
+// returns within release_timeout with backend_unavailable and says so; once the network heals
+// the background removal takes the entry away within about a second (not at the next
+// renewal nor at session expiry), and the waiter is granted.
+inline void release_cut_off_is_bounded_and_finished_in_the_background(
+    const env& e, const std::string& lock, std::chrono::milliseconds ttl) {
+  tcp_proxy px(e.server_port);
+  dlock::session_options o;
+  o.release_timeout = 300ms;
+  o.request_timeout = 500ms;
+  o.keepalive_interval = ttl / 3;
+  auto hs = dlock::session::open(e.url(px.port(), ttl), o);
+  dlock::mutex holder(hs, lock);
+  holder.lock();
+  auto ws = dlock::session::open(e.url(e.server_port, 20s));
+  dlock::mutex waiter(ws, lock);
+  std::atomic<bool> granted{false};
+  std::atomic<clk::rep> granted_at{0};
+  std::jthread w([&](std::stop_token stop) {
+    std::error_code ec;
+    granted = waiter.try_lock_until(clk::now() + 30s, stop, ec);
+    granted_at = clk::now().time_since_epoch().count();
+  });
+  ASSERT_TRUE(eventually([&] { return e.raw_entries(lock) == 2; }, 10s));
+
+  px.blackhole();
+  auto cut = clk::now();
+  std::error_code unlock_ec;
+  std::string message;
+  std::atomic<clk::rep> unlocked_at{0};
+  std::jthread u([&] {
+    holder.unlock(unlock_ec);
+    message = dlock::last_error_message();
+    unlocked_at = clk::now().time_since_epoch().count();
+  });
+  std::this_thread::sleep_for(2s);
+  px.pass();
+  auto healed = clk::now();
+  ASSERT_TRUE(eventually([&] { return granted_at.load() != 0; }, 30s));
+  EXPECT_TRUE(granted.load());
+  auto after_heal = clk::time_point{clk::duration{granted_at.load()}} - healed;
+  EXPECT_LT(ms(after_heal), 1000) << "the waiter was granted " << ms(after_heal)
+                                  << " ms after the network healed";
+  u.join();
+  auto took = clk::time_point{clk::duration{unlocked_at.load()}} - cut;
+  EXPECT_LT(ms(took), 1500) << "unlock() blocked " << ms(took) << " ms on the partition";
+  EXPECT_EQ(unlock_ec, dlock::errc::backend_unavailable) << unlock_ec.message();
+  EXPECT_NE(message.find("could not release '" + lock + "' (backend unreachable)"),
+            std::string::npos)
+      << message;
+  EXPECT_TRUE(eventually([&] { return e.raw_entries(lock) == 1; }, 5s));
+}
+
+// Issue 12 item 15: releasing a hold already known lost, and closing its session, never
+// wait for the network.
+inline void releasing_a_lost_hold_does_not_wait_for_the_network(const env& e,
+                                                                const std::string& lock,
+                                                                std::chrono::milliseconds ttl) {
+  tcp_proxy px(e.server_port);
+  dlock::session_options o;
+  o.release_timeout = 500ms;  // request_timeout stays at its default (5 s)
+  auto hs = dlock::session::open(e.url(px.port(), ttl), o);
+  dlock::mutex holder(hs, lock);
+  holder.lock();
+  auto h = holder.current_hold();
+  px.blackhole();
+  ASSERT_TRUE(eventually([&] { return h.lost_token().stop_requested(); }, ttl * 3));
+  auto t0 = clk::now();
+  std::error_code ec;
+  holder.unlock(ec);
+  auto unlock_took = clk::now() - t0;
+  EXPECT_EQ(ec, dlock::errc::lock_lost) << ec.message();
+  EXPECT_LT(ms(unlock_took), 300) << "unlock() of a lost hold waited on the network";
+  t0 = clk::now();
+  hs.close();
+  auto close_took = clk::now() - t0;
+  EXPECT_LT(ms(close_took), 1000) << "close() waited " << ms(close_took) << " ms";
+  px.pass();
+}
+
+}  // namespace dlock::test::partition

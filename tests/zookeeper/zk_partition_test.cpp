@@ -1,0 +1,78 @@
+// A client of zk:// cut off by a blackholed proxy: waiting, releasing, releasing a lost hold
+// (issue 12 items 5, 6 and 15; the cases are in support/partition_cases.hpp).
+#include "support/net.hpp"
+#include "support/partition_cases.hpp"
+#include "zookeeper/zk_env.hpp"
+
+namespace dlock::test {
+namespace {
+
+partition::env zk_env(const std::string& chroot) {
+  return {shared_zk().port(),
+          [chroot](std::uint16_t port, std::chrono::milliseconds ttl) {
+            return "zk://127.0.0.1:" + std::to_string(port) + chroot +
+                   "?session_timeout=" + std::to_string(ttl.count()) + "ms";
+          },
+          [chroot](const std::string& lock) {
+            raw_zk raw(shared_zk().hosts());
+            return raw.children(chroot + lock_node(lock)).size();
+          }};
+}
+
+TEST(zk_partition, a_cut_off_waiter_is_told_session_expired_promptly) {
+  partition::waiter_cut_off_is_told_promptly(zk_env("/pw-" + random_suffix()), "res",
+                                             std::chrono::seconds{2});
+}
+
+TEST(zk_partition, a_cut_off_release_is_bounded_and_finished_in_the_background) {
+  partition::release_cut_off_is_bounded_and_finished_in_the_background(
+      zk_env("/pr-" + random_suffix()), "res", std::chrono::seconds{10});
+}
+
+TEST(zk_partition, releasing_a_lost_hold_does_not_wait_for_the_network) {
+  partition::releasing_a_lost_hold_does_not_wait_for_the_network(zk_env("/pl-" + random_suffix()),
+                                                                 "res", std::chrono::seconds{2});
+}
+
+// Issue 12 item 6, the long cut: the C client fails a pending request once nothing arrived
+// for 2/3 of the session timeout (its receive timeout), but the session lives on at the
+// server. Before, that failed delete was retried at the next renewal at best (never, for a
+// non-transient error): the node outlived the cut for as long as the session lived.
+TEST(zk_partition, a_delete_failed_by_the_clients_timeout_is_retried_once_healed) {
+  using namespace std::chrono_literals;
+  using clk = std::chrono::steady_clock;
+  const std::string chroot = "/pd-" + random_suffix();
+  auto e = zk_env(chroot);
+  tcp_proxy px(shared_zk().port());
+  dlock::session_options o;
+  o.release_timeout = 300ms;
+  auto hs = dlock::session::open(e.url(px.port(), 6s), o);  // receive timeout 4 s
+  dlock::mutex holder(hs, "res");
+  holder.lock();
+  auto ws = dlock::session::open(e.url(shared_zk().port(), 10s));
+  dlock::mutex waiter(ws, "res");
+  std::atomic<clk::rep> granted_at{0};
+  std::jthread w([&](std::stop_token stop) {
+    std::error_code ec;
+    if (waiter.try_lock_until(clk::now() + 30s, stop, ec))
+      granted_at = clk::now().time_since_epoch().count();
+  });
+  ASSERT_TRUE(partition::eventually([&] { return e.raw_entries("res") == 2; }, 10s));
+  (void)dlock::inspect(hs, "res");  // a round trip: the server last heard of the session now
+  px.blackhole();
+  std::error_code unlock_ec;
+  std::jthread u([&] { holder.unlock(unlock_ec); });
+  std::this_thread::sleep_for(4800ms);  // past the receive timeout, within the session's
+  px.pass();
+  auto healed = clk::now();
+  ASSERT_TRUE(partition::eventually([&] { return granted_at.load() != 0; }, 20s))
+      << "the waiter was never granted: the holder's node stayed";
+  auto after = clk::time_point{clk::duration{granted_at.load()}} - healed;
+  EXPECT_LT(partition::ms(after), 1500)
+      << "granted " << partition::ms(after) << " ms after the network healed";
+  u.join();
+  EXPECT_EQ(unlock_ec, dlock::errc::backend_unavailable) << unlock_ec.message();
+}
+
+}  // namespace
+}  // namespace dlock::test
