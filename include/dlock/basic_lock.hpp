@@ -45,27 +45,29 @@ class basic_lock {
   void lock(std::error_code& ec) noexcept;
 
   /// One attempt: true if granted at once, false if another holder has it. Throws as lock().
-  bool try_lock();
-  bool try_lock(std::error_code& ec) noexcept;
+  /// The error_code form sets ec to errc::would_block when another holder has it (false with
+  /// an empty ec never happens), and to the failure otherwise.
+  [[nodiscard]] bool try_lock();
+  [[nodiscard]] bool try_lock(std::error_code& ec) noexcept;
 
   /// Waits up to `timeout` (any std::chrono duration; converted to the steady clock).
   /// Returns false on timeout, leaving nothing in the backend. Throws as lock().
   template <class Rep, class Period>
-  bool try_lock_for(const std::chrono::duration<Rep, Period>& timeout) {
+  [[nodiscard]] bool try_lock_for(const std::chrono::duration<Rep, Period>& timeout) {
     return try_lock_until(std::chrono::steady_clock::now() + ceil_ms(timeout));
   }
   /// Waits until `deadline` (any clock; non-steady clocks are converted once, at the call).
   template <class Clock, class Duration>
-  bool try_lock_until(const std::chrono::time_point<Clock, Duration>& deadline) {
+  [[nodiscard]] bool try_lock_until(const std::chrono::time_point<Clock, Duration>& deadline) {
     return try_lock_until(to_steady(deadline));
   }
-  bool try_lock_until(std::chrono::steady_clock::time_point deadline);
+  [[nodiscard]] bool try_lock_until(std::chrono::steady_clock::time_point deadline);
 
   /// The primitive every acquire uses: waits until `deadline` or until `stop` is requested.
   /// Returns true when granted; false with ec = timed_out, would_block (deadline already
   /// passed at the first look), cancelled, or another error. Never throws.
-  bool try_lock_until(std::chrono::steady_clock::time_point deadline, std::stop_token stop,
-                      std::error_code& ec) noexcept;
+  [[nodiscard]] bool try_lock_until(std::chrono::steady_clock::time_point deadline,
+                                    std::stop_token stop, std::error_code& ec) noexcept;
 
   /// Releases. Effects: removes this handle's entry, waiting at most the session's
   /// release_timeout (not at all for a hold already lost); a removal not confirmed by then

@@ -12,6 +12,7 @@
 #error "dlock needs C++20 or later: compile with -std=c++20 (or a later standard)"
 #endif
 
+#include <memory>
 #include <string>
 #include <system_error>
 
@@ -56,7 +57,18 @@ std::error_condition make_error_condition(condition c) noexcept;
 /// concerned and, where the backend said more, the backend's own message.
 class system_error : public std::system_error {
  public:
-  using std::system_error::system_error;
+  /// `what` is the whole message (the operation, the lock or URL, the cause); unlike
+  /// std::system_error, the code's own text is not appended again ("lock name is empty", not
+  /// "lock name is empty: invalid argument"). Empty `what`: the code's text.
+  system_error(std::error_code ec, const std::string& what)
+      : std::system_error(ec, what),
+        what_(std::make_shared<const std::string>(what.empty() ? ec.message() : what)) {}
+  explicit system_error(std::error_code ec) : system_error(ec, std::string{}) {}
+  /// The message, without the code's text repeated.
+  const char* what() const noexcept override { return what_->c_str(); }
+
+ private:
+  std::shared_ptr<const std::string> what_;  // shared: copying an exception must not throw
 };
 
 /// The detailed message of the last error a `std::error_code&` overload reported on the

@@ -33,11 +33,15 @@ struct retry_policy {
 struct session_options {
   /// Lease length. A holder that stops renewing (crash, pause, partition) loses its locks
   /// after at most this long. At least 10 ms. ZooKeeper: the requested session timeout (the
-  /// server may clamp it to [2, 20] ticks). URL parameter `ttl=` overrides it.
+  /// server may clamp it to [2, 20] ticks). URL parameter `ttl=` sets it too; both set to
+  /// different values is invalid_argument.
   std::chrono::milliseconds ttl{std::chrono::seconds{15}};
   /// Time between renewals; zero means ttl / 3.
   std::chrono::milliseconds keepalive_interval{0};
-  /// Bound on connecting and on each backend request before it counts as a failure.
+  /// Bound on connecting and on each backend request before it counts as a failure. Keep it
+  /// well below the TTL: a renewal that hangs for request_timeout makes holds *suspect* only
+  /// when it gives up, so with request_timeout >= ttl a hold can go straight from held to
+  /// *lost* with no *suspect* signal first.
   std::chrono::milliseconds request_timeout{std::chrono::seconds{5}};
   /// Bound on session::open in total, every connection attempt and retry included; zero
   /// means request_timeout. Values above request_timeout still give one attempt at most

@@ -23,19 +23,20 @@ class shared_mutex : public detail::basic_lock {
 
   void lock_shared();
   void lock_shared(std::error_code& ec) noexcept;
-  bool try_lock_shared();
-  bool try_lock_shared(std::error_code& ec) noexcept;
+  [[nodiscard]] bool try_lock_shared();
+  [[nodiscard]] bool try_lock_shared(std::error_code& ec) noexcept;
   template <class Rep, class Period>
-  bool try_lock_shared_for(const std::chrono::duration<Rep, Period>& timeout) {
+  [[nodiscard]] bool try_lock_shared_for(const std::chrono::duration<Rep, Period>& timeout) {
     return try_lock_shared_until(std::chrono::steady_clock::now() + ceil_ms(timeout));
   }
   template <class Clock, class Duration>
-  bool try_lock_shared_until(const std::chrono::time_point<Clock, Duration>& deadline) {
+  [[nodiscard]] bool try_lock_shared_until(
+      const std::chrono::time_point<Clock, Duration>& deadline) {
     return try_lock_shared_until(to_steady(deadline));
   }
-  bool try_lock_shared_until(std::chrono::steady_clock::time_point deadline);
-  bool try_lock_shared_until(std::chrono::steady_clock::time_point deadline, std::stop_token stop,
-                             std::error_code& ec) noexcept;
+  [[nodiscard]] bool try_lock_shared_until(std::chrono::steady_clock::time_point deadline);
+  [[nodiscard]] bool try_lock_shared_until(std::chrono::steady_clock::time_point deadline,
+                                           std::stop_token stop, std::error_code& ec) noexcept;
   void unlock_shared() noexcept;
   void unlock_shared(std::error_code& ec) noexcept;
 

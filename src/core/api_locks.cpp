@@ -67,10 +67,12 @@ void basic_lock::unlock() noexcept {
   if (impl_) impl_->release(ec);
 }
 void basic_lock::unlock(std::error_code& ec) noexcept {
-  if (impl_)
+  if (impl_) {
     impl_->release(ec);
-  else
+  } else {
     ec = make_error_code(errc::not_held);
+    detail::remember(detail::failure{ec, "a moved-from lock holds nothing"}, "dlock: release");
+  }
 }
 bool basic_lock::is_held() const noexcept {
   return impl_ && impl_->current() && impl_->current()->is_held();

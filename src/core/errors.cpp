@@ -99,9 +99,13 @@ namespace detail {
 namespace {
 thread_local std::string last_message;
 
+// "context: cause". The code's text is added only when nothing more precise says why: it would
+// otherwise repeat what the message says ("already held by this handle: the lock is already
+// held by this handle").
 std::string describe(const failure& f, const std::string& context) {
   std::string what = context;
-  if (!f.message.empty()) what += (what.empty() ? "" : ": ") + f.message;
+  const std::string& why = f.message.empty() ? f.code.message() : f.message;
+  what += (what.empty() ? "" : ": ") + why;
   return what;
 }
 }  // namespace
@@ -112,7 +116,7 @@ void raise(const failure& f, const std::string& context) {
 
 void remember(const failure& f, const std::string& context) noexcept {
   try {
-    last_message = describe(f, context) + ": " + f.code.message();
+    last_message = describe(f, context);
   } catch (...) {
     last_message.clear();  // out of memory: better nothing than a stale message
   }

@@ -189,6 +189,8 @@ std::string unconfirmed_message(const std::string& name, std::chrono::millisecon
 void lock_handle::release(std::error_code& ec) noexcept {
   if (!hold_) {
     ec = make_error_code(errc::not_held);
+    // Else last_error_message() would still show an earlier, unrelated failure.
+    remember(failure{ec, "this handle does not hold lock '" + name_ + "'"}, "dlock: release");
     return;
   }
   if (--count_ > 0) {

@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <dlock/errors.hpp>
+#include <dlock/mutex.hpp>
 #include <dlock/session.hpp>
 
 TEST(errors, codes_map_to_conditions) {
@@ -49,4 +50,39 @@ TEST(errors, sessions_refuse_bad_input_with_a_clear_message) {
   std::error_code ec;
   dlock::session::open("memory://x", {.ttl = std::chrono::milliseconds{-5}}, ec);
   EXPECT_EQ(ec, dlock::errc::invalid_argument);
+}
+
+TEST(errors, messages_do_not_repeat_the_code_text) {
+  auto s = dlock::session::open("memory://repeat");
+  dlock::mutex m(s, "x");
+  m.lock();
+  try {
+    m.lock();
+    ADD_FAILURE() << "a non-reentrant handle locked twice";
+  } catch (const dlock::system_error& e) {
+    EXPECT_EQ(e.code(), dlock::errc::already_held);
+    std::string what = e.what();
+    EXPECT_EQ(what.find("already held"), what.rfind("already held")) << what;
+  }
+  try {
+    dlock::mutex bad(s, "");
+    ADD_FAILURE() << "an empty name was accepted";
+  } catch (const dlock::system_error& e) {
+    EXPECT_EQ(std::string(e.what()).find("invalid argument"), std::string::npos) << e.what();
+  }
+  m.unlock();
+}
+
+TEST(errors, unlock_of_a_lock_not_held_replaces_the_last_message) {
+  auto s = dlock::session::open("memory://stale");
+  std::error_code ec;
+  dlock::session::open("nosuch://x", {}, ec);  // an earlier, unrelated failure
+  ASSERT_NE(dlock::last_error_message().find("nosuch"), std::string::npos);
+  dlock::mutex m(s, "never-locked");
+  m.unlock(ec);
+  EXPECT_EQ(ec, dlock::errc::not_held);
+  EXPECT_EQ(dlock::last_error_message().find("nosuch"), std::string::npos)
+      << dlock::last_error_message();
+  EXPECT_NE(dlock::last_error_message().find("never-locked"), std::string::npos)
+      << dlock::last_error_message();
 }
