@@ -55,9 +55,15 @@ bool run::inject(int k) {
       break;
     }
     case fault::proxy_blackhole:
+      // A worker that learns its session ended exits at once; its replacement could not open
+      // a session through the blackhole (its open is bounded, and start_worker blocks until it
+      // gives up), so replacements wait for the link to heal, as for a reset.
+      server_down_ = true;
       each([](auto& px) { px.blackhole(); });
       pump(b_.ttl() + 500ms);
       each([](auto& px) { px.pass(); });
+      server_down_ = false;
+      refill();
       break;
     case fault::proxy_delay:
       each([&](auto& px) { px.delay(b_.ttl() / 4); });
