@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <random>
+#include <thread>
 
 #include "core/duration.hpp"
 #include "core/hold_core.hpp"
@@ -138,30 +139,14 @@ void session_core::destroy(session_core* p) noexcept {
     delete p;
     return;
   }
-  struct done_flag {
-    std::mutex mu;
-    std::condition_variable cv;
-    bool done{false};
-  };
-  try {
-    auto flag = std::make_shared<done_flag>();
-    std::thread([p, flag] {
-      p->finish_close();
-      delete p;
-      std::lock_guard lk(flag->mu);
-      flag->done = true;
-      flag->cv.notify_all();
-    }).detach();
-    std::unique_lock lk(flag->mu);
-    flag->cv.wait_for(lk, bound, [&] { return flag->done; });
-  } catch (...) {
-    // No thread to be had: finish here, unbounded, rather than leak the session.
+  run_bounded(bound, [p] {
     p->finish_close();
     delete p;
-  }
+  });
 }
 
 void session_core::start() {
+  removals_ = std::make_unique<removal_queue>(*backend_);
   interval_ = options_.keepalive_interval.count() > 0
                   ? options_.keepalive_interval
                   : std::max(info_.ttl / 3, std::chrono::milliseconds{1});
@@ -222,131 +207,9 @@ void session_core::remove_state_callback(std::size_t key) {
   callbacks_.erase(key);
 }
 
-bool removal_ticket::wait_until(steady::time_point until) {
-  std::unique_lock lk(mu_);
-  return cv_.wait_until(lk, until, [&] { return settled_; });
-}
-
-bool removal_ticket::settled() const {
-  std::lock_guard lk(mu_);
-  return settled_;
-}
-
-bool removal_ticket::was_absent() const {
-  std::lock_guard lk(mu_);
-  return absent_;
-}
-
-std::optional<failure> removal_ticket::last_error() const {
-  std::lock_guard lk(mu_);
-  return last_;
-}
-
-void removal_ticket::settle(bool absent) {
-  std::lock_guard lk(mu_);
-  if (settled_) return;
-  settled_ = true;
-  absent_ = absent;
-  cv_.notify_all();
-}
-
-void removal_ticket::note(failure f) {
-  std::lock_guard lk(mu_);
-  last_ = std::move(f);
-}
-
 std::shared_ptr<removal_ticket> session_core::remove_in_background(std::string lock,
                                                                    std::string entry_id) {
-  auto ticket = std::make_shared<removal_ticket>();
-  int attempt = 0;
-  if (backend_->caps().scope == reach::process) {
-    // An in-process store cannot be cut off, so its removal cannot hang: done here, without
-    // the hand-off to a remover thread (which would cost more than the removal itself).
-    auto r = backend_->remove(lock, entry_id);
-    const auto code = r ? std::error_code{} : r.error().code;
-    if (r || code == make_error_code(errc::session_closed)) {
-      ticket->settle(false);
-      return ticket;
-    }
-    if (code == make_error_code(errc::lock_lost) ||
-        code == make_error_code(errc::session_expired)) {
-      ticket->settle(true);
-      return ticket;
-    }
-    ticket->note(r.error());
-    attempt = 1;
-  }
-  std::lock_guard lk(removals_mu_);
-  if (closed_flag_) {
-    ticket->settle(false);  // close() removes every entry of the session
-    return ticket;
-  }
-  removals_.push_back({std::move(lock), std::move(entry_id), ticket, attempt, steady::now()});
-  ++removal_gen_;
-  // A few threads, started on demand: a removal stuck on a dead link does not hold up the
-  // others, and releases of many locks at once do not queue behind one another.
-  if (idle_removers_ == 0 && removers_.size() < 4) {
-    try {
-      removers_.emplace_back([this](std::stop_token st) { remover_loop(st); });
-    } catch (...) {
-      if (removers_.empty()) throw;
-    }
-  }
-  removals_cv_.notify_one();
-  return ticket;
-}
-
-void session_core::remover_loop(std::stop_token stop) {
-  thread_local std::minstd_rand rng{std::random_device{}()};
-  std::unique_lock lk(removals_mu_);
-  while (!stop.stop_requested()) {
-    auto gen = removal_gen_;
-    auto it = std::min_element(removals_.begin(), removals_.end(),
-                               [](const auto& a, const auto& b) { return a.next < b.next; });
-    auto now = steady::now();
-    if (it == removals_.end() || it->next > now) {
-      ++idle_removers_;
-      if (it == removals_.end()) {
-        removals_cv_.wait(lk, stop, [&] { return removal_gen_ != gen; });
-      } else {
-        const auto until = it->next;  // a copy: the queue may change while we wait
-        removals_cv_.wait_until(lk, stop, until, [&] { return removal_gen_ != gen; });
-      }
-      --idle_removers_;
-      continue;
-    }
-    auto job = std::move(*it);
-    removals_.erase(it);
-    lk.unlock();
-    auto r = backend_->remove(job.lock, job.id);
-    lk.lock();
-    unreachable_hint_ = !r && is_transient(r.error());
-    if (r) {
-      job.ticket->settle(false);
-      continue;
-    }
-    const auto& code = r.error().code;
-    if (code == make_error_code(errc::lock_lost) ||
-        code == make_error_code(errc::session_expired)) {
-      // Proof that the entry is gone. Only a first attempt can call it "not ours any more":
-      // a retry cannot tell its own earlier, unacknowledged success from a loss.
-      job.ticket->settle(job.attempt == 0);
-      continue;
-    }
-    if (code == make_error_code(errc::session_closed) || closed_flag_) {
-      job.ticket->settle(false);
-      continue;
-    }
-    // Anything else may have left the entry in place: try again soon. Backoff from a few ms
-    // (not the renewal period), capped low, so a healed link frees the lock at once.
-    job.ticket->note(r.error());
-    long long us = std::min(5'000LL << std::min(job.attempt, 6), 250'000LL);
-    job.next = steady::now() +
-               std::chrono::microseconds{std::uniform_int_distribution<long long>(us / 2, us)(rng)};
-    ++job.attempt;
-    removals_.push_back(std::move(job));
-    ++removal_gen_;
-  }
+  return removals_->submit(std::move(lock), std::move(entry_id));
 }
 
 void session_core::renew_loop(std::stop_token stop) {
@@ -451,7 +314,7 @@ void session_core::notify_holds(hold_state s) {
 
 // Whether the server is known not to be answering now: close() then does not wait for it.
 bool session_core::backend_unreachable() noexcept {
-  return state_.load() == session_state::suspended || unreachable_hint_;
+  return state_.load() == session_state::suspended || (removals_ && removals_->unreachable());
 }
 
 bool session_core::begin_close() noexcept {
@@ -470,31 +333,14 @@ bool session_core::begin_close() noexcept {
   }
   for (auto* t : {&renewer_, &monitor_}) t->request_stop();
   wake_.notify_all();
-  std::vector<removal_job> dropped;
-  {
-    std::lock_guard lk(removals_mu_);
-    closed_flag_ = true;
-    dropped.swap(removals_);
-    for (auto& t : removers_) t.request_stop();
-  }
-  removals_cv_.notify_all();
-  // The backend's close removes every entry of the session (best effort; the lease is the
-  // backstop), so pending removals are settled here.
-  for (auto& j : dropped) j.ticket->settle(false);
+  if (removals_) removals_->close();
   return true;
 }
 
 // Joins the threads (each may be inside a backend call that waits for request_timeout) and
 // closes the backend. Never on one of those threads.
 void session_core::finish_close() noexcept {
-  std::vector<std::jthread> removers;
-  {
-    std::lock_guard lk(removals_mu_);
-    removers.swap(removers_);
-  }
-  for (auto& t : removers) {
-    if (t.joinable()) t.join();
-  }
+  if (removals_) removals_->join();
   for (auto* t : {&renewer_, &monitor_}) {
     if (!t->joinable()) continue;
     if (t->get_id() == std::this_thread::get_id())
@@ -513,25 +359,41 @@ void session_core::close() noexcept {
     finish_close();  // not owned by a shared_ptr (cannot happen through open())
     return;
   }
+  // The finisher holds a reference: if it outlives this call, the core outlives it.
+  run_bounded(bound, [self = std::move(self)] { self->finish_close(); });
+}
+
+// A close must not hold its caller -- often a destructor -- on an unreachable server for
+// longer than release_timeout, so `job` runs on a thread of its own and is waited for at most
+// `bound`. The thread drops what `job` owns before saying it is done: the last reference may
+// go with it.
+void session_core::run_bounded(std::chrono::milliseconds bound,
+                               std::function<void()> job) noexcept {
   struct done_flag {
     std::mutex mu;
     std::condition_variable cv;
     bool done{false};
   };
+  std::shared_ptr<done_flag> flag;
   try {
-    auto flag = std::make_shared<done_flag>();
-    // The finisher holds a reference: if it outlives this call, the core outlives it.
-    std::thread([self = std::move(self), flag]() mutable {
-      self->finish_close();
-      self.reset();
+    flag = std::make_shared<done_flag>();
+    std::thread([job, flag]() mutable {
+      job();
+      job = nullptr;
       std::lock_guard lk(flag->mu);
       flag->done = true;
       flag->cv.notify_all();
     }).detach();
+  } catch (...) {
+    // No thread to be had: finish here, unbounded, rather than leak the session.
+    job();
+    return;
+  }
+  try {
     std::unique_lock lk(flag->mu);
     flag->cv.wait_for(lk, bound, [&] { return flag->done; });
   } catch (...) {
-    finish_close();
+    // Not waiting is safe: the finisher goes on without us.
   }
 }
 

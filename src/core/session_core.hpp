@@ -3,8 +3,8 @@
 // keep_alive() every keepalive interval; a monitor thread declares the lease lost at the
 // deadline even if the renewal thread is stuck in a call that hangs. Every hold of the
 // session learns each state change from here. Removals of entries (releases, abandoned
-// waits) run on a few remover threads that retry until the entry is gone, so a caller waits
-// only as long as session_options::release_timeout allows.
+// waits) go to its removal_queue, so a caller waits only as long as
+// session_options::release_timeout allows.
 
 #include <atomic>
 #include <condition_variable>
@@ -22,36 +22,12 @@
 #include <vector>
 
 #include "core/backend.hpp"
+#include "core/removal_queue.hpp"
 #include "core/url.hpp"
 
 namespace dlock::detail {
 
 class hold_core;
-
-// One entry's removal, shared by the remover threads and a caller that waits for it.
-class removal_ticket {
- public:
-  // Waits until the removal is settled or `until`; true if settled.
-  bool wait_until(steady::time_point until);
-  // Settled: the entry is gone (or the session closed, which removes everything).
-  bool settled() const;
-  // The first attempt found the entry already absent (remove() said lock_lost, or the
-  // session's lease had ended): the entry was not ours any more when the caller let it go.
-  bool was_absent() const;
-  // The last attempt's failure, for the message of an unconfirmed release.
-  std::optional<failure> last_error() const;
-
- private:
-  friend class session_core;
-  void settle(bool absent);
-  void note(failure f);
-
-  mutable std::mutex mu_;
-  std::condition_variable cv_;
-  bool settled_{false};
-  bool absent_{false};
-  std::optional<failure> last_;
-};
 
 class session_core : public std::enable_shared_from_this<session_core> {
  public:
@@ -86,14 +62,12 @@ class session_core : public std::enable_shared_from_this<session_core> {
   std::size_t add_state_callback(std::function<void(session_state)> cb);
   void remove_state_callback(std::size_t key);
 
-  // Hands the removal of this session's entry `entry_id` of `lock` to the remover threads and
-  // returns at once. They retry every failure that does not prove the entry gone, with
-  // capped exponential backoff from a few milliseconds, until it is gone or the session is
-  // closed: an entry left behind would block its lock for as long as the session lives.
+  // Hands the removal of this session's entry `entry_id` of `lock` to the session's
+  // removal_queue and returns at once; see removal_queue::submit.
   std::shared_ptr<removal_ticket> remove_in_background(std::string lock, std::string entry_id);
 
   // A caller gave up waiting for a removal: close() will not wait on this server either.
-  void note_unreachable() noexcept { unreachable_hint_ = true; }
+  void note_unreachable() noexcept { removals_->note_unreachable(); }
 
   // Ends the session: holds become released, waiters fail, renewal stops, the backend removes
   // every entry and disconnects. Waits at most options().release_timeout for the backend
@@ -103,6 +77,7 @@ class session_core : public std::enable_shared_from_this<session_core> {
  private:
   session_core(url u, session_options o, session_info info);
   static void destroy(session_core* p) noexcept;
+  static void run_bounded(std::chrono::milliseconds bound, std::function<void()> job) noexcept;
   bool begin_close() noexcept;
   void finish_close() noexcept;
   bool backend_unreachable() noexcept;
@@ -126,23 +101,8 @@ class session_core : public std::enable_shared_from_this<session_core> {
   std::atomic<std::uint64_t> entry_counter_{0};
   std::stop_source ended_;
 
-  struct removal_job {
-    std::string lock;
-    std::string id;
-    std::shared_ptr<removal_ticket> ticket;
-    int attempt{0};
-    steady::time_point next{};
-  };
-  void remover_loop(std::stop_token stop);
-  std::mutex removals_mu_;  // guards removals_, removal_gen_, idle_removers_, removers_
-  std::condition_variable_any removals_cv_;
-  std::vector<removal_job> removals_;
-  std::uint64_t removal_gen_{0};
-  int idle_removers_{0};
-  bool closed_flag_{false};
-  std::atomic<bool> unreachable_hint_{false};  // the last removal attempt failed  // close() began:
-                                               // no new removals (the backend close does them)
-  std::vector<std::jthread> removers_;
+  // Created with the backend session; destroyed before it (declared after it).
+  std::unique_ptr<removal_queue> removals_;
   std::mutex mu_;  // guards holds_, callbacks_; also the monitor's wake-ups
   std::condition_variable_any wake_;
   // Keyed by address so that adding and removing one of 100 000 holds is O(1).

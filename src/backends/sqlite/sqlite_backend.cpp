@@ -1,16 +1,10 @@
-// The SQLite backend. Schema (version 2; older files are upgraded in place at open):
-//   dlock_meta(key PK, value)             -- 'schema_version'
-//   dlock_sessions(id PK, owner, host, pid, pid_start, boot_id, expires_boot_ms)
-//                                         -- one lease per session
-//   dlock_fences(name PK, fence)          -- per-lock fencing counter, never reset
-//   dlock_entries(seq AUTOINCREMENT, name, id UNIQUE, kind, token, session, created_ms,
-//                 UNIQUE(name, token))     -- the queue; one row per holder or waiter
-// An entry is alive while its session's lease runs and its process exists. A lease ends at
-// expires_boot_ms on CLOCK_BOOTTIME of the boot named boot_id: every process of the host
-// shares that clock and nothing steps it (an NTP step or `date -s` moves only the wall
-// clock, which decided leases in version 1), and a lease of another boot is over. The wall
-// clock only dates entries for display (created_ms). Writes use BEGIN IMMEDIATE so the write
-// lock is taken up front (a deferred upgrade returns SQLITE_BUSY without waiting).
+// The SQLite backend; its tables are in sqlite_schema.hpp. An entry is alive while its
+// session's lease runs and its process exists. A lease ends at expires_boot_ms on
+// CLOCK_BOOTTIME of the boot named boot_id: every process of the host shares that clock and
+// nothing steps it (an NTP step or `date -s` moves only the wall clock, which decided leases
+// in version 1), and a lease of another boot is over. The wall clock only dates entries for
+// display (created_ms). Writes use BEGIN IMMEDIATE so the write lock is taken up front (a
+// deferred upgrade returns SQLITE_BUSY without waiting).
 #include "backends/sqlite/sqlite_backend.hpp"
 
 #include <condition_variable>
@@ -23,48 +17,12 @@
 #include "backends/sqlite/shared_file.hpp"
 #include "backends/sqlite/sqlite_db.hpp"
 #include "backends/sqlite/sqlite_rows.hpp"
+#include "backends/sqlite/sqlite_schema.hpp"
 
 namespace dlock::detail {
 namespace {
 
 using sqlite::db;
-
-constexpr int schema_version = 2;
-
-constexpr const char* schema = R"sql(
-CREATE TABLE IF NOT EXISTS dlock_sessions(
-  id TEXT PRIMARY KEY, owner TEXT NOT NULL, host TEXT NOT NULL, pid INTEGER NOT NULL,
-  pid_start INTEGER NOT NULL, boot_id TEXT NOT NULL, expires_boot_ms INTEGER NOT NULL);
-CREATE TABLE IF NOT EXISTS dlock_fences(name TEXT PRIMARY KEY, fence INTEGER NOT NULL);
-CREATE TABLE IF NOT EXISTS dlock_entries(
-  seq INTEGER PRIMARY KEY AUTOINCREMENT, name TEXT NOT NULL, id TEXT NOT NULL UNIQUE,
-  kind INTEGER NOT NULL, token INTEGER NOT NULL, session TEXT NOT NULL,
-  created_ms INTEGER NOT NULL, UNIQUE(name, token));
-CREATE INDEX IF NOT EXISTS dlock_entries_session ON dlock_entries(session);
-INSERT INTO dlock_meta(key, value) VALUES ('schema_version', '2');
-)sql";
-
-// Version 1 -> 2: the sessions table is rebuilt without its wall-clock column, so a version-1
-// client still using the file fails at its next renewal or open ("no such column") instead
-// of writing leases on its wall clock next to ours. Live version-1 leases keep what is left
-// of them (read on this process's wall clock, once).
-constexpr const char* upgrade_1_rename = R"sql(
-ALTER TABLE dlock_sessions RENAME TO dlock_sessions_v1;
-CREATE TABLE dlock_sessions(
-  id TEXT PRIMARY KEY, owner TEXT NOT NULL, host TEXT NOT NULL, pid INTEGER NOT NULL,
-  pid_start INTEGER NOT NULL, boot_id TEXT NOT NULL, expires_boot_ms INTEGER NOT NULL);
-)sql";
-// ?1 boot id, ?2 boot clock now, ?3 wall clock now. A version-1 lease runs at most its TTL;
-// the one-day cap only keeps a corrupt value finite.
-constexpr const char* upgrade_1_copy = R"sql(
-INSERT INTO dlock_sessions(id, owner, host, pid, pid_start, boot_id, expires_boot_ms)
-SELECT id, owner, host, pid, pid_start, ?1, ?2 + MIN(expires_ms - ?3, 86400000)
-FROM dlock_sessions_v1 WHERE expires_ms > ?3)sql";
-constexpr const char* upgrade_1_finish = R"sql(
-DROP TABLE dlock_sessions_v1;
-DELETE FROM dlock_entries WHERE session NOT IN (SELECT id FROM dlock_sessions);
-UPDATE dlock_meta SET value = '2' WHERE key = 'schema_version';
-)sql";
 
 // Entries of one lock with what decides whether each is alive; ?2 is this boot's id, and a
 // session of another boot (or none) reads as a lease that ended at 0.
@@ -98,7 +56,7 @@ class sqlite_session final : public backend_session {
     if (auto r = db_.exec("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;"); !r) return r;
     auto me = this_process();
     return write_txn([&]() -> result<void> {
-      if (auto r = prepare_schema(); !r) return r;
+      if (auto r = sqlite::prepare_schema(db_, boot_, now_ms(), wall_ms()); !r) return r;
       auto s = db_.prepare(
           "INSERT INTO dlock_sessions(id, owner, host, pid, pid_start, boot_id, "
           "expires_boot_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)");
@@ -267,34 +225,6 @@ class sqlite_session final : public backend_session {
   }
 
  private:
-  // Creates the tables, or upgrades an older file in place; inside the opening transaction,
-  // so concurrent openers upgrade once.
-  result<void> prepare_schema() {
-    if (auto r = db_.exec("CREATE TABLE IF NOT EXISTS dlock_meta(key TEXT PRIMARY KEY, "
-                          "value TEXT NOT NULL)");
-        !r) {
-      return r;
-    }
-    auto v = db_.prepare("SELECT value FROM dlock_meta WHERE key = 'schema_version'");
-    if (!v) return fail(v.error());
-    auto row = v->step();
-    if (!row) return fail(row.error());
-    if (!*row) return db_.exec(schema);  // a new file
-    auto text = v->text(0);
-    if (auto done = v->run(); !done) return done;
-    if (text == std::to_string(schema_version)) return {};
-    if (text != "1") {
-      return fail(errc::unsupported, "schema version '" + text + "' is not " +
-                                         std::to_string(schema_version) +
-                                         " (a newer dlock created this file?)");
-    }
-    if (auto r = db_.exec(upgrade_1_rename); !r) return r;
-    auto copy = db_.prepare(upgrade_1_copy);
-    if (!copy) return fail(copy.error());
-    if (auto r = copy->bind(1, boot_).bind(2, now_ms()).bind(3, wall_ms()).run(); !r) return r;
-    return db_.exec(upgrade_1_finish);
-  }
-
   template <class F>
   result<void> write_txn(F&& body) {
     if (closed_) return fail(errc::session_closed, "sqlite session closed");

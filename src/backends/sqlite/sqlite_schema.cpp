@@ -1,0 +1,70 @@
+#include "backends/sqlite/sqlite_schema.hpp"
+
+namespace dlock::detail::sqlite {
+namespace {
+
+constexpr const char* schema = R"sql(
+CREATE TABLE IF NOT EXISTS dlock_sessions(
+  id TEXT PRIMARY KEY, owner TEXT NOT NULL, host TEXT NOT NULL, pid INTEGER NOT NULL,
+  pid_start INTEGER NOT NULL, boot_id TEXT NOT NULL, expires_boot_ms INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS dlock_fences(name TEXT PRIMARY KEY, fence INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS dlock_entries(
+  seq INTEGER PRIMARY KEY AUTOINCREMENT, name TEXT NOT NULL, id TEXT NOT NULL UNIQUE,
+  kind INTEGER NOT NULL, token INTEGER NOT NULL, session TEXT NOT NULL,
+  created_ms INTEGER NOT NULL, UNIQUE(name, token));
+CREATE INDEX IF NOT EXISTS dlock_entries_session ON dlock_entries(session);
+INSERT INTO dlock_meta(key, value) VALUES ('schema_version', '2');
+)sql";
+
+// Version 1 -> 2: the sessions table is rebuilt without its wall-clock column, so a version-1
+// client still using the file fails at its next renewal or open ("no such column") instead
+// of writing leases on its wall clock next to ours. Live version-1 leases keep what is left
+// of them (read on this process's wall clock, once).
+constexpr const char* upgrade_1_rename = R"sql(
+ALTER TABLE dlock_sessions RENAME TO dlock_sessions_v1;
+CREATE TABLE dlock_sessions(
+  id TEXT PRIMARY KEY, owner TEXT NOT NULL, host TEXT NOT NULL, pid INTEGER NOT NULL,
+  pid_start INTEGER NOT NULL, boot_id TEXT NOT NULL, expires_boot_ms INTEGER NOT NULL);
+)sql";
+// ?1 boot id, ?2 boot clock now, ?3 wall clock now. A version-1 lease runs at most its TTL;
+// the one-day cap only keeps a corrupt value finite.
+constexpr const char* upgrade_1_copy = R"sql(
+INSERT INTO dlock_sessions(id, owner, host, pid, pid_start, boot_id, expires_boot_ms)
+SELECT id, owner, host, pid, pid_start, ?1, ?2 + MIN(expires_ms - ?3, 86400000)
+FROM dlock_sessions_v1 WHERE expires_ms > ?3)sql";
+constexpr const char* upgrade_1_finish = R"sql(
+DROP TABLE dlock_sessions_v1;
+DELETE FROM dlock_entries WHERE session NOT IN (SELECT id FROM dlock_sessions);
+UPDATE dlock_meta SET value = '2' WHERE key = 'schema_version';
+)sql";
+
+}  // namespace
+
+result<void> prepare_schema(db& d, const std::string& boot, std::int64_t boot_now_ms,
+                            std::int64_t wall_now_ms) {
+  if (auto r = d.exec("CREATE TABLE IF NOT EXISTS dlock_meta(key TEXT PRIMARY KEY, "
+                      "value TEXT NOT NULL)");
+      !r) {
+    return r;
+  }
+  auto v = d.prepare("SELECT value FROM dlock_meta WHERE key = 'schema_version'");
+  if (!v) return fail(v.error());
+  auto row = v->step();
+  if (!row) return fail(row.error());
+  if (!*row) return d.exec(schema);  // a new file
+  auto text = v->text(0);
+  if (auto done = v->run(); !done) return done;
+  if (text == std::to_string(schema_version)) return {};
+  if (text != "1") {
+    return fail(errc::unsupported, "schema version '" + text + "' is not " +
+                                       std::to_string(schema_version) +
+                                       " (a newer dlock created this file?)");
+  }
+  if (auto r = d.exec(upgrade_1_rename); !r) return r;
+  auto copy = d.prepare(upgrade_1_copy);
+  if (!copy) return fail(copy.error());
+  if (auto r = copy->bind(1, boot).bind(2, boot_now_ms).bind(3, wall_now_ms).run(); !r) return r;
+  return d.exec(upgrade_1_finish);
+}
+
+}  // namespace dlock::detail::sqlite

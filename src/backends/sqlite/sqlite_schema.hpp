@@ -1,0 +1,28 @@
+#pragma once
+// dlock's tables in a SQLite file (version 2; older files are upgraded in place at open):
+//   dlock_meta(key PK, value)             -- 'schema_version'
+//   dlock_sessions(id PK, owner, host, pid, pid_start, boot_id, expires_boot_ms)
+//                                         -- one lease per session
+//   dlock_fences(name PK, fence)          -- per-lock fencing counter, never reset
+//   dlock_entries(seq AUTOINCREMENT, name, id UNIQUE, kind, token, session, created_ms,
+//                 UNIQUE(name, token))     -- the queue; one row per holder or waiter
+
+#include <cstdint>
+#include <string>
+
+#include "backends/sqlite/sqlite_db.hpp"
+#include "core/result.hpp"
+
+namespace dlock::detail::sqlite {
+
+inline constexpr int schema_version = 2;
+
+// Creates the tables in a new file, or upgrades an older one in place. Call it inside the
+// opening write transaction, so that concurrent openers upgrade once. A version-1 lease is
+// carried over onto this boot's clock: `boot` is this boot's id, `boot_now_ms` and
+// `wall_now_ms` the boot clock (CLOCK_BOOTTIME) and the wall clock now, in milliseconds.
+// Fails with errc::unsupported for a version this code does not know.
+result<void> prepare_schema(db& d, const std::string& boot, std::int64_t boot_now_ms,
+                            std::int64_t wall_now_ms);
+
+}  // namespace dlock::detail::sqlite

@@ -1,0 +1,89 @@
+#pragma once
+// Removals of a session's entries (releases, abandoned waits) that must not make the caller
+// wait on an unreachable server: a few remover threads retry each one until the entry is gone
+// or the session closes, since an entry left behind blocks its lock for as long as the
+// session lives.
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <stop_token>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "core/backend.hpp"
+
+namespace dlock::detail {
+
+// One entry's removal, shared by the remover threads and a caller that waits for it.
+class removal_ticket {
+ public:
+  // Waits until the removal is settled or `until`; true if settled.
+  bool wait_until(steady::time_point until);
+  // Settled: the entry is gone (or the session closed, which removes everything).
+  bool settled() const;
+  // The first attempt found the entry already absent (remove() said lock_lost, or the
+  // session's lease had ended): the entry was not ours any more when the caller let it go.
+  bool was_absent() const;
+  // The last attempt's failure, for the message of an unconfirmed release.
+  std::optional<failure> last_error() const;
+
+ private:
+  friend class removal_queue;
+  void settle(bool absent);
+  void note(failure f);
+
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  bool settled_{false};
+  bool absent_{false};
+  std::optional<failure> last_;
+};
+
+class removal_queue {
+ public:
+  explicit removal_queue(backend_session& backend) : backend_(backend) {}
+  removal_queue(const removal_queue&) = delete;
+  removal_queue& operator=(const removal_queue&) = delete;
+
+  // Queues the removal of entry `entry_id` of `lock` and returns at once. Every failure that
+  // does not prove the entry gone is retried, with capped exponential backoff from a few
+  // milliseconds. Throws if no remover thread can be started.
+  std::shared_ptr<removal_ticket> submit(std::string lock, std::string entry_id);
+
+  // The last removal attempt failed transiently, or a caller gave up waiting for one.
+  bool unreachable() const noexcept { return unreachable_hint_; }
+  void note_unreachable() noexcept { unreachable_hint_ = true; }
+
+  // Takes no more removals and settles the pending ones: the backend's close removes every
+  // entry of the session (best effort; the lease is the backstop). Then join() the threads,
+  // each of which may be inside a backend call that waits for request_timeout.
+  void close() noexcept;
+  void join() noexcept;
+
+ private:
+  struct job {
+    std::string lock;
+    std::string id;
+    std::shared_ptr<removal_ticket> ticket;
+    int attempt{0};
+    steady::time_point next{};
+  };
+  void remover_loop(std::stop_token stop);
+
+  backend_session& backend_;
+  std::mutex mu_;  // guards jobs_, gen_, idle_, closed_, removers_
+  std::condition_variable_any cv_;
+  std::vector<job> jobs_;
+  std::uint64_t gen_{0};  // bumped on every change of jobs_, so a waiting remover rescans
+  int idle_{0};
+  bool closed_{false};
+  std::atomic<bool> unreachable_hint_{false};
+  std::vector<std::jthread> removers_;  // last: stopped before what they use is destroyed
+};
+
+}  // namespace dlock::detail
