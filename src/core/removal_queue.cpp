@@ -43,9 +43,11 @@ void removal_ticket::note(failure f) {
 std::shared_ptr<removal_ticket> removal_queue::submit(std::string lock, std::string entry_id) {
   auto ticket = std::make_shared<removal_ticket>();
   int attempt = 0;
-  if (backend_.caps().scope == reach::process) {
-    // An in-process store cannot be cut off, so its removal cannot hang: done here, without
-    // the hand-off to a remover thread (which would cost more than the removal itself).
+  if (backend_.caps().scope != reach::network) {
+    // An in-process or same-host store cannot be cut off by a network, so its removal cannot
+    // hang (SQLite waits at most its busy timeout, request_timeout, behind a stopped writer):
+    // done here, without the hand-off to a remover thread, which cost more than the removal
+    // itself (SQLite's uncontended cycle went from 95 to 190 us at the median with it).
     auto r = backend_.remove(lock, entry_id);
     const auto code = r ? std::error_code{} : r.error().code;
     if (r || code == make_error_code(errc::session_closed)) {
