@@ -1,6 +1,8 @@
 #pragma once
 // Running the dlock binary in a private state directory (never the user's real one).
 
+#include <sys/types.h>
+
 #include <chrono>
 #include <map>
 #include <string>
@@ -41,5 +43,7 @@ class cli_sandbox {
 // A file's contents (empty if missing).
 std::string read_file(const std::string& path);
 bool file_exists(const std::string& path);
+// True while process `pid` runs (a zombie, killed and not yet reaped, does not count).
+bool running(pid_t pid);
 
 }  // namespace dlock::test

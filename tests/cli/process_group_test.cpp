@@ -15,15 +15,6 @@ namespace {
 
 using namespace std::chrono_literals;
 
-// Running (a zombie, killed and not yet reaped, does not count).
-bool alive(pid_t pid) {
-  std::ifstream f("/proc/" + std::to_string(pid) + "/stat");
-  std::string line;
-  if (!std::getline(f, line)) return false;
-  auto close = line.rfind(')');
-  return close != std::string::npos && close + 2 < line.size() && line[close + 2] != 'Z';
-}
-
 // "pids A B" -> {A, B}.
 std::vector<pid_t> parse_pids(const std::optional<std::string>& line) {
   std::vector<pid_t> out;
@@ -38,7 +29,7 @@ struct reaper {
   std::vector<pid_t> pids;
   ~reaper() {
     for (pid_t p : pids) {
-      if (alive(p)) ::kill(p, SIGKILL);
+      if (running(p)) ::kill(p, SIGKILL);
     }
   }
 };
@@ -66,7 +57,7 @@ TEST_P(CliRunDeath, TakesTheWholeCommandGroupWithIt) {
   auto pids = parse_pids(holder.wait_for_line("pids ", 30s));
   ASSERT_EQ(pids.size(), 2u);
   reaper cleanup{pids};
-  ASSERT_TRUE(alive(pids[0]) && alive(pids[1]));
+  ASSERT_TRUE(running(pids[0]) && running(pids[1]));
 
   holder.signal(sig);
   // Started at once: on SQLite a SIGKILLed holder's lock is free the moment it is gone.
@@ -82,10 +73,10 @@ TEST_P(CliRunDeath, TakesTheWholeCommandGroupWithIt) {
   auto status = holder.wait(10s);
   ASSERT_TRUE(status.has_value());
   EXPECT_EQ(*status, 128 + sig);
-  for (int i = 0; i < 100 && (alive(pids[0]) || alive(pids[1])); ++i)
+  for (int i = 0; i < 100 && (running(pids[0]) || running(pids[1])); ++i)
     std::this_thread::sleep_for(50ms);
-  EXPECT_FALSE(alive(pids[0])) << "sh survived";
-  EXPECT_FALSE(alive(pids[1])) << "the grandchild survived";
+  EXPECT_FALSE(running(pids[0])) << "sh survived";
+  EXPECT_FALSE(running(pids[1])) << "the grandchild survived";
   EXPECT_EQ(box.run({"run", "-n", "k", "--", "true"}).status, 0);
 }
 
@@ -121,8 +112,8 @@ TEST(CliRunLost, TheWholeGroupGetsSigterm) {
   }
   EXPECT_TRUE(sh_term);
   EXPECT_TRUE(gc_term) << "the grandchild was not signalled";
-  for (int i = 0; i < 100 && alive(pids[1]); ++i) std::this_thread::sleep_for(50ms);
-  EXPECT_FALSE(alive(pids[1])) << "the grandchild runs on without the lock";
+  for (int i = 0; i < 100 && running(pids[1]); ++i) std::this_thread::sleep_for(50ms);
+  EXPECT_FALSE(running(pids[1])) << "the grandchild runs on without the lock";
 }
 
 }  // namespace

@@ -18,14 +18,6 @@ namespace {
 
 using namespace std::chrono_literals;
 
-bool running(pid_t pid) {
-  std::ifstream f("/proc/" + std::to_string(pid) + "/stat");
-  std::string line;
-  if (!std::getline(f, line)) return false;
-  auto close = line.rfind(')');
-  return close != std::string::npos && close + 2 < line.size() && line[close + 2] != 'Z';
-}
-
 // dlock as the session leader of a fresh pseudo-terminal (as a login shell's foreground job).
 class on_terminal {
  public:

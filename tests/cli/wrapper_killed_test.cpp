@@ -52,14 +52,6 @@ std::vector<std::string> lines_of(const std::string& path) {
   return out;
 }
 
-bool running(pid_t pid) {
-  std::ifstream f("/proc/" + std::to_string(pid) + "/stat");
-  std::string line;
-  if (!std::getline(f, line)) return false;
-  auto close = line.rfind(')');
-  return close != std::string::npos && close + 2 < line.size() && line[close + 2] != 'Z';
-}
-
 class CliWrapperKilled : public ::testing::TestWithParam<backend_case> {};
 
 TEST_P(CliWrapperKilled, NoCommandRunsWithoutTheLock) {
