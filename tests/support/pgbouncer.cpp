@@ -14,7 +14,8 @@ namespace {
 const std::string exe = "/usr/sbin/pgbouncer";
 }
 
-pgbouncer::pgbouncer(const postgres_server& server, const std::string& pool_mode) {
+pgbouncer::pgbouncer(const postgres_server& server, const std::string& pool_mode,
+                     const std::string& settings) {
   using namespace std::chrono_literals;
   if (!std::filesystem::exists(exe)) {
     throw std::runtime_error("PgBouncer is not installed: missing " + exe +
@@ -40,7 +41,7 @@ pgbouncer::pgbouncer(const postgres_server& server, const std::string& pool_mode
         << "ignore_startup_parameters = extra_float_digits,options\n"
         << "max_client_conn = 500\n"
         << "default_pool_size = 40\n"
-        << "logfile = " << d << "/pgbouncer.log\n"
+        << settings << "logfile = " << d << "/pgbouncer.log\n"
         << "pidfile = " << d << "/pgbouncer.pid\n";
   }
   std::filesystem::permissions(d + "/userlist.txt", std::filesystem::perms::all);

@@ -18,9 +18,11 @@ namespace dlock::test {
 
 class pgbouncer {
  public:
-  // `pool_mode`: "transaction" or "session". Throws std::runtime_error (with PgBouncer's
-  // log) if it does not start, also when it is not installed.
-  pgbouncer(const postgres_server& server, const std::string& pool_mode);
+  // `pool_mode`: "transaction" or "session"; `settings`: more lines for the [pgbouncer]
+  // section, each "key = value\n", overriding the defaults above. Throws std::runtime_error
+  // (with PgBouncer's log) if it does not start, also when it is not installed.
+  pgbouncer(const postgres_server& server, const std::string& pool_mode,
+            const std::string& settings = "");
   pgbouncer(const pgbouncer&) = delete;
   ~pgbouncer();
 

@@ -293,7 +293,8 @@ result<route> probe_route(conn& c, const target& t, std::chrono::milliseconds ti
       port = ntohs(a->sin6_port);
     }
     if (port >= 0 && first->text(0, 1) == host && first->text(0, 2) == std::to_string(port)) {
-      return out;  // the server's peer is this very socket
+      out.direct = true;  // the server's peer is this very socket
+      return out;
     }
   }
   auto pt = t;

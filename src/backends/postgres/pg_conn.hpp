@@ -118,6 +118,7 @@ class conn {
 // How a connection reaches the server: directly, or through a pooler that hands its
 // statements to server processes it chooses.
 struct route {
+  bool direct{false};  // the server's peer is this very socket: its process is this session's
   bool pooled{false};
   std::string seen;                  // what showed that it is pooled
   std::string idle_session_timeout;  // the server's setting for this session, in ms

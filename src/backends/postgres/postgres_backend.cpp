@@ -41,10 +41,14 @@ class postgres_session final : public backend_session {
     auto c = connection(false);
     if (!c) return fail(c.error());
     if (auto r = pg::ensure_schema(**c, schema_); !r) return r;
-    // Behind a transaction pooler the session's statements run in whichever server process
-    // the pooler picks: the process is no sign of the session's life (it outlives a dead
-    // client, and the pooler may end it under a live one), so only the lease counts, and
-    // statements go unnamed. Session pooling keeps one server process per client: as direct.
+    // The session is bound to its server process only where that process is provably this
+    // connection's own (the server's peer is our socket): then its end is the session's end.
+    // Through anything between (a pooler, a proxy, NAT) only the lease counts. Behind a
+    // transaction pooler the statements run in whichever server process the pooler picks, and
+    // that choice is not reliably visible at open: a pool that happened to hand us the same
+    // process twice once bound a pooled session to one process, and its next statement, run
+    // elsewhere, found the session "expired". Detected transaction pooling also sends
+    // statements unnamed and polls instead of LISTEN.
     auto route = pg::probe_route(**c, target_, info_.request_timeout);
     if (!route) return fail(route.error());
     pooled_ = route->pooled;
@@ -52,7 +56,7 @@ class postgres_session final : public backend_session {
       (*c)->set_unnamed(true);
       listener_.set_pooled();
     }
-    auto r = (*c)->run(pooled_ ? stmts_.open_pooled_session : stmts_.open_session,
+    auto r = (*c)->run(route->direct ? stmts_.open_session : stmts_.open_pooled_session,
                        {info_.id, info_.owner, std::to_string(info_.ttl.count())});
     if (!r) return fail(r.error());
     opened_ = true;
@@ -247,7 +251,7 @@ class postgres_session final : public backend_session {
   std::optional<pg::conn> conn_;   // the session's connection
   std::optional<pg::conn> spare_;  // for list/remove/close once conn_ is lost
   bool opened_{false};
-  bool pooled_{false};  // behind a transaction pooler: the lease only (start())
+  bool pooled_{false};  // behind a transaction pooler: unnamed statements, no LISTEN
   bool closed_{false};
   bool lost_{false};
   loss_notice loss_;
