@@ -63,9 +63,13 @@ class postgres_fault final : public fault_backend {
         " AND pid IS NOT NULL",
         {ws.id});
   }
-  // A PgBouncer in transaction pooling mode in front of the server.
+  // A PgBouncer in transaction pooling mode in front of the server, the kind that hides
+  // itself best from a client's probe: few server processes, handed out in turn.
   std::vector<std::uint16_t> pooler_ports() override {
-    if (!pooler_) pooler_ = std::make_unique<test::pgbouncer>(server_, "transaction");
+    if (!pooler_) {
+      pooler_ = std::make_unique<test::pgbouncer>(
+          server_, "transaction", "default_pool_size = 4\nserver_round_robin = 1\n");
+    }
     return {pooler_->port()};
   }
   void stop_server(bool) override { server_.stop(); }
