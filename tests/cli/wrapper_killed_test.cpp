@@ -1,8 +1,8 @@
 // The fault "dlock-run wrapper killed" (issue 12; see tests/fault/README.md): a critical
 // section runs as `dlock run`'s CMD, with a grandchild doing the work, and the dlock wrapper is
 // SIGKILLed. The checker reads the shared log: once the next holder is granted, no line of an
-// earlier holder's critical section may follow, and no process of it may be running. On
-// SQLite, Redis and PostgreSQL, each on its own fresh server.
+// earlier holder's critical section may follow, and no process of it may be running. On every
+// backend whose contenders are processes (all but memory://), each on its own fresh server.
 #include <gtest/gtest.h>
 #include <signal.h>
 
@@ -13,8 +13,10 @@
 #include <thread>
 
 #include "cli_harness.hpp"
+#include "support/mariadb_server.hpp"
 #include "support/postgres_server.hpp"
 #include "support/redis_server.hpp"
+#include "support/zk_server.hpp"
 
 namespace dlock::test {
 namespace {
@@ -27,20 +29,49 @@ struct backend_case {
   std::function<std::string(const cli_sandbox&, std::shared_ptr<void>& keep)> start;
 };
 
+template <class Server>
+std::shared_ptr<Server> started(std::shared_ptr<void>& keep) {
+  auto s = std::make_shared<Server>();
+  keep = s;
+  return s;
+}
+
+// Every backend whose contenders can be processes: the fault is the wrapper's, so each gets it.
 std::vector<backend_case> cases() {
   return {
       {"sqlite", [](const cli_sandbox& box, std::shared_ptr<void>&) { return box.url(); }},
       {"redis",
        [](const cli_sandbox&, std::shared_ptr<void>& keep) {
-         auto s = std::make_shared<redis_server>();
-         keep = s;
-         return "redis://" + s->address();
+         return "redis://" + started<redis_server>(keep)->address();
+       }},
+      {"redlock",
+       [](const cli_sandbox&, std::shared_ptr<void>& keep) {
+         auto three = std::make_shared<std::vector<std::unique_ptr<redis_server>>>();
+         keep = three;
+         std::string url = "redlock://";
+         for (int i = 0; i < 3; ++i) {
+           three->push_back(std::make_unique<redis_server>());
+           url += (i ? "," : "") + three->back()->address();
+         }
+         return url;
+       }},
+      {"zookeeper",
+       [](const cli_sandbox&, std::shared_ptr<void>& keep) {
+         return "zk://" + started<zk_server>(keep)->hosts() + "/dlock-cli";
        }},
       {"postgres",
        [](const cli_sandbox&, std::shared_ptr<void>& keep) {
-         auto s = std::make_shared<postgres_server>();
-         keep = s;
-         return s->url();
+         return started<postgres_server>(keep)->url();
+       }},
+      {"postgres_advisory",
+       [](const cli_sandbox&, std::shared_ptr<void>& keep) {
+         return started<postgres_server>(keep)->url("mode=advisory");
+       }},
+      {"mysql", [](const cli_sandbox&,
+                   std::shared_ptr<void>& keep) { return started<mariadb_server>(keep)->url(); }},
+      {"mysql_advisory",
+       [](const cli_sandbox&, std::shared_ptr<void>& keep) {
+         return started<mariadb_server>(keep)->url("mode=advisory");
        }},
   };
 }
