@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <dlock/errors.hpp>
 #include <functional>
 #include <memory>
@@ -68,6 +69,26 @@ enum class session_state { live, suspended, expired, closed };
 /// Returns "live", "suspended", "expired" or "closed".
 const char* to_string(session_state s) noexcept;
 
+/// How far apart the processes sharing a lock may be: threads of one process (`memory://`),
+/// processes of one host (SQLite), or hosts on a network.
+enum class reach : std::uint8_t { process, host, network };
+
+/// What a backend provides, as data: the same for every session opened on one URL form.
+/// Code that needs a property asks for it here instead of assuming it from the scheme.
+struct backend_capabilities {
+  reach scope{reach::network};  ///< how far apart the processes sharing a lock may be
+  bool push_wakeups{false};     ///< waiters are woken by the server, not by polling alone
+  bool durable_tokens{false};   ///< fencing tokens survive a server restart
+  /// Waiters are granted in arrival order (a reader never overtakes a queued writer).
+  bool fifo{true};
+  /// Shared (reader) holds exist; else a shared acquire fails with errc::unsupported.
+  bool shared_locks{true};
+  /// list_locks() can name the held locks; else it fails with errc::unsupported.
+  bool lists_names{true};
+  /// A holder whose process died on this host is freed at once, not after its lease.
+  bool frees_dead_process_at_once{false};
+};
+
 /// A shared handle to one session. Copies refer to the same session; the session is closed
 /// when close() is called or the last copy (and the last lock built on it) is destroyed.
 ///
@@ -100,6 +121,8 @@ class session {
   std::string url() const;
   /// A random identifier of this session, unique across clients (hex).
   std::string id() const;
+  /// What this session's backend provides (FIFO, shared locks, ...). Empty session: defaults.
+  backend_capabilities capabilities() const noexcept;
 
   /// Registers a callback run (on dlock's renewal thread, never under a dlock lock) on every
   /// state change. Keep it short; it must not call close(). Returns a key for

@@ -69,6 +69,10 @@ std::chrono::milliseconds session::ttl() const noexcept {
 }
 std::string session::url() const { return core_ ? core_->redacted_url() : std::string{}; }
 std::string session::id() const { return core_ ? core_->info().id : std::string{}; }
+
+backend_capabilities session::capabilities() const noexcept {
+  return core_ ? core_->backend().caps() : backend_capabilities{};
+}
 std::size_t session::on_state_change(std::function<void(session_state)> callback) {
   return core_ ? core_->add_state_callback(std::move(callback)) : 0;
 }

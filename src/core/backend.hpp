@@ -62,14 +62,9 @@ struct queue_view {
   steady::time_point sent_at{};
 };
 
-// How far apart the processes sharing a lock may be.
-enum class reach : std::uint8_t { process, host, network };
-
-struct capabilities {
-  reach scope{reach::network};
-  bool push_wakeups{false};    // wait() is woken by the server, not by polling
-  bool durable_tokens{false};  // tokens survive a server restart
-};
+// What a backend provides, as data the engine, the CLI and the conformance suite read
+// (public: dlock::backend_capabilities, session::capabilities()).
+using capabilities = dlock::backend_capabilities;
 
 // What the engine tells a backend about the session opening it.
 struct session_info {

@@ -27,6 +27,12 @@ std::vector<queue_entry> inspect(const session& s, std::string_view name) {
 std::vector<std::string> list_locks(const session& s, std::string_view prefix) {
   if (!s)
     throw system_error(make_error_code(errc::invalid_argument), "dlock: list on an empty session");
+  if (!s.capabilities().lists_names) {
+    throw system_error(make_error_code(errc::unsupported),
+                       "dlock: list locks: " + s.url() +
+                           " cannot list lock names (its capabilities); ask about one name: "
+                           "inspect(), dlock status NAME");
+  }
   auto r = s.core()->backend().lock_names(prefix);
   if (!r) detail::raise(r.error(), "dlock: list locks");
   return std::move(*r);

@@ -73,6 +73,11 @@ result<void> lock_handle::acquire_impl(entry_kind kind, steady::time_point deadl
     return fail(errc::already_held, "lock '" + name_ + "' is already held by this handle");
   }
   if (session_->ended_token().stop_requested()) return fail(session_->ended_failure());
+  if (kind == entry_kind::shared && !session_->backend().caps().shared_locks) {
+    return fail(errc::unsupported, session_->redacted_url() +
+                                       ": this backend has no shared locks (its capabilities); "
+                                       "see its page in docs/ for a mode that has them");
+  }
   const bool one_try = deadline <= steady::now();
   joined_stop joined(stop, session_->ended_token());
   const auto id = session_->next_entry_id();

@@ -8,7 +8,6 @@ namespace {
 class memory_fixture : public backend_fixture {
  public:
   std::string url() override { return "memory://" + store_ + "?ttl=2s"; }
-  bool multi_process() const override { return false; }
   std::size_t raw_entries(const std::string& lock) override {
     return dlock::detail::memory_raw_entries(store_, lock);
   }

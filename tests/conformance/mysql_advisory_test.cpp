@@ -43,16 +43,6 @@ class mysql_advisory_fixture : public backend_fixture {
       server().query("KILL " + id);
     }
   }
-  // No server-side queue and no NOTIFY: waiters poll, and whichever retries first after a
-  // release wins, so arrival order is not kept (documented in my_advisory.hpp and the
-  // README). Exclusion, fencing, loss signals and crash recovery are tested as for every
-  // backend.
-  bool fifo() const override { return false; }
-  // The server keeps only a hash of each name: list_locks refuses (errc::unsupported).
-  bool lists_names() const override { return false; }
-  // GET_LOCK is exclusive only: shared_mutex is refused with errc::unsupported (checked by
-  // the first shared test) rather than emulated.
-  bool shared_locks() const override { return false; }
 };
 
 INSTANTIATE_TEST_SUITE_P(mysql_advisory, conformance,

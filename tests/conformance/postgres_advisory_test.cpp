@@ -33,13 +33,6 @@ class postgres_advisory_fixture : public backend_fixture {
         " WHERE application_name = 'dlock:' || $1",
         {s.id()});
   }
-  // No server-side queue: when a release NOTIFYs the waiters, whichever retries first wins,
-  // so arrival order is not kept -- neither among writers nor between readers and writers
-  // (documented in pg_advisory.hpp and the README). Exclusion, fencing, loss signals and
-  // crash recovery are tested as for every backend.
-  bool fifo() const override { return false; }
-  // The server keeps only a hash of each name: list_locks refuses (errc::unsupported).
-  bool lists_names() const override { return false; }
 };
 
 INSTANTIATE_TEST_SUITE_P(postgres_advisory, conformance,

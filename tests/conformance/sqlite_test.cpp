@@ -11,7 +11,6 @@ namespace {
 class sqlite_fixture : public backend_fixture {
  public:
   std::string url() override { return "sqlite://" + path_ + "?ttl=2s"; }
-  bool frees_dead_process_at_once() const override { return true; }
   std::size_t raw_entries(const std::string& lock) override {
     return static_cast<std::size_t>(
         query("SELECT count(*) FROM dlock_entries WHERE name = ?1", lock));

@@ -10,6 +10,7 @@
 
 #include <chrono>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -30,6 +31,12 @@ class conformance : public ::testing::TestWithParam<fixture_param> {
   void TearDown() override { fx_.reset(); }
 
   backend_fixture& fx() { return *fx_; }
+  // What the backend says it provides (FIFO, shared locks, ...): the suite checks a property
+  // where the backend claims it, and that it refuses what it disclaims.
+  const dlock::backend_capabilities& caps() {
+    if (!caps_) caps_ = open().capabilities();
+    return *caps_;
+  }
   // A lock name unique to this test.
   std::string lock_name(const std::string& base = "lock") const { return prefix_ + base; }
   dlock::session open() { return dlock::session::open(fx_->url()); }
@@ -53,6 +60,7 @@ class conformance : public ::testing::TestWithParam<fixture_param> {
  private:
   std::unique_ptr<backend_fixture> fx_;
   std::string prefix_;
+  std::optional<dlock::backend_capabilities> caps_;
 };
 
 inline std::string param_name(const ::testing::TestParamInfo<fixture_param>& info) {
@@ -60,9 +68,9 @@ inline std::string param_name(const ::testing::TestParamInfo<fixture_param>& inf
 }
 
 // Requires real processes sharing locks through the backend.
-#define DLOCK_REQUIRE_MULTI_PROCESS()                                        \
-  do {                                                                       \
-    if (!fx().multi_process()) GTEST_SKIP() << "backend is in-process only"; \
+#define DLOCK_REQUIRE_MULTI_PROCESS()                                                        \
+  do {                                                                                       \
+    if (caps().scope == dlock::reach::process) GTEST_SKIP() << "backend is in-process only"; \
   } while (0)
 
 }  // namespace dlock::test

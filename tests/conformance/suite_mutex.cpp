@@ -76,7 +76,7 @@ TEST_P(conformance, lock_guard_unique_lock_and_scoped_lock_work) {
 }
 
 TEST_P(conformance, waiters_are_served_one_at_a_time_in_arrival_order) {
-  if (!fx().fifo()) GTEST_SKIP() << "this mode keeps no queue of waiters (see its fixture)";
+  if (!caps().fifo) GTEST_SKIP() << "this mode keeps no queue of waiters (see its capabilities)";
   constexpr int waiters = 5;
   auto hs = open();
   dlock::mutex holder(hs, lock_name());
@@ -241,7 +241,7 @@ TEST_P(conformance, names_are_stored_verbatim) {
     EXPECT_EQ(q[0].token, m.token().value);
     m.unlock();
   }
-  if (!fx().lists_names()) return;  // list_locks_shows_held_locks_by_prefix checks the refusal
+  if (!caps().lists_names) return;  // list_locks_shows_held_locks_by_prefix checks the refusal
   auto names = dlock::list_locks(s, lock_name(""));
   EXPECT_TRUE(names.empty()) << "released locks are still listed";
 }
@@ -254,7 +254,7 @@ TEST_P(conformance, list_locks_shows_held_locks_by_prefix) {
   a.lock();
   b.lock();
   c.lock();
-  if (!fx().lists_names()) {
+  if (!caps().lists_names) {
     // Never a list that looks complete and is not (only this session's names).
     try {
       dlock::list_locks(s, lock_name("x/"));

@@ -26,7 +26,7 @@ TEST_P(conformance, a_killed_holder_is_replaced_within_its_ttl_with_a_larger_tok
   ASSERT_TRUE(w.wait(5s).has_value());
   auto s = open();
   dlock::mutex m(s, lock_name());
-  if (fx().frees_dead_process_at_once()) {
+  if (caps().frees_dead_process_at_once) {
     EXPECT_TRUE(m.try_lock()) << "the dead holder's entry was not freed at once";
   }
   if (!m.is_held()) {

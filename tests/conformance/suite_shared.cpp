@@ -8,14 +8,14 @@
 namespace dlock::test {
 
 TEST_P(conformance, readers_share_and_a_writer_excludes_them) {
-  if (!fx().shared_locks()) {
+  if (!caps().shared_locks) {
     auto s = open();
     dlock::shared_mutex r(s, lock_name());
     std::error_code ec;
     r.lock_shared(ec);
     EXPECT_EQ(ec, dlock::errc::unsupported) << "a mode without shared locks must refuse them";
     EXPECT_FALSE(r.holds_shared());
-    GTEST_SKIP() << "this mode has no shared locks (see its fixture); the refusal was checked";
+    GTEST_SKIP() << "this mode has no shared locks (see its capabilities); the refusal was checked";
   }
   auto a = open();
   auto b = open();
@@ -38,8 +38,8 @@ TEST_P(conformance, readers_share_and_a_writer_excludes_them) {
 }
 
 TEST_P(conformance, a_reader_queued_behind_a_writer_waits) {
-  if (!fx().shared_locks()) GTEST_SKIP() << "this mode has no shared locks (see its fixture)";
-  if (!fx().fifo()) GTEST_SKIP() << "this mode keeps no queue of waiters (see its fixture)";
+  if (!caps().shared_locks) GTEST_SKIP() << "this mode has no shared locks (see its capabilities)";
+  if (!caps().fifo) GTEST_SKIP() << "this mode keeps no queue of waiters (see its capabilities)";
   auto a = open();
   auto b = open();
   auto c = open();
@@ -59,8 +59,8 @@ TEST_P(conformance, a_reader_queued_behind_a_writer_waits) {
 }
 
 TEST_P(conformance, a_reader_is_never_blocked_by_a_writer_that_arrived_after_it) {
-  if (!fx().shared_locks()) GTEST_SKIP() << "this mode has no shared locks (see its fixture)";
-  if (!fx().fifo()) GTEST_SKIP() << "this mode keeps no queue of waiters (see its fixture)";
+  if (!caps().shared_locks) GTEST_SKIP() << "this mode has no shared locks (see its capabilities)";
+  if (!caps().fifo) GTEST_SKIP() << "this mode keeps no queue of waiters (see its capabilities)";
   auto a = open();
   auto b = open();
   auto c = open();
@@ -86,7 +86,7 @@ TEST_P(conformance, a_reader_is_never_blocked_by_a_writer_that_arrived_after_it)
 }
 
 TEST_P(conformance, upgrading_a_read_lock_is_refused_rather_than_deadlocking) {
-  if (!fx().shared_locks()) GTEST_SKIP() << "this mode has no shared locks (see its fixture)";
+  if (!caps().shared_locks) GTEST_SKIP() << "this mode has no shared locks (see its capabilities)";
   auto s = open();
   dlock::shared_mutex m(s, lock_name());
   m.lock_shared();

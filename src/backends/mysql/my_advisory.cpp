@@ -81,15 +81,13 @@ class advisory_session final : public advisory_session_base<conn, std::string, p
     return {};
   }
 
-  capabilities caps() const noexcept override { return {reach::network, false, true}; }
-
-  result<queue_view> enqueue(std::string_view lock, entry_kind kind, std::string_view id) override {
-    if (kind == entry_kind::shared) {
-      return fail(errc::unsupported,
-                  target_.where + ": mode=advisory has no shared locks (GET_LOCK is exclusive " +
-                      "only); use mode=lease for a shared_mutex");
-    }
-    return advisory_session_base::enqueue(lock, kind, id);
+  // GET_LOCK keeps no queue, is exclusive only, and knows a lock's name only by its hash.
+  capabilities caps() const noexcept override {
+    return {.scope = reach::network,
+            .durable_tokens = true,
+            .fifo = false,
+            .shared_locks = false,
+            .lists_names = false};
   }
 
  private:

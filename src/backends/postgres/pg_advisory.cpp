@@ -36,7 +36,14 @@ class advisory_session final : public advisory_session_base<conn, statement, std
     return {};
   }
 
-  capabilities caps() const noexcept override { return {reach::network, true, true}; }
+  // pg_advisory_lock keeps no queue, and the server knows a lock's name only by its hash.
+  capabilities caps() const noexcept override {
+    return {.scope = reach::network,
+            .push_wakeups = true,
+            .durable_tokens = true,
+            .fifo = false,
+            .lists_names = false};
+  }
 
   // Advisory locks belong to the server process that took them, and the lease is this
   // session's idle_session_timeout: behind a pooler, a lock taken in one statement is

@@ -72,7 +72,10 @@ class sqlite_session final : public backend_session {
     });
   }
 
-  capabilities caps() const noexcept override { return {reach::host, false, true}; }
+  // A holder's process is checked by pid (and start time) on this host.
+  capabilities caps() const noexcept override {
+    return {.scope = reach::host, .durable_tokens = true, .frees_dead_process_at_once = true};
+  }
 
   result<queue_view> enqueue(std::string_view lock, entry_kind kind, std::string_view id) override {
     std::lock_guard lk(mu_);
