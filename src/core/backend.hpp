@@ -132,6 +132,11 @@ class backend_session {
   // installs it once, before any other call.
   virtual void set_event_handler(std::function<void(session_event)> handler) { (void)handler; }
 
+  // The session has expired: enqueue() and list() calls in flight may give up at once (their
+  // answer no longer matters) instead of waiting out request_timeout, so a caller learns of
+  // the end promptly. Removals and close() must keep working. Called once; must not block.
+  virtual void on_expired() noexcept {}
+
   // Removes every entry of this session (best effort) and disconnects. Called once.
   virtual void close() noexcept = 0;
 

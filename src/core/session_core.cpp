@@ -286,6 +286,7 @@ void session_core::expire() {
     if (cur == session_state::expired || cur == session_state::closed) return;
   } while (!state_.compare_exchange_weak(cur, session_state::expired));
   ended_.request_stop();
+  if (backend_) backend_->on_expired();
   notify_holds(hold_state::lost);
   set_state(session_state::expired);
   wake_.notify_all();

@@ -66,9 +66,16 @@ bool run::inject(int k) {
       refill();
       break;
     case fault::proxy_delay:
+      // A worker whose session expired under the delay now learns it at once (its request in
+      // flight is broken off) and exits; a replacement's open (about ten round trips for the
+      // SQL advisory modes) cannot finish within its bound at TTL/4 per chunk, so replacements
+      // wait for the delay to end, as for a blackhole.
+      server_down_ = true;
       each([&](auto& px) { px.delay(b_.ttl() / 4); });
       pump(b_.ttl());
       each([](auto& px) { px.pass(); });
+      server_down_ = false;
+      refill();
       break;
     case fault::proxy_reset:
       // A holder whose connection is its session (the SQL backends) exits at once; its

@@ -11,6 +11,7 @@
 
 #include "sql/sql_admin.hpp"
 #include "support/net.hpp"
+#include "support/partition_cases.hpp"
 #include "support/process.hpp"
 
 namespace dlock::test {
@@ -283,6 +284,29 @@ TEST_F(sql_faults, server_down_is_backend_unavailable) {
     EXPECT_EQ(e.code(), dlock::errc::backend_unavailable) << e.what();
     EXPECT_EQ(std::string(e.what()).find("secret"), std::string::npos) << e.what();
   }
+}
+
+// A contender polling with try_lock() whose link is blackholed: the session ends at its lease,
+// with an enqueue in flight on the dead link; try_lock() must return session_expired within a
+// second of that, not after request_timeout (support/partition_cases.hpp).
+partition::env through_proxy(const std::string& mode) {
+  return {admin().port(),
+          [mode](std::uint16_t port, std::chrono::milliseconds ttl) {
+            auto url =
+                admin().url("dlock", "secret", mode + "ttl=" + std::to_string(ttl.count()) + "ms");
+            auto from = ":" + std::to_string(admin().port()) + "/";
+            return url.replace(url.find(from), from.size(), ":" + std::to_string(port) + "/");
+          },
+          nullptr};
+}
+
+TEST_F(sql_faults, a_cut_off_poller_is_told_session_expired_promptly) {
+  partition::poller_cut_off_is_told_promptly(through_proxy(""), name("poller"), 2s);
+}
+
+TEST_F(sql_faults, a_cut_off_advisory_poller_is_told_session_expired_promptly) {
+  partition::poller_cut_off_is_told_promptly(through_proxy("mode=advisory&"), name("poller-adv"),
+                                             2s);
 }
 
 }  // namespace

@@ -12,6 +12,7 @@ class mysql_admin final : public sql_admin {
     return "mysql://" + user + ":" + password + "@127.0.0.1:" + std::to_string(db_.port()) +
            "/dlock" + (query.empty() ? "" : "?" + query);
   }
+  std::uint16_t port() override { return db_.port(); }
   std::string url_missing_db() override {
     return "mariadb://dlock:secret@127.0.0.1:" + std::to_string(db_.port()) + "/no_such_db";
   }

@@ -12,6 +12,7 @@ class postgres_admin final : public sql_admin {
     return "postgres://" + user + ":" + password + "@127.0.0.1:" + std::to_string(pg_.port()) +
            "/dlock" + (query.empty() ? "" : "?" + query);
   }
+  std::uint16_t port() override { return pg_.port(); }
   std::string url_missing_db() override {
     return "postgresql://dlock:secret@127.0.0.1:" + std::to_string(pg_.port()) + "/no_such_db";
   }

@@ -4,6 +4,7 @@
 // test executable links one implementation; its server starts once per executable.
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -15,6 +16,8 @@ class sql_admin {
   // A dlock URL for `user`:`password` on the test database, with `query` appended.
   virtual std::string url(const std::string& user, const std::string& password,
                           const std::string& query = "") = 0;
+  // The server's port on 127.0.0.1 (url() connects there).
+  virtual std::uint16_t port() = 0;
   // The same server, a database that does not exist.
   virtual std::string url_missing_db() = 0;
   // A login that may use dlock's tables (created before by the "dlock" user).

@@ -78,6 +78,47 @@ inline void waiter_cut_off_is_told_promptly(const env& e, const std::string& loc
   px.pass();
 }
 
+// The same with a request in flight when the session ends: a contender that polls with
+// try_lock() is inside an enqueue on the dead link when its lease runs out. The request must
+// not keep the caller past the session's end (request_timeout is long here, 10 s).
+inline void poller_cut_off_is_told_promptly(const env& e, const std::string& lock,
+                                            std::chrono::milliseconds ttl) {
+  tcp_proxy px(e.server_port);
+  auto hs = dlock::session::open(e.url(e.server_port, 20s));
+  dlock::mutex holder(hs, lock);
+  holder.lock();
+  dlock::session_options o;
+  o.request_timeout = 10s;
+  auto ws = dlock::session::open(e.url(px.port(), ttl), o);
+  std::atomic<clk::rep> expired_at{0};
+  ws.on_state_change([&](dlock::session_state s) {
+    if (s == dlock::session_state::expired) expired_at = clk::now().time_since_epoch().count();
+  });
+  dlock::mutex poller(ws, lock);
+  std::promise<std::error_code> done;
+  auto result = done.get_future();
+  std::atomic<clk::rep> returned_at{0};
+  std::jthread t([&] {
+    std::error_code ec;
+    for (;;) {
+      if (poller.try_lock(ec) || ec != dlock::errc::would_block) break;
+      std::this_thread::sleep_for(2ms);
+    }
+    returned_at = clk::now().time_since_epoch().count();
+    done.set_value(ec);
+  });
+  std::this_thread::sleep_for(200ms);  // polling
+  px.blackhole();
+  ASSERT_EQ(result.wait_for(40s), std::future_status::ready) << "the cut-off poller never returned";
+  auto ec = result.get();
+  EXPECT_EQ(ec, dlock::errc::session_expired) << ec.message();
+  ASSERT_NE(expired_at.load(), 0) << "the session was never marked expired";
+  auto late = clk::duration{returned_at.load() - expired_at.load()};
+  EXPECT_LT(ms(late), 1000) << "try_lock() returned " << ms(late)
+                            << " ms after the session was marked expired";
+  px.pass();
+}
+
 // Issue 12 items 6 and 15: the holder's traffic is blackholed during unlock(). unlock()
 // returns within release_timeout with backend_unavailable and says so; once the network heals
 // the background removal takes the entry away within about a second (not at the next

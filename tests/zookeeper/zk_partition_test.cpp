@@ -24,6 +24,11 @@ TEST(zk_partition, a_cut_off_waiter_is_told_session_expired_promptly) {
                                              std::chrono::seconds{2});
 }
 
+TEST(zk_partition, a_cut_off_poller_is_told_session_expired_promptly) {
+  partition::poller_cut_off_is_told_promptly(zk_env("/pp-" + random_suffix()), "res",
+                                             std::chrono::seconds{2});
+}
+
 TEST(zk_partition, a_cut_off_release_is_bounded_and_finished_in_the_background) {
   partition::release_cut_off_is_bounded_and_finished_in_the_background(
       zk_env("/pr-" + random_suffix()), "res", std::chrono::seconds{10});

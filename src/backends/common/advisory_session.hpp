@@ -28,6 +28,7 @@
 
 #include "backends/common/conn_watch.hpp"
 #include "backends/common/loss_notice.hpp"
+#include "backends/common/socket_interrupt.hpp"
 #include "core/backend.hpp"
 
 namespace dlock::detail {
@@ -37,6 +38,8 @@ namespace dlock::detail {
 template <class Conn, class Statement, class Param>
 class advisory_session_base : public backend_session {
  public:
+  void on_expired() noexcept override { interrupt_.interrupt(); }
+
   void set_event_handler(std::function<void(session_event)> handler) override {
     loss_.set_handler(std::move(handler));
   }
@@ -147,6 +150,7 @@ class advisory_session_base : public backend_session {
       }
     }
     queues_.clear();
+    interrupt_.clear();
     conn_.reset();
     cv_.notify_all();
   }
@@ -218,6 +222,7 @@ class advisory_session_base : public backend_session {
   // Watches conn_ (mu_ held) between requests; `alive` says whether the readable connection
   // still lives.
   void watch_connection(std::function<bool(Conn&)> alive) {
+    interrupt_.set(conn_->socket());
     watch_.start(
         conn_->socket(),
         [this, alive = std::move(alive)] {
@@ -284,6 +289,7 @@ class advisory_session_base : public backend_session {
 
   void mark_lost_locked() {
     lost_ = true;
+    interrupt_.clear();
     if (conn_) conn_->close();
     cv_.notify_all();
   }
@@ -357,7 +363,8 @@ class advisory_session_base : public backend_session {
   std::string blocker_owner_;
   std::map<std::string, local_queue> queues_;
   loss_notice loss_;
-  conn_watch watch_;  // last: stopped before the members it uses go
+  socket_interrupt interrupt_;  // breaks off a request in flight once the session expired
+  conn_watch watch_;            // last: stopped before the members it uses go
 };
 
 }  // namespace dlock::detail

@@ -15,6 +15,7 @@
 #include "backends/common/conn_watch.hpp"
 #include "backends/common/loss_notice.hpp"
 #include "backends/common/queue_rows.hpp"
+#include "backends/common/socket_interrupt.hpp"
 #include "backends/postgres/pg_advisory.hpp"
 #include "backends/postgres/pg_conn.hpp"
 #include "backends/postgres/pg_listener.hpp"
@@ -60,6 +61,7 @@ class postgres_session final : public backend_session {
                        {info_.id, info_.owner, std::to_string(info_.ttl.count())});
     if (!r) return fail(r.error());
     opened_ = true;
+    interrupt_.set((*c)->socket());
     watch_.start((*c)->socket(),
                  [this] {
                    std::lock_guard lk(mu_);
@@ -69,6 +71,8 @@ class postgres_session final : public backend_session {
                  [this] { announce_lost(); });
     return {};
   }
+
+  void on_expired() noexcept override { interrupt_.interrupt(); }
 
   void set_event_handler(std::function<void(session_event)> handler) override {
     loss_.set_handler(std::move(handler));
@@ -161,6 +165,7 @@ class postgres_session final : public backend_session {
       if (c && (*c)->run(stmts_.close, {info_.id})) break;
       if (!lost_ && conn_ && !conn_->usable()) mark_lost_locked();
     }
+    interrupt_.clear();
     conn_.reset();
     spare_.reset();
     closed_ = true;
@@ -211,6 +216,7 @@ class postgres_session final : public backend_session {
   // Caller holds mu_. The server ends (or has ended) the session with the connection.
   void mark_lost_locked() {
     lost_ = true;
+    interrupt_.clear();
     if (conn_) conn_->close();
   }
 
@@ -255,7 +261,8 @@ class postgres_session final : public backend_session {
   bool closed_{false};
   bool lost_{false};
   loss_notice loss_;
-  conn_watch watch_;  // last: stopped before the members it uses go
+  socket_interrupt interrupt_;  // breaks off a request in flight once the session expired
+  conn_watch watch_;            // last: stopped before the members it uses go
 };
 
 std::string join_hosts(const url& u, bool ports) {

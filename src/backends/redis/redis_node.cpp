@@ -164,15 +164,23 @@ result<std::optional<std::string>> node::pop_wake(const std::string& key, steady
   return value;
 }
 
-std::vector<result<reply_ptr>> run_all(std::span<node* const> nodes,
-                                       std::span<const request> reqs) {
+std::vector<result<reply_ptr>> run_all(std::span<node* const> nodes, std::span<const request> reqs,
+                                       std::stop_token stop) {
   std::vector<result<reply_ptr>> out;
   out.reserve(nodes.size());
   if (nodes.size() == 1) {
-    out.push_back(nodes[0]->run(reqs[0]));
+    out.push_back(nodes[0]->run(reqs[0], stop));
     return out;
   }
   std::vector<std::unique_ptr<connection>> conns(nodes.size());
+  // Interrupts only connections still in our hands (one given back may serve another call).
+  std::mutex conns_mu;
+  std::stop_callback cb(stop, [&] {
+    std::lock_guard lk(conns_mu);
+    for (auto& c : conns) {
+      if (c) c->interrupt();
+    }
+  });
   for (std::size_t i = 0; i < nodes.size(); ++i) {
     out.emplace_back(fail(errc::backend_unavailable));
     auto c = nodes[i]->take();
@@ -184,6 +192,7 @@ std::vector<result<reply_ptr>> run_all(std::span<node* const> nodes,
       out[i] = fail(s.error());
       continue;
     }
+    std::lock_guard lk(conns_mu);
     conns[i] = std::move(*c);
   }
   for (std::size_t i = 0; i < nodes.size(); ++i) {
@@ -191,8 +200,17 @@ std::vector<result<reply_ptr>> run_all(std::span<node* const> nodes,
     auto r = conns[i]->receive();
     bool retry = !r && !conns[i]->timed_out() && is_transient(r.error());
     out[i] = r ? nodes[i]->finish(*conns[i], reqs[i], std::move(*r)) : fail(r.error());
-    nodes[i]->give(std::move(conns[i]));
-    if (retry) out[i] = nodes[i]->run(reqs[i]);  // see node::run: a stale pooled connection
+    std::unique_ptr<connection> done;
+    {
+      std::lock_guard lk(conns_mu);
+      done = std::move(conns[i]);
+    }
+    nodes[i]->give(std::move(done));
+    if (stop.stop_requested()) {
+      out[i] = fail(errc::cancelled, nodes[i]->where().where + ": cancelled");
+      continue;
+    }
+    if (retry) out[i] = nodes[i]->run(reqs[i], stop);  // see node::run: a stale pooled connection
   }
   return out;
 }

@@ -48,7 +48,8 @@ class node {
   void give(std::unique_ptr<connection> c);
 
  private:
-  friend std::vector<result<reply_ptr>> run_all(std::span<node* const>, std::span<const request>);
+  friend std::vector<result<reply_ptr>> run_all(std::span<node* const>, std::span<const request>,
+                                                std::stop_token);
   result<void> send(connection& c, const request& req);
   result<reply_ptr> finish(connection& c, const request& req, reply_ptr r);
 
@@ -63,7 +64,9 @@ class node {
 };
 
 // Runs reqs[i] on nodes[i] for every i, writing every request before reading any reply, so
-// N servers cost about one round trip. Each result is independent.
-std::vector<result<reply_ptr>> run_all(std::span<node* const> nodes, std::span<const request> reqs);
+// N servers cost about one round trip. Each result is independent. `stop` breaks off the
+// calls in flight (their connections are then closed), as in node::run.
+std::vector<result<reply_ptr>> run_all(std::span<node* const> nodes, std::span<const request> reqs,
+                                       std::stop_token stop = {});
 
 }  // namespace dlock::detail::redis

@@ -72,7 +72,8 @@ std::vector<result<reply_ptr>> session::queue_calls(std::string_view lock,
         argv.insert(argv.end(), it->second.begin(), it->second.end());
     }
   }
-  return run_all(nodes_, same_request(nodes_.size(), &queue_script, std::move(argv)));
+  return run_all(nodes_, same_request(nodes_.size(), &queue_script, std::move(argv)),
+                 expired_.get_token());
 }
 
 result<queue_view> session::queue_round(std::string_view lock, std::optional<add_request> add,
@@ -198,7 +199,7 @@ result<void> session::settle_grants(std::string_view lock, const std::vector<gra
       targets.push_back(nodes_[s]);
       reqs.push_back({&raise_script, {"1", key('f', lock), std::to_string(g.token)}});
     }
-    auto replies = run_all(targets, reqs);
+    auto replies = run_all(targets, reqs, expired_.get_token());
     std::size_t ok = std::ranges::count_if(replies, [](const auto& r) { return r.has_value(); });
     if (ok < g.needed) return fail(quorum_failure("fencing counter update", replies, 0));
   }

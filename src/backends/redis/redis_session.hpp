@@ -35,6 +35,7 @@ class session final : public backend_session {
   result<steady::time_point> keep_alive() override;
   void close() noexcept override;
   result<std::vector<std::string>> lock_names(std::string_view prefix) override;
+  void on_expired() noexcept override { expired_.request_stop(); }
 
  private:
   using id_set = std::set<std::string, std::less<>>;
@@ -102,6 +103,9 @@ class session final : public backend_session {
   std::vector<std::vector<own_entry>> missed_;
   id_set retrying_;
   std::condition_variable_any retry_cv_;
+  // Breaks off enqueue and list calls in flight once the session has expired (removals and
+  // close go on without it).
+  std::stop_source expired_;
   std::jthread retrier_;  // last: stopped and joined before the nodes go
 };
 
