@@ -57,6 +57,11 @@ struct session_options {
   std::chrono::milliseconds release_timeout{std::chrono::seconds{1}};
   /// Free text recorded with every entry this session creates (shown by `dlock status`).
   std::string description{};
+  /// Opens the session only to look (dlock::inspect, dlock::list_locks); acquiring through
+  /// it fails with errc::invalid_argument. SQLite then opens its file read-only and writes
+  /// nothing, so a user who may only read the file can look; the server backends still
+  /// record a short-lived session.
+  bool observe_only{false};
 };
 
 /// Observable states of a session.

@@ -37,7 +37,7 @@ int list(const list_options& o) {
   std::vector<lock_summary> locks;
   std::string url = where;
   if (!sqlite_file_missing(where)) {  // a database that does not exist holds no lock
-    auto session = open_session(where, {.description = "dlock list"});
+    auto session = open_session(where, {.description = "dlock list", .observe_only = true});
     try {
       locks = collect(session, o.prefix);
     } catch (...) {

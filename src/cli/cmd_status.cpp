@@ -23,7 +23,7 @@ int status(const status_options& o) {
   std::string url = where;
   // A database that does not exist holds no lock; opening it would create it.
   if (!sqlite_file_missing(where)) {
-    auto session = open_session(where, {.description = "dlock status"});
+    auto session = open_session(where, {.description = "dlock status", .observe_only = true});
     try {
       q = dlock::inspect(session, o.name);
     } catch (...) {

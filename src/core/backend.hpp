@@ -72,6 +72,7 @@ struct session_info {
   std::string owner;  // "host pid=N description"
   std::chrono::milliseconds ttl{};
   std::chrono::milliseconds request_timeout{};
+  bool observe_only{false};  // session_options::observe_only: list only, write nothing if possible
 };
 
 // Events a backend with a native session (ZooKeeper) pushes to the engine.

@@ -73,6 +73,10 @@ result<void> lock_handle::acquire_impl(entry_kind kind, steady::time_point deadl
     return fail(errc::already_held, "lock '" + name_ + "' is already held by this handle");
   }
   if (session_->ended_token().stop_requested()) return fail(session_->ended_failure());
+  if (session_->options().observe_only) {
+    return fail(errc::invalid_argument,
+                "lock '" + name_ + "': this session only observes (session_options::observe_only)");
+  }
   if (kind == entry_kind::shared && !session_->backend().caps().shared_locks) {
     return fail(errc::unsupported, session_->redacted_url() +
                                        ": this backend has no shared locks (its capabilities); "

@@ -91,7 +91,8 @@ result<std::shared_ptr<session_core>> session_core::open(std::string_view text,
   if (!u) return fail(u.error());
   auto o = apply_query(*u, options);
   if (!o) return fail(errc::invalid_argument, "URL '" + u->redacted + "': " + o.error().message);
-  session_info info{random_hex64(), owner_text(o->description), o->ttl, o->request_timeout};
+  session_info info{random_hex64(), owner_text(o->description), o->ttl, o->request_timeout,
+                    o->observe_only};
   std::shared_ptr<session_core> s(new session_core(std::move(*u), std::move(*o), std::move(info)),
                                   &session_core::destroy);
   auto started = steady::now();

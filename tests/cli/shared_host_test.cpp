@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <filesystem>
 #include <fstream>
 
 #include "cli_harness.hpp"
@@ -137,6 +138,67 @@ TEST(CliSharedHost, UsersOfOneGroupExcludeEachOtherThroughASetgidDirectory) {
       as_user(users.b, {"run", "--url", url, "-n", "nightly", "--", "echo", "b-ran"}), 60s);
   EXPECT_EQ(free.first, 0) << free.second;
   EXPECT_NE(free.second.find("b-ran"), std::string::npos) << free.second;
+}
+
+// An observer who may only read the database (another user, files 0644 in a 0755
+// directory): `dlock status` and `dlock list` open it read-only and write nothing, so they
+// answer (0 held, 1 free) instead of failing with 77, whether or not a holder keeps the -wal
+// and -shm files open.
+TEST(CliSharedHost, AUserWhoMayOnlyReadTheDatabaseCanLook) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root to create users (useradd, runuser)";
+  for (auto tool : {"useradd", "groupadd", "userdel", "groupdel", "runuser"}) {
+    if (!have(tool)) GTEST_SKIP() << tool << " is not installed";
+  }
+  shared_users users;
+  ASSERT_TRUE(users.ok()) << users.error();
+  temp_dir top{"dlock-readonly"};
+  ASSERT_EQ(::chmod(top.path().c_str(), 0755), 0);
+  auto reach = run_command({"runuser", "-u", users.b, "--", "test", "-r", top.path()}, 30s);
+  if (reach.first != 0) {
+    GTEST_SKIP() << "user " << users.b << " cannot reach " << top.path()
+                 << " (a parent directory is closed to other users; set TMPDIR elsewhere)";
+  }
+  const std::string db = top.path() + "/locks.db";
+  const std::string url = "sqlite://" + db;
+  const std::string done = top.path() + "/may-finish";
+  auto look = [&](const std::vector<std::string>& args) {
+    return run_command(as_user(users.b, args), 60s);
+  };
+
+  // The owner (root, umask 022) creates the database; nobody has it open afterwards.
+  ASSERT_EQ(run_command({DLOCK_CLI_PATH, "run", "--url", url, "nightly", "--", "true"}, 60s).first,
+            0);
+  auto idle = look({"status", "--url", url, "nightly"});
+  EXPECT_EQ(idle.first, 1) << idle.second;
+  EXPECT_NE(idle.second.find("free"), std::string::npos) << idle.second;
+
+  // While the owner holds the lock (and keeps -wal and -shm open).
+  child_process::options o;
+  o.merge_stderr = true;
+  child_process holder({DLOCK_CLI_PATH, "run", "--url", url, "nightly", "--", "sh", "-c",
+                        "echo holding; i=0; while [ ! -e '" + done +
+                            "' ] && [ $i -lt 600 ]; do sleep 0.05; i=$((i+1)); done"},
+                       o);
+  ASSERT_TRUE(holder.wait_for_line("holding", 30s).has_value());
+  auto held = look({"status", "--url", url, "nightly"});
+  EXPECT_EQ(held.first, 0) << held.second;
+  EXPECT_NE(held.second.find("holder"), std::string::npos) << held.second;
+  auto listed = look({"list", "--url", url});
+  EXPECT_EQ(listed.first, 0) << listed.second;
+  EXPECT_NE(listed.second.find("nightly"), std::string::npos) << listed.second;
+  // Looking is not taking: the reader's run is refused the file.
+  auto take = look({"run", "--url", url, "-n", "other", "--", "true"});
+  EXPECT_EQ(take.first, 77) << take.second;
+
+  { std::ofstream(done).put('\n'); }
+  auto status = holder.wait(60s);
+  ASSERT_TRUE(status.has_value());
+  EXPECT_EQ(*status, 0);
+  for (const auto& e : std::filesystem::directory_iterator(top.path())) {
+    struct stat st {};
+    ASSERT_EQ(::stat(e.path().c_str(), &st), 0);
+    EXPECT_EQ(st.st_uid, 0u) << e.path() << " was created by the reader";
+  }
 }
 
 }  // namespace

@@ -246,6 +246,29 @@ TEST_P(conformance, names_are_stored_verbatim) {
   EXPECT_TRUE(names.empty()) << "released locks are still listed";
 }
 
+// An observing session (session_options::observe_only, what `dlock status` opens) sees the
+// holder as any session does, and cannot acquire.
+TEST_P(conformance, an_observing_session_sees_the_holder_and_cannot_acquire) {
+  auto s = open();
+  dlock::mutex m(s, lock_name());
+  ASSERT_TRUE(m.try_lock());
+  auto viewer = dlock::session::open(fx().url(), {.observe_only = true});
+  auto q = dlock::inspect(viewer, lock_name());
+  ASSERT_EQ(q.size(), 1u);
+  EXPECT_TRUE(q[0].holds);
+  // The advisory modes' servers know that a lock is held, not its token (0: unknown).
+  if (q[0].token != 0) {
+    EXPECT_EQ(q[0].token, m.token().value);
+  }
+  dlock::mutex other(viewer, lock_name("other"));
+  std::error_code ec;
+  EXPECT_FALSE(other.try_lock(ec));
+  EXPECT_EQ(ec, dlock::errc::invalid_argument) << ec.message();
+  viewer.close();
+  EXPECT_TRUE(m.is_held()) << "closing the observer touched the holder";
+  m.unlock();
+}
+
 TEST_P(conformance, list_locks_shows_held_locks_by_prefix) {
   auto s = open();
   dlock::mutex a(s, lock_name("x/1"));

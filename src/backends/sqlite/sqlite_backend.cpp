@@ -53,6 +53,7 @@ class sqlite_session final : public backend_session {
                   "cannot read this boot's id (/proc/sys/kernel/random/boot_id), which dates "
                   "every lease");
     }
+    if (info_.observe_only) return {};  // writes nothing: no schema, no session row
     if (auto r = db_.exec("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;"); !r) return r;
     auto me = this_process();
     return write_txn([&]() -> result<void> {
@@ -180,6 +181,7 @@ class sqlite_session final : public backend_session {
   }
 
   result<steady::time_point> keep_alive() override {
+    if (info_.observe_only) return steady::now();  // no lease to renew
     std::lock_guard lk(mu_);
     auto sent = steady::now();
     auto s = db_.prepare(
@@ -200,7 +202,7 @@ class sqlite_session final : public backend_session {
   void close() noexcept override {
     std::lock_guard lk(mu_);
     if (closed_) return;
-    for (int attempt = 0; attempt < 5; ++attempt) {
+    for (int attempt = 0; attempt < 5 && !info_.observe_only; ++attempt) {
       std::vector<std::string> removed;
       auto r = write_txn([&]() -> result<void> { return delete_session(info_.id, removed); });
       if (r) notify_all(removed);
@@ -313,7 +315,7 @@ class sqlite_session final : public backend_session {
       }
       v.entries.push_back(sqlite::row_entry(r, now));
     }
-    if (!dead.empty()) reap(dead);
+    if (!dead.empty() && !info_.observe_only) reap(dead);  // an observer only skips them
     return v;
   }
 
@@ -357,8 +359,9 @@ result<std::unique_ptr<backend_session>> open_sqlite(const url& u, const session
     return fail(errc::invalid_argument,
                 "URL '" + u.redacted + "': want sqlite:///path/to/locks.db (an absolute path)");
   }
-  sqlite::create_group_shared(u.path);
-  auto d = db::open(u.path, static_cast<int>(info.request_timeout.count()));
+  auto busy_ms = static_cast<int>(info.request_timeout.count());
+  if (!info.observe_only) sqlite::create_group_shared(u.path);
+  auto d = info.observe_only ? db::open_read_only(u.path, busy_ms) : db::open(u.path, busy_ms);
   if (!d) return fail(d.error());
   auto s = std::make_unique<sqlite_session>(std::move(*d), info);
   if (auto r = s->start(); !r) {

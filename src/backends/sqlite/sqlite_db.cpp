@@ -1,5 +1,8 @@
 #include "backends/sqlite/sqlite_db.hpp"
 
+#include <cctype>
+#include <filesystem>
+
 namespace dlock::detail::sqlite {
 
 failure map_error(sqlite3* h, int rc, std::string_view what) {
@@ -48,6 +51,51 @@ result<db> db::open(const std::string& path, int busy_timeout_ms) {
   sqlite3_busy_timeout(h, busy_timeout_ms);
   sqlite3_extended_result_codes(h, 1);
   return db(h, path);
+}
+
+namespace {
+
+// A file: URI for `path` (RFC 3986 escapes for what a URI would otherwise read).
+std::string file_uri(const std::string& path) {
+  static const char hex[] = "0123456789ABCDEF";
+  std::string out = "file:";
+  for (unsigned char c : path) {
+    if (std::isalnum(c) || c == '/' || c == '-' || c == '_' || c == '.' || c == '~') {
+      out += static_cast<char>(c);
+    } else {
+      out += '%';
+      out += hex[c >> 4];
+      out += hex[c & 15];
+    }
+  }
+  return out;
+}
+
+result<sqlite3*> open_uri(const std::string& uri, const std::string& path) {
+  sqlite3* h = nullptr;
+  int rc = sqlite3_open_v2(uri.c_str(), &h,
+                           SQLITE_OPEN_READONLY | SQLITE_OPEN_URI | SQLITE_OPEN_NOMUTEX, nullptr);
+  if (rc == SQLITE_OK) {
+    rc = sqlite3_exec(h, "SELECT count(*) FROM sqlite_master", nullptr, nullptr, nullptr);
+  }
+  if (rc != SQLITE_OK) {
+    auto f = map_error(h, rc, "cannot read database '" + path + "'");
+    sqlite3_close_v2(h);
+    return fail(f);
+  }
+  return h;
+}
+
+}  // namespace
+
+result<db> db::open_read_only(const std::string& path, int busy_timeout_ms) {
+  auto h = open_uri(file_uri(path) + "?mode=ro", path);
+  if (!h && !std::filesystem::exists(path + "-wal"))
+    h = open_uri(file_uri(path) + "?immutable=1", path);
+  if (!h) return fail(h.error());
+  sqlite3_busy_timeout(*h, busy_timeout_ms);
+  sqlite3_extended_result_codes(*h, 1);
+  return db(*h, path);
 }
 
 db::~db() {

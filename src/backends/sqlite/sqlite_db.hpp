@@ -55,6 +55,11 @@ class stmt {
 class db {
  public:
   static result<db> open(const std::string& path, int busy_timeout_ms);
+  // Read-only, for a user who may only read the file: SQLITE_OPEN_READONLY, which reads a
+  // WAL database while another connection keeps its -shm; when nobody does (no -wal file:
+  // the last connection checkpointed everything into the main file), the file is read as
+  // immutable, since a read-only reader cannot create the -shm.
+  static result<db> open_read_only(const std::string& path, int busy_timeout_ms);
   db(db&& o) noexcept : h_(o.h_), path_(std::move(o.path_)), cache_(std::move(o.cache_)) {
     o.h_ = nullptr;
     o.cache_.clear();
