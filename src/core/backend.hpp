@@ -69,6 +69,9 @@ struct capabilities {
   reach scope{reach::network};
   bool push_wakeups{false};    // wait() is woken by the server, not by polling
   bool durable_tokens{false};  // tokens survive a server restart
+  // remove_until() gives up at its deadline (so the engine's first removal attempt can run on
+  // the caller's thread within release_timeout instead of being handed to a remover thread).
+  bool bounded_remove{false};
 };
 
 // What the engine tells a backend about the session opening it.
@@ -107,6 +110,17 @@ class backend_session {
   // Removes this session's entry `entry_id` of `lock`. lock_lost if it was not there (or its
   // session's lease had ended): see the contract above.
   virtual result<void> remove(std::string_view lock, std::string_view entry_id) = 0;
+
+  // remove(), given up at `deadline` (roughly: a request in flight may overrun it by a few
+  // ms) with errc::backend_unavailable -- the entry possibly still in place, so the engine
+  // retries it. Only meaningful with capabilities::bounded_remove. A request cut off must
+  // leave nothing behind that could take its late reply for the answer to another request
+  // (discard the connection) or act on it harmfully. Default: remove(), unbounded.
+  virtual result<void> remove_until(std::string_view lock, std::string_view entry_id,
+                                    steady::time_point deadline) {
+    (void)deadline;
+    return remove(lock, entry_id);
+  }
 
   // Blocks until `awaited` may be gone from `lock`'s queue, `deadline` passes, or `stop` is
   // requested -- whichever is first; may also return spuriously, like a condition variable

@@ -34,8 +34,9 @@ class node {
 
   // One request, one round trip (plus a script load the first time or after a flush).
   // An error reply becomes a failure. `stop` breaks off a call in flight (its connection is
-  // then closed).
-  result<reply_ptr> run(const request& req, std::stop_token stop = {});
+  // then closed); so does `until` passing (a connection is then opened within what is left,
+  // and one whose reply is late is closed, never pooled).
+  result<reply_ptr> run(const request& req, std::stop_token stop = {}, until_t until = {});
 
   // Blocks on BLPOP `key` until a token arrives (its value), `until` passes (nullopt) or
   // `stop` is requested (nullopt; the connection used is then closed).
@@ -43,14 +44,16 @@ class node {
                                               std::chrono::steady_clock::time_point until,
                                               std::stop_token stop);
 
-  // Connections are handed out one per caller and returned when healthy.
-  result<std::unique_ptr<connection>> take();
+  // Connections are handed out one per caller and returned when healthy. A new one is
+  // opened within what is left until `until`.
+  result<std::unique_ptr<connection>> take(until_t until = {});
   void give(std::unique_ptr<connection> c);
 
  private:
-  friend std::vector<result<reply_ptr>> run_all(std::span<node* const>, std::span<const request>);
-  result<void> send(connection& c, const request& req);
-  result<reply_ptr> finish(connection& c, const request& req, reply_ptr r);
+  friend std::vector<result<reply_ptr>> run_all(std::span<node* const>, std::span<const request>,
+                                                until_t);
+  result<void> send(connection& c, const request& req, until_t until);
+  result<reply_ptr> finish(connection& c, const request& req, reply_ptr r, until_t until);
 
   target target_;
   std::mutex mu_;
@@ -63,7 +66,9 @@ class node {
 };
 
 // Runs reqs[i] on nodes[i] for every i, writing every request before reading any reply, so
-// N servers cost about one round trip. Each result is independent.
-std::vector<result<reply_ptr>> run_all(std::span<node* const> nodes, std::span<const request> reqs);
+// N servers cost about one round trip. Each result is independent; a server that has not
+// answered by `until` fails (see node::run).
+std::vector<result<reply_ptr>> run_all(std::span<node* const> nodes, std::span<const request> reqs,
+                                       until_t until = {});
 
 }  // namespace dlock::detail::redis
