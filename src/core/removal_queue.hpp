@@ -1,8 +1,9 @@
 #pragma once
 // Removals of a session's entries (releases, abandoned waits) that must not make the caller
-// wait on an unreachable server: a few remover threads retry each one until the entry is gone
-// or the session closes, since an entry left behind blocks its lock for as long as the
-// session lives.
+// wait on an unreachable server: the first attempt runs on the caller's thread only where it
+// cannot hang past the caller's deadline; a few remover threads retry each removal that is
+// not done until the entry is gone or the session closes, since an entry left behind blocks
+// its lock for as long as the session lives.
 
 #include <atomic>
 #include <condition_variable>
