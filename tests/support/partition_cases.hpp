@@ -150,6 +150,15 @@ inline void release_cut_off_is_bounded_and_finished_in_the_background(
   EXPECT_EQ(stats_cut.inline_attempts - stats_before.inline_attempts, 1u);
   EXPECT_EQ(stats_cut.handed_off - stats_before.handed_off, 1u);
   EXPECT_TRUE(eventually([&] { return e.raw_entries(lock) == 1; }, 5s));
+  // The cut-off request's late reply is read by nobody: the holder's session works on.
+  dlock::mutex again(hs, lock + "-again");
+  for (int i = 0; i < 20; ++i) {
+    std::error_code ec;
+    ASSERT_TRUE(again.try_lock_until(clk::now() + 5s, {}, ec)) << ec.message();
+    again.unlock(ec);
+    ASSERT_FALSE(ec) << ec.message() << ": " << dlock::last_error_message();
+  }
+  EXPECT_EQ(e.raw_entries(lock + "-again"), 0u);
 }
 
 // Issue 12 item 15: releasing a hold already known lost, and closing its session, never
