@@ -92,6 +92,9 @@ struct backend_capabilities {
   bool lists_names{true};
   /// A holder whose process died on this host is freed at once, not after its lease.
   bool frees_dead_process_at_once{false};
+  /// A release is confirmed on the caller's thread, its request cut off at release_timeout
+  /// (else a remover thread confirms it while the caller waits at most that long).
+  bool bounded_remove{false};
 };
 
 /// A shared handle to one session. Copies refer to the same session; the session is closed

@@ -104,6 +104,17 @@ class backend_session {
   // session's lease had ended): see the contract above.
   virtual result<void> remove(std::string_view lock, std::string_view entry_id) = 0;
 
+  // remove(), given up at `deadline` (roughly: a request in flight may overrun it by a few
+  // ms) with errc::backend_unavailable -- the entry possibly still in place, so the engine
+  // retries it. Only meaningful with capabilities::bounded_remove. A request cut off must
+  // leave nothing behind that could take its late reply for the answer to another request
+  // (discard the connection) or act on it harmfully. Default: remove(), unbounded.
+  virtual result<void> remove_until(std::string_view lock, std::string_view entry_id,
+                                    steady::time_point deadline) {
+    (void)deadline;
+    return remove(lock, entry_id);
+  }
+
   // Blocks until `awaited` may be gone from `lock`'s queue, `deadline` passes, or `stop` is
   // requested -- whichever is first; may also return spuriously, like a condition variable
   // (the engine lists again after every return), so polling is always correct. Returns an

@@ -169,14 +169,16 @@ result<queue_view> lock_handle::wait_for_grant(const std::string& id, entry_kind
 }
 
 void lock_handle::abandon(const std::string& entry_id) noexcept {
-  // Every exit that does not end holding removes its entry, on the session's remover threads
-  // (retried until it is gone). While the session lives the caller waits for it, bounded by
+  // Every exit that does not end holding removes its entry (retried on the session's remover
+  // threads until it is gone). While the session lives the caller waits for it, bounded by
   // release_timeout, so that its next attempt does not queue behind its own old entry; once
   // the session has ended nothing is worth waiting for.
   try {
-    auto ticket = session_->remove_in_background(name_, entry_id);
+    std::optional<steady::time_point> until;
     if (!session_->ended_token().stop_requested())
-      ticket->wait_until(steady::now() + session_->options().release_timeout);
+      until = steady::now() + session_->options().release_timeout;
+    auto ticket = session_->remove_in_background(name_, entry_id, until);
+    if (until) ticket->wait_until(*until);
   } catch (...) {
   }
 }
@@ -213,11 +215,13 @@ void lock_handle::release(std::error_code& ec) noexcept {
   ec.clear();
   std::string message;
   try {
-    auto ticket = session_->remove_in_background(name_, h->entry_id());
+    // Known lost: the removal is tidiness, done in the background; never wait on the network.
+    std::optional<steady::time_point> until;
+    if (!was_lost) until = steady::now() + session_->options().release_timeout;
+    auto ticket = session_->remove_in_background(name_, h->entry_id(), until);
     if (was_lost) {
-      // Known lost: the removal is tidiness, done in the background; never wait on the network.
       ec = make_error_code(errc::lock_lost);
-    } else if (ticket->wait_until(steady::now() + session_->options().release_timeout)) {
+    } else if (ticket->wait_until(*until)) {
       // Absent at the first try: the entry had been purged or deleted -- it was not this
       // session's hold any more when it was let go.
       if (ticket->was_absent()) {

@@ -1,8 +1,9 @@
 #pragma once
 // Removals of a session's entries (releases, abandoned waits) that must not make the caller
-// wait on an unreachable server: a few remover threads retry each one until the entry is gone
-// or the session closes, since an entry left behind blocks its lock for as long as the
-// session lives.
+// wait on an unreachable server: the first attempt runs on the caller's thread only where it
+// cannot hang past the caller's deadline; a few remover threads retry each removal that is
+// not done until the entry is gone or the session closes, since an entry left behind blocks
+// its lock for as long as the session lives.
 
 #include <atomic>
 #include <condition_variable>
@@ -44,16 +45,29 @@ class removal_ticket {
   std::optional<failure> last_;
 };
 
+// Test hook: removals in this process whose first attempt ran on the caller's thread, and
+// removals handed to a remover thread (first attempt there, or a retry after a failed
+// inline attempt).
+struct removal_counts {
+  std::uint64_t inline_attempts{0};
+  std::uint64_t handed_off{0};
+};
+removal_counts removal_stats() noexcept;
+
 class removal_queue {
  public:
   explicit removal_queue(backend_session& backend) : backend_(backend) {}
   removal_queue(const removal_queue&) = delete;
   removal_queue& operator=(const removal_queue&) = delete;
 
-  // Queues the removal of entry `entry_id` of `lock` and returns at once. Every failure that
-  // does not prove the entry gone is retried, with capped exponential backoff from a few
-  // milliseconds. Throws if no remover thread can be started.
-  std::shared_ptr<removal_ticket> submit(std::string lock, std::string entry_id);
+  // Removes entry `entry_id` of `lock`: the first attempt on the caller's thread when that
+  // cannot hang (a same-host store) or can be cut off at `caller_deadline` (a backend with
+  // capabilities::bounded_remove; no deadline: the caller will not wait, nothing inline);
+  // otherwise, and after a failed first attempt, queued for the remover threads. Every
+  // failure that does not prove the entry gone is retried, with capped exponential backoff
+  // from a few milliseconds. Throws if no remover thread can be started.
+  std::shared_ptr<removal_ticket> submit(std::string lock, std::string entry_id,
+                                         std::optional<steady::time_point> caller_deadline);
 
   // The last removal attempt failed transiently, or a caller gave up waiting for one.
   bool unreachable() const noexcept { return unreachable_hint_; }

@@ -208,9 +208,9 @@ void session_core::remove_state_callback(std::size_t key) {
   callbacks_.erase(key);
 }
 
-std::shared_ptr<removal_ticket> session_core::remove_in_background(std::string lock,
-                                                                   std::string entry_id) {
-  return removals_->submit(std::move(lock), std::move(entry_id));
+std::shared_ptr<removal_ticket> session_core::remove_in_background(
+    std::string lock, std::string entry_id, std::optional<steady::time_point> caller_deadline) {
+  return removals_->submit(std::move(lock), std::move(entry_id), caller_deadline);
 }
 
 void session_core::renew_loop(std::stop_token stop) {

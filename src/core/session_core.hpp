@@ -62,9 +62,11 @@ class session_core : public std::enable_shared_from_this<session_core> {
   std::size_t add_state_callback(std::function<void(session_state)> cb);
   void remove_state_callback(std::size_t key);
 
-  // Hands the removal of this session's entry `entry_id` of `lock` to the session's
-  // removal_queue and returns at once; see removal_queue::submit.
-  std::shared_ptr<removal_ticket> remove_in_background(std::string lock, std::string entry_id);
+  // Removes this session's entry `entry_id` of `lock` through the session's removal_queue:
+  // the first attempt may run on this thread, until at most `caller_deadline` (the time the
+  // caller will wait for the ticket; nullopt: it will not wait); see removal_queue::submit.
+  std::shared_ptr<removal_ticket> remove_in_background(
+      std::string lock, std::string entry_id, std::optional<steady::time_point> caller_deadline);
 
   // A caller gave up waiting for a removal: close() will not wait on this server either.
   void note_unreachable() noexcept { removals_->note_unreachable(); }

@@ -32,8 +32,17 @@ TEST(redis_partition, a_cut_off_poller_is_told_session_expired_promptly) {
 }
 
 TEST(redis_partition, a_cut_off_release_is_bounded_and_finished_in_the_background) {
+  // A short request_timeout: the removal fails fast and is retried until the network heals.
   partition::release_cut_off_is_bounded_and_finished_in_the_background(
-      redis_env("pr" + random_suffix() + ":"), "res", std::chrono::seconds{30});
+      redis_env("pr" + random_suffix() + ":"), "res", std::chrono::seconds{30},
+      std::chrono::milliseconds{500});
+}
+
+TEST(redis_partition, a_cut_off_release_with_a_long_request_timeout_is_bounded_by_release_timeout) {
+  // request_timeout at its default (5 s): only the inline attempt's deadline bounds unlock().
+  partition::release_cut_off_is_bounded_and_finished_in_the_background(
+      redis_env("prl" + random_suffix() + ":"), "res", std::chrono::seconds{30},
+      std::chrono::seconds{5});
 }
 
 TEST(redis_partition, releasing_a_lost_hold_does_not_wait_for_the_network) {

@@ -6,6 +6,7 @@
 #include <dlock/dlock.hpp>
 #include <thread>
 
+#include "core/removal_queue.hpp"
 #include "support/redis_server.hpp"
 #include "support/tcp_proxy.hpp"
 
@@ -107,6 +108,47 @@ TEST(redlock_release, an_abandoned_wait_that_missed_a_master_is_removed_there_to
   EXPECT_TRUE(within(1500ms, [&] { return m.servers[2]->entry_ids("ra:", "job").size() == 1; }))
       << "the abandoned entry stayed on the master its removal missed";
   held.unlock();
+}
+
+// The release runs on the caller's thread, cut off at release_timeout (request_timeout is far
+// longer): a silent master costs the caller at most that, the majority's answers confirm it,
+// nothing is handed to a remover thread, and the silent master's connection, whose reply
+// comes late, is never used again -- else every later request on it would read the reply
+// to the one before.
+TEST(redlock_release, a_release_with_a_silent_master_is_confirmed_by_the_majority_in_time) {
+  three_masters m;
+  tcp_proxy to_first(m.servers[0]->port());
+  tcp_proxy to_third(m.servers[2]->port());
+  const std::string query = "ttl=30s&prefix=rs:";
+  auto holder = session::open(m.url(query, {to_first.port(), 0, to_third.port()}),
+                              {.release_timeout = 300ms});
+  dlock::mutex held(holder, "job");
+  held.lock();
+  to_third.blackhole();
+  auto before = dlock::detail::removal_stats();
+  auto t0 = steady::now();
+  std::error_code ec;
+  held.unlock(ec);
+  auto took = std::chrono::duration_cast<std::chrono::milliseconds>(steady::now() - t0);
+  auto after = dlock::detail::removal_stats();
+  EXPECT_FALSE(ec) << ec.message() << ": " << dlock::last_error_message();
+  EXPECT_LT(took.count(), 1500) << "unlock() waited " << took.count()
+                                << " ms for the silent master";
+  EXPECT_EQ(after.inline_attempts - before.inline_attempts, 1u);
+  EXPECT_EQ(after.handed_off - before.handed_off, 0u);
+
+  // The late reply arrives; then the holder can reach only masters 2 and 3, so every cycle
+  // needs a right answer from the third.
+  to_third.pass();
+  EXPECT_TRUE(within(1500ms, [&] { return m.servers[2]->entry_ids("rs:", "job").empty(); }))
+      << "the missed removal was not retried on the master once it answered";
+  to_first.reset();
+  for (int i = 0; i < 10; ++i) {
+    ASSERT_TRUE(held.try_lock_until(steady::now() + 3s, {}, ec)) << i << ": " << ec.message();
+    held.unlock(ec);
+    ASSERT_FALSE(ec) << i << ": " << ec.message() << ": " << dlock::last_error_message();
+  }
+  to_first.pass();
 }
 
 TEST(redlock_release, a_release_of_an_entry_an_operator_deleted_reports_lock_lost) {

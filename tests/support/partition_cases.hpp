@@ -13,6 +13,7 @@
 #include <string>
 #include <thread>
 
+#include "core/removal_queue.hpp"
 #include "support/tcp_proxy.hpp"
 
 namespace dlock::test::partition {
@@ -123,14 +124,29 @@ inline void poller_cut_off_is_told_promptly(const env& e, const std::string& loc
 // returns within release_timeout with backend_unavailable and says so; once the network heals
 // the background removal takes the entry away within about a second (not at the next
 // renewal nor at session expiry), and the waiter is granted.
+// The first removal attempt runs on the caller's thread (a healthy release is never handed to
+// a remover thread: that hand-off cost more than a Redis round trip), cut off at the caller's
+// deadline and only then handed to the remover threads. With request_timeout far above
+// release_timeout (the default 5 s) only that deadline keeps unlock() bounded.
 inline void release_cut_off_is_bounded_and_finished_in_the_background(
-    const env& e, const std::string& lock, std::chrono::milliseconds ttl) {
+    const env& e, const std::string& lock, std::chrono::milliseconds ttl,
+    std::chrono::milliseconds request_timeout) {
   tcp_proxy px(e.server_port);
   dlock::session_options o;
   o.release_timeout = 300ms;
-  o.request_timeout = 500ms;
+  o.request_timeout = request_timeout;
   o.keepalive_interval = ttl / 3;
   auto hs = dlock::session::open(e.url(px.port(), ttl), o);
+  {
+    // A healthy release: removed on the caller's thread, nothing handed off.
+    dlock::mutex probe(hs, lock + "-probe");
+    probe.lock();
+    auto before = dlock::detail::removal_stats();
+    probe.unlock();
+    auto after = dlock::detail::removal_stats();
+    EXPECT_EQ(after.inline_attempts - before.inline_attempts, 1u);
+    EXPECT_EQ(after.handed_off - before.handed_off, 0u) << "a healthy release was handed off";
+  }
   dlock::mutex holder(hs, lock);
   holder.lock();
   auto ws = dlock::session::open(e.url(e.server_port, 20s));
@@ -145,6 +161,7 @@ inline void release_cut_off_is_bounded_and_finished_in_the_background(
   ASSERT_TRUE(eventually([&] { return e.raw_entries(lock) == 2; }, 10s));
 
   px.blackhole();
+  auto stats_before = dlock::detail::removal_stats();
   auto cut = clk::now();
   std::error_code unlock_ec;
   std::string message;
@@ -155,6 +172,7 @@ inline void release_cut_off_is_bounded_and_finished_in_the_background(
     unlocked_at = clk::now().time_since_epoch().count();
   });
   std::this_thread::sleep_for(2s);
+  auto stats_cut = dlock::detail::removal_stats();
   px.pass();
   auto healed = clk::now();
   ASSERT_TRUE(eventually([&] { return granted_at.load() != 0; }, 30s));
@@ -169,7 +187,19 @@ inline void release_cut_off_is_bounded_and_finished_in_the_background(
   EXPECT_NE(message.find("could not release '" + lock + "' (backend unreachable)"),
             std::string::npos)
       << message;
+  // Tried inline first, then handed to the remover threads once.
+  EXPECT_EQ(stats_cut.inline_attempts - stats_before.inline_attempts, 1u);
+  EXPECT_EQ(stats_cut.handed_off - stats_before.handed_off, 1u);
   EXPECT_TRUE(eventually([&] { return e.raw_entries(lock) == 1; }, 5s));
+  // The cut-off request's late reply is read by nobody: the holder's session works on.
+  dlock::mutex again(hs, lock + "-again");
+  for (int i = 0; i < 20; ++i) {
+    std::error_code ec;
+    ASSERT_TRUE(again.try_lock_until(clk::now() + 5s, {}, ec)) << ec.message();
+    again.unlock(ec);
+    ASSERT_FALSE(ec) << ec.message() << ": " << dlock::last_error_message();
+  }
+  EXPECT_EQ(e.raw_entries(lock + "-again"), 0u);
 }
 
 // Issue 12 item 15: releasing a hold already known lost, and closing its session, never

@@ -30,8 +30,16 @@ TEST(zk_partition, a_cut_off_poller_is_told_session_expired_promptly) {
 }
 
 TEST(zk_partition, a_cut_off_release_is_bounded_and_finished_in_the_background) {
+  // A short request_timeout: the removal fails fast and is retried until the network heals.
   partition::release_cut_off_is_bounded_and_finished_in_the_background(
-      zk_env("/pr-" + random_suffix()), "res", std::chrono::seconds{10});
+      zk_env("/pr-" + random_suffix()), "res", std::chrono::seconds{10},
+      std::chrono::milliseconds{500});
+}
+
+TEST(zk_partition, a_cut_off_release_with_a_long_request_timeout_is_bounded_by_release_timeout) {
+  // request_timeout at its default (5 s): only the inline attempt's deadline bounds unlock().
+  partition::release_cut_off_is_bounded_and_finished_in_the_background(
+      zk_env("/pr-l" + random_suffix()), "res", std::chrono::seconds{10}, std::chrono::seconds{5});
 }
 
 TEST(zk_partition, releasing_a_lost_hold_does_not_wait_for_the_network) {

@@ -38,7 +38,9 @@ namespace dlock::detail {
 template <class Conn, class Statement, class Param>
 class advisory_session_base : public backend_session {
  public:
-  void on_expired() noexcept override { interrupt_.interrupt(); }
+  void on_expired() noexcept override {
+    if (interrupt_) interrupt_->interrupt();
+  }
 
   void set_event_handler(std::function<void(session_event)> handler) override {
     loss_.set_handler(std::move(handler));
@@ -150,7 +152,6 @@ class advisory_session_base : public backend_session {
       }
     }
     queues_.clear();
-    interrupt_.clear();
     conn_.reset();
     cv_.notify_all();
   }
@@ -222,7 +223,7 @@ class advisory_session_base : public backend_session {
   // Watches conn_ (mu_ held) between requests; `alive` says whether the readable connection
   // still lives.
   void watch_connection(std::function<bool(Conn&)> alive) {
-    interrupt_.set(conn_->socket());
+    interrupt_ = conn_->interrupter();
     watch_.start(
         conn_->socket(),
         [this, alive = std::move(alive)] {
@@ -289,7 +290,6 @@ class advisory_session_base : public backend_session {
 
   void mark_lost_locked() {
     lost_ = true;
-    interrupt_.clear();
     if (conn_) conn_->close();
     cv_.notify_all();
   }
@@ -363,8 +363,9 @@ class advisory_session_base : public backend_session {
   std::string blocker_owner_;
   std::map<std::string, local_queue> queues_;
   loss_notice loss_;
-  socket_interrupt interrupt_;  // breaks off a request in flight once the session expired
-  conn_watch watch_;            // last: stopped before the members it uses go
+  // Breaks off a request in flight on the session's connection once the session expired.
+  std::shared_ptr<socket_interrupt> interrupt_;
+  conn_watch watch_;  // last: stopped before the members it uses go
 };
 
 }  // namespace dlock::detail

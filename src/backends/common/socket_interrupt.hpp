@@ -2,9 +2,10 @@
 // Lets another thread break off a blocking request on a session's database connection once
 // the session has expired (backend_session::on_expired): the request's answer no longer
 // matters, and the client libraries (libpq, libmariadb) would otherwise wait out the request
-// timeout on a dead link. shutdown(2), never close(2): the connection's owner still closes
-// its descriptor; and only while the descriptor is registered, so a number reused after the
-// connection closed is never touched. The owner clears it before closing the connection.
+// timeout on a dead link. shutdown(2), never close(2): the connection still closes its
+// descriptor; and only while the descriptor is registered, so a number reused after the
+// connection closed is never touched. Each connection (pg::conn, my::conn) owns one, shared
+// with whoever may interrupt it, and clears it before it closes its descriptor, on every path.
 
 #include <sys/socket.h>
 

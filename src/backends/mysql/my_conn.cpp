@@ -120,6 +120,7 @@ result<conn> conn::open(const target& t, std::chrono::milliseconds timeout) {
     return fail(f);
   }
   conn c(m, t.where);
+  c.interrupt_->set(static_cast<int>(mysql_get_socket(m)));
   if (t.wait_timeout > 0) {
     if (auto r = c.check_wait_timeout(t); !r) return fail(r.error());
   }
@@ -157,6 +158,7 @@ bool conn::peer_closed() {
 }
 
 void conn::close() {
+  if (interrupt_) interrupt_->clear();  // before the descriptor can be reused
   for (auto& [sql, s] : stmts_) mysql_stmt_close(s);
   stmts_.clear();
   if (m_) mysql_close(m_);

@@ -9,12 +9,14 @@
 #include <chrono>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
 #include <variant>
 #include <vector>
 
+#include "backends/common/socket_interrupt.hpp"
 #include "core/result.hpp"
 
 namespace dlock::detail::my {
@@ -60,7 +62,8 @@ class conn {
   conn(conn&& o) noexcept
       : m_(std::exchange(o.m_, nullptr)),
         where_(std::move(o.where_)),
-        stmts_(std::move(o.stmts_)) {}
+        stmts_(std::move(o.stmts_)),
+        interrupt_(std::move(o.interrupt_)) {}
   conn& operator=(conn&&) = delete;
   conn(const conn&) = delete;
   ~conn() { close(); }
@@ -74,6 +77,9 @@ class conn {
   bool usable() const { return m_ != nullptr; }
   void close();
   int socket() const { return m_ ? static_cast<int>(mysql_get_socket(m_)) : -1; }
+  // Lets another thread break off a request in flight on this connection (shutdown of its
+  // socket, only while the connection is open); shared, so it may outlive the connection.
+  std::shared_ptr<socket_interrupt> interrupter() const { return interrupt_; }
   // Whether the server ended this idle connection: with no request in flight the server
   // sends nothing, so anything readable (EOF, or the error packet of a KILL) means its end.
   // Closes the connection if so.
@@ -91,6 +97,7 @@ class conn {
   MYSQL* m_{nullptr};
   std::string where_;
   std::map<std::string, MYSQL_STMT*> stmts_;
+  std::shared_ptr<socket_interrupt> interrupt_ = std::make_shared<socket_interrupt>();
 };
 
 // Maps a client or server error onto a dlock failure naming `where`.

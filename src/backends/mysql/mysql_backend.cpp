@@ -9,6 +9,7 @@
 #include "backends/mysql/mysql_backend.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <condition_variable>
 #include <functional>
 #include <mutex>
@@ -51,7 +52,7 @@ class mysql_session final : public backend_session {
     auto r = (*c)->run(stmts::open_session, {info_.id, owner, info_.ttl.count()});
     if (!r) return fail(r.error());
     opened_ = true;
-    interrupt_.set((*c)->socket());
+    interrupt_ = (*c)->interrupter();
     watch_.start((*c)->socket(),
                  [this] {
                    std::lock_guard lk(mu_);
@@ -62,7 +63,10 @@ class mysql_session final : public backend_session {
     return {};
   }
 
-  void on_expired() noexcept override { interrupt_.interrupt(); }
+  void on_expired() noexcept override {
+    expired_ = true;
+    if (interrupt_) interrupt_->interrupt();
+  }
 
   void set_event_handler(std::function<void(session_event)> handler) override {
     loss_.set_handler(std::move(handler));
@@ -88,6 +92,13 @@ class mysql_session final : public backend_session {
   }
 
   result<void> remove(std::string_view lock, std::string_view id) override {
+    // Rows of a lapsed lease are dead to every other client: not ours any more, and not worth
+    // a request (nor a new connection from a remover thread that the host's exit could tear
+    // OpenSSL down under: a fault-run worker crashed so).
+    if (expired_) {
+      return fail(errc::lock_lost, "mysql entry " + std::string(id) + " of '" + std::string(lock) +
+                                       "' is gone (the session expired)");
+    }
     auto r = run(stmts::remove, {std::string(lock), std::string(id), info_.id});
     if (!r) return fail(r.error());
     if (r->affected == 0) {
@@ -132,7 +143,7 @@ class mysql_session final : public backend_session {
     watch_.stop();
     std::lock_guard lk(mu_);
     if (closed_) return;
-    closed_ = !opened_;  // nothing was created on the server
+    closed_ = !opened_ || expired_;  // nothing was created, or the lease already ended
     // One attempt, with one reconnect: the lease (or the connection's end) frees whatever
     // this misses.
     for (int attempt = 0; attempt < 2 && !closed_; ++attempt) {
@@ -143,7 +154,6 @@ class mysql_session final : public backend_session {
       }
       if (!lost_ && conn_ && !conn_->usable()) mark_lost_locked();
     }
-    interrupt_.clear();
     conn_.reset();
     spare_.reset();
     closed_ = true;
@@ -190,7 +200,6 @@ class mysql_session final : public backend_session {
   // Caller holds mu_. The server ends (or has ended) the session with the connection.
   void mark_lost_locked() {
     lost_ = true;
-    interrupt_.clear();
     if (conn_) conn_->close();
   }
 
@@ -231,8 +240,10 @@ class mysql_session final : public backend_session {
   bool closed_{false};
   bool lost_{false};
   loss_notice loss_;
-  socket_interrupt interrupt_;  // breaks off a request in flight once the session expired
-  conn_watch watch_;            // last: stopped before the members it uses go
+  // Breaks off a request in flight on the session's connection once the session expired.
+  std::shared_ptr<socket_interrupt> interrupt_;
+  std::atomic<bool> expired_{false};  // on_expired(): the lease ended
+  conn_watch watch_;                  // last: stopped before the members it uses go
 };
 
 }  // namespace

@@ -134,7 +134,9 @@ result<conn> conn::open(const target& t, milliseconds timeout) {
         }
       },
       ended.get());
-  return conn(c, t.where, timeout, std::move(ended));
+  conn out(c, t.where, timeout, std::move(ended));
+  out.interrupt_->set(PQsocket(c));
+  return out;
 }
 
 conn& conn::operator=(conn&& o) noexcept {
@@ -146,11 +148,13 @@ conn& conn::operator=(conn&& o) noexcept {
     prepared_ = std::move(o.prepared_);
     unnamed_ = o.unnamed_;
     ended_ = std::move(o.ended_);
+    interrupt_ = std::move(o.interrupt_);
   }
   return *this;
 }
 
 void conn::close() {
+  if (interrupt_) interrupt_->clear();  // before the descriptor can be reused
   if (c_) PQfinish(c_);
   c_ = nullptr;
   prepared_.clear();

@@ -16,6 +16,7 @@
 #include <utility>
 #include <vector>
 
+#include "backends/common/socket_interrupt.hpp"
 #include "core/result.hpp"
 
 namespace dlock::detail::pg {
@@ -61,7 +62,8 @@ class conn {
         timeout_(o.timeout_),
         prepared_(std::move(o.prepared_)),
         unnamed_(o.unnamed_),
-        ended_(std::move(o.ended_)) {}
+        ended_(std::move(o.ended_)),
+        interrupt_(std::move(o.interrupt_)) {}
   conn& operator=(conn&& o) noexcept;
   conn(const conn&) = delete;
   ~conn() { close(); }
@@ -76,6 +78,9 @@ class conn {
   bool usable() const { return c_ && PQstatus(c_) == CONNECTION_OK && !ended_->error; }
   void close();
   int socket() const { return c_ ? PQsocket(c_) : -1; }
+  // Lets another thread break off a request in flight on this connection (shutdown of its
+  // socket, only while the connection is open); shared, so it may outlive the connection.
+  std::shared_ptr<socket_interrupt> interrupter() const { return interrupt_; }
   // Reads and parses what the server sent without blocking; false if the connection broke or
   // the server sent anything but a notification, a notice or a parameter status between
   // requests. An unsolicited error is the server ending the connection (a terminated backend
@@ -113,6 +118,7 @@ class conn {
   std::set<std::string> prepared_;
   bool unnamed_{false};
   std::unique_ptr<unsolicited> ended_ = std::make_unique<unsolicited>();
+  std::shared_ptr<socket_interrupt> interrupt_ = std::make_shared<socket_interrupt>();
 };
 
 // How a connection reaches the server: directly, or through a pooler that hands its

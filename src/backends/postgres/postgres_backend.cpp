@@ -9,6 +9,7 @@
 #include "backends/postgres/postgres_backend.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <functional>
 #include <mutex>
 
@@ -61,7 +62,7 @@ class postgres_session final : public backend_session {
                        {info_.id, info_.owner, std::to_string(info_.ttl.count())});
     if (!r) return fail(r.error());
     opened_ = true;
-    interrupt_.set((*c)->socket());
+    interrupt_ = (*c)->interrupter();
     watch_.start((*c)->socket(),
                  [this] {
                    std::lock_guard lk(mu_);
@@ -72,7 +73,10 @@ class postgres_session final : public backend_session {
     return {};
   }
 
-  void on_expired() noexcept override { interrupt_.interrupt(); }
+  void on_expired() noexcept override {
+    expired_ = true;
+    if (interrupt_) interrupt_->interrupt();
+  }
 
   void set_event_handler(std::function<void(session_event)> handler) override {
     loss_.set_handler(std::move(handler));
@@ -98,6 +102,13 @@ class postgres_session final : public backend_session {
   }
 
   result<void> remove(std::string_view lock, std::string_view id) override {
+    // Rows of a lapsed lease are dead to every other client: not ours any more, and not worth
+    // a request (nor a new connection from a remover thread that the host's exit could tear
+    // OpenSSL down under: a fault-run worker crashed so).
+    if (expired_) {
+      return fail(errc::lock_lost, "postgres entry " + std::string(id) + " of '" +
+                                       std::string(lock) + "' is gone (the session expired)");
+    }
     auto r = run(stmts_.remove, {std::string(lock), std::string(id), info_.id});
     if (!r) return fail(r.error());
     if (r->count() == 1 && r->i64(0, 0) == 0) {
@@ -157,7 +168,7 @@ class postgres_session final : public backend_session {
     watch_.stop();
     std::lock_guard lk(mu_);
     if (closed_) return;
-    closed_ = !opened_;  // nothing was created on the server
+    closed_ = !opened_ || expired_;  // nothing was created, or the lease already ended
     // One attempt, with one reconnect: the lease (or the connection's end) frees whatever
     // this misses.
     for (int attempt = 0; attempt < 2 && !closed_; ++attempt) {
@@ -165,7 +176,6 @@ class postgres_session final : public backend_session {
       if (c && (*c)->run(stmts_.close, {info_.id})) break;
       if (!lost_ && conn_ && !conn_->usable()) mark_lost_locked();
     }
-    interrupt_.clear();
     conn_.reset();
     spare_.reset();
     closed_ = true;
@@ -216,7 +226,6 @@ class postgres_session final : public backend_session {
   // Caller holds mu_. The server ends (or has ended) the session with the connection.
   void mark_lost_locked() {
     lost_ = true;
-    interrupt_.clear();
     if (conn_) conn_->close();
   }
 
@@ -261,8 +270,10 @@ class postgres_session final : public backend_session {
   bool closed_{false};
   bool lost_{false};
   loss_notice loss_;
-  socket_interrupt interrupt_;  // breaks off a request in flight once the session expired
-  conn_watch watch_;            // last: stopped before the members it uses go
+  // Breaks off a request in flight on the session's connection once the session expired.
+  std::shared_ptr<socket_interrupt> interrupt_;
+  std::atomic<bool> expired_{false};  // on_expired(): the lease ended
+  conn_watch watch_;                  // last: stopped before the members it uses go
 };
 
 std::string join_hosts(const url& u, bool ports) {

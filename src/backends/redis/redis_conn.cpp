@@ -1,8 +1,10 @@
 #include "backends/redis/redis_conn.hpp"
 
 #include <hiredis/hiredis.h>
+#include <poll.h>
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <vector>
@@ -54,11 +56,13 @@ failure error_reply_failure(const target& t, std::string_view message) {
   return {make_error_code(code), t.where + ": " + std::string(message)};
 }
 
-result<std::unique_ptr<connection>> connection::open(const target& t) {
+result<std::unique_ptr<connection>> connection::open(const target& t,
+                                                     std::optional<std::chrono::milliseconds> cap) {
   std::unique_ptr<connection> c(new connection(t));
   errno = 0;
   // Within session::open, connecting and logging in get only what is left of its budget.
   auto login_timeout = connect_bound(t.timeout);
+  if (cap) login_timeout = std::max(std::min(login_timeout, *cap), std::chrono::milliseconds{1});
   c->timeout_ = login_timeout;
   c->ctx_ = redisConnectWithTimeout(t.host.c_str(), t.port, to_timeval(login_timeout));
   if (!c->ctx_) return fail(errc::backend_unavailable, t.where + ": out of memory");
@@ -163,17 +167,43 @@ failure connection::write_failure(int err) {
           target_.where + ": " + (err == EPIPE ? "connection closed" : std::strerror(err))};
 }
 
-result<reply_ptr> connection::receive() {
+result<reply_ptr> connection::receive(until_t until) {
   if (broken_) return fail(errc::backend_unavailable, target_.where + ": connection broken");
   void* raw = nullptr;
   errno = 0;
-  if (redisGetReply(ctx_, &raw) != REDIS_OK || raw == nullptr) return fail(transport_failure());
-  return reply_ptr(static_cast<redisReply*>(raw));
+  if (!until) {
+    if (redisGetReply(ctx_, &raw) != REDIS_OK || raw == nullptr) return fail(transport_failure());
+    return reply_ptr(static_cast<redisReply*>(raw));
+  }
+  // redisGetReply's blocking reads, each bounded by the socket timeout, with a poll() for
+  // what is left until `until` before each read (one more system call per reply).
+  for (;;) {
+    if (redisGetReplyFromReader(ctx_, &raw) != REDIS_OK) return fail(transport_failure());
+    if (raw) return reply_ptr(static_cast<redisReply*>(raw));
+    auto left =
+        std::chrono::ceil<std::chrono::milliseconds>(*until - std::chrono::steady_clock::now());
+    auto wait = std::clamp(left, std::chrono::milliseconds{0}, timeout_);
+    pollfd p{ctx_->fd, POLLIN, 0};
+    int n = wait.count() > 0 ? ::poll(&p, 1, static_cast<int>(wait.count())) : 0;
+    const int err = errno;
+    if (n < 0 && err == EINTR) continue;
+    if (n <= 0) {
+      broken_ = true;
+      timed_out_ = n == 0;
+      if (n < 0) return fail(errc::backend_unavailable, target_.where + ": " + std::strerror(err));
+      return fail(errc::backend_unavailable,
+                  target_.where + (left > timeout_ ? ": no answer within " +
+                                                         std::to_string(timeout_.count()) + " ms"
+                                                   : ": no answer before the caller's deadline"));
+    }
+    errno = 0;
+    if (redisBufferRead(ctx_) != REDIS_OK) return fail(transport_failure());
+  }
 }
 
-result<reply_ptr> connection::call(std::span<const std::string> argv) {
+result<reply_ptr> connection::call(std::span<const std::string> argv, until_t until) {
   if (auto s = send(argv); !s) return fail(s.error());
-  return receive();
+  return receive(until);
 }
 
 result<void> connection::set_timeout(std::chrono::milliseconds t) {

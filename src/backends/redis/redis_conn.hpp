@@ -7,6 +7,7 @@
 #include <chrono>
 #include <initializer_list>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 
@@ -18,6 +19,9 @@ struct redisReply;
 
 namespace dlock::detail::redis {
 
+// A deadline for one request (nothing: the connection's socket timeout alone bounds it).
+using until_t = std::optional<std::chrono::steady_clock::time_point>;
+
 struct reply_free {
   void operator()(redisReply* r) const noexcept;
 };
@@ -25,21 +29,26 @@ using reply_ptr = std::unique_ptr<redisReply, reply_free>;
 
 class connection {
  public:
-  // Connects, authenticates, selects the database and PINGs, within t.timeout each.
-  static result<std::unique_ptr<connection>> open(const target& t);
+  // Connects, authenticates, selects the database and PINGs, within t.timeout each (within
+  // `cap` each, if that is less).
+  static result<std::unique_ptr<connection>> open(
+      const target& t, std::optional<std::chrono::milliseconds> cap = std::nullopt);
   ~connection();
   connection(const connection&) = delete;
   connection& operator=(const connection&) = delete;
 
   // One round trip. An error reply is returned as a reply (the caller decides, e.g. NOSCRIPT);
   // a transport failure marks the connection broken.
-  result<reply_ptr> call(std::span<const std::string> argv);
+  result<reply_ptr> call(std::span<const std::string> argv, until_t until = std::nullopt);
   // Writes one command without reading its reply (to overlap round trips across servers).
   result<void> send(std::span<const std::string> argv) { return send({}, argv); }
   // The same with `head` before `argv` ("EVALSHA", sha), without copying either.
   result<void> send(std::initializer_list<std::string_view> head,
                     std::span<const std::string> argv);
-  result<reply_ptr> receive();
+  // The next reply. With `until`, no later than then: a reply not complete by then is a
+  // timeout that marks the connection broken (it is never used again, so the late reply
+  // cannot be read as the answer to another request).
+  result<reply_ptr> receive(until_t until = std::nullopt);
 
   result<void> set_timeout(std::chrono::milliseconds t);
   std::chrono::milliseconds timeout() const noexcept { return timeout_; }

@@ -22,7 +22,7 @@ bool is_error(const reply_ptr& r) { return r && r->type == REDIS_REPLY_ERROR; }
 
 }  // namespace
 
-result<std::unique_ptr<connection>> node::take() {
+result<std::unique_ptr<connection>> node::take(until_t until) {
   {
     std::lock_guard lk(mu_);
     if (!idle_.empty()) {
@@ -33,7 +33,13 @@ result<std::unique_ptr<connection>> node::take() {
     // A server that just refused us is not dialled again at once by every caller.
     if (steady::now() < down_until_) return fail(down_failure_);
   }
-  auto c = connection::open(target_);
+  std::optional<std::chrono::milliseconds> cap;
+  if (until) {
+    cap = std::chrono::ceil<std::chrono::milliseconds>(*until - steady::now());
+    if (cap->count() <= 0)
+      return fail(errc::backend_unavailable, target_.where + ": no time left to connect");
+  }
+  auto c = connection::open(target_, cap);
   if (!c && is_transient(c.error())) {
     std::lock_guard lk(mu_);
     down_until_ = steady::now() + std::min(target_.timeout, std::chrono::milliseconds{100});
@@ -48,7 +54,7 @@ void node::give(std::unique_ptr<connection> c) {
   if (idle_.size() < max_idle) idle_.push_back(std::move(c));
 }
 
-result<void> node::send(connection& c, const request& req) {
+result<void> node::send(connection& c, const request& req, until_t until) {
   if (!req.script) return c.send(req.argv);
   std::string_view sha;  // entries of sha_cache are never replaced, so the view stays valid
   {
@@ -57,7 +63,7 @@ result<void> node::send(connection& c, const request& req) {
   }
   if (sha.empty()) {
     std::vector<std::string> load{"SCRIPT", "LOAD", std::string(req.script->text)};
-    auto r = c.call(load);
+    auto r = c.call(load, until);
     if (!r) return fail(r.error());
     if (is_error(*r) || (*r)->type != REDIS_REPLY_STRING) {
       return fail(error_reply_failure(target_, reply_text(r->get())));
@@ -68,11 +74,11 @@ result<void> node::send(connection& c, const request& req) {
   return c.send({"EVALSHA", sha}, req.argv);
 }
 
-result<reply_ptr> node::finish(connection& c, const request& req, reply_ptr r) {
+result<reply_ptr> node::finish(connection& c, const request& req, reply_ptr r, until_t until) {
   if (req.script && is_error(r) && reply_text(r.get()).starts_with("NOSCRIPT")) {
     // SCRIPT FLUSH or a restart emptied the cache: EVAL sends the text and re-caches it.
     auto sent = c.send({"EVAL", req.script->text}, req.argv);
-    auto again = sent ? c.receive() : result<reply_ptr>(fail(sent.error()));
+    auto again = sent ? c.receive(until) : result<reply_ptr>(fail(sent.error()));
     if (!again) return again;
     r = std::move(*again);
   }
@@ -80,25 +86,25 @@ result<reply_ptr> node::finish(connection& c, const request& req, reply_ptr r) {
   return r;
 }
 
-result<reply_ptr> node::run(const request& req, std::stop_token stop) {
+result<reply_ptr> node::run(const request& req, std::stop_token stop, until_t until) {
   for (int attempt = 0;; ++attempt) {
     bool reused = false;
     {
       std::lock_guard lk(mu_);
       reused = !idle_.empty();
     }
-    auto c = take();
+    auto c = take(until);
     if (!c) return fail(c.error());
     result<reply_ptr> r = fail(errc::cancelled);
     {
       connection* raw = c->get();
       std::stop_callback cb(stop, [raw] { raw->interrupt(); });
-      auto sent = send(**c, req);
-      r = sent ? (*c)->receive() : result<reply_ptr>(fail(sent.error()));
+      auto sent = send(**c, req, until);
+      r = sent ? (*c)->receive(until) : result<reply_ptr>(fail(sent.error()));
     }
     if (stop.stop_requested()) return fail(errc::cancelled, target_.where + ": cancelled");
     if (r) {
-      auto out = finish(**c, req, std::move(*r));
+      auto out = finish(**c, req, std::move(*r), until);
       give(std::move(*c));
       return out;
     }
@@ -165,11 +171,11 @@ result<std::optional<std::string>> node::pop_wake(const std::string& key, steady
 }
 
 std::vector<result<reply_ptr>> run_all(std::span<node* const> nodes, std::span<const request> reqs,
-                                       std::stop_token stop) {
+                                       until_t until, std::stop_token stop) {
   std::vector<result<reply_ptr>> out;
   out.reserve(nodes.size());
   if (nodes.size() == 1) {
-    out.push_back(nodes[0]->run(reqs[0], stop));
+    out.push_back(nodes[0]->run(reqs[0], stop, until));
     return out;
   }
   std::vector<std::unique_ptr<connection>> conns(nodes.size());
@@ -183,12 +189,12 @@ std::vector<result<reply_ptr>> run_all(std::span<node* const> nodes, std::span<c
   });
   for (std::size_t i = 0; i < nodes.size(); ++i) {
     out.emplace_back(fail(errc::backend_unavailable));
-    auto c = nodes[i]->take();
+    auto c = nodes[i]->take(until);
     if (!c) {
       out[i] = fail(c.error());
       continue;
     }
-    if (auto s = nodes[i]->send(**c, reqs[i]); !s) {
+    if (auto s = nodes[i]->send(**c, reqs[i], until); !s) {
       out[i] = fail(s.error());
       continue;
     }
@@ -197,9 +203,9 @@ std::vector<result<reply_ptr>> run_all(std::span<node* const> nodes, std::span<c
   }
   for (std::size_t i = 0; i < nodes.size(); ++i) {
     if (!conns[i]) continue;
-    auto r = conns[i]->receive();
+    auto r = conns[i]->receive(until);
     bool retry = !r && !conns[i]->timed_out() && is_transient(r.error());
-    out[i] = r ? nodes[i]->finish(*conns[i], reqs[i], std::move(*r)) : fail(r.error());
+    out[i] = r ? nodes[i]->finish(*conns[i], reqs[i], std::move(*r), until) : fail(r.error());
     std::unique_ptr<connection> done;
     {
       std::lock_guard lk(conns_mu);
@@ -210,7 +216,7 @@ std::vector<result<reply_ptr>> run_all(std::span<node* const> nodes, std::span<c
       out[i] = fail(errc::cancelled, nodes[i]->where().where + ": cancelled");
       continue;
     }
-    if (retry) out[i] = nodes[i]->run(reqs[i], stop);  // see node::run: a stale pooled connection
+    if (retry) out[i] = nodes[i]->run(reqs[i], stop, until);  // see node::run: a stale connection
   }
   return out;
 }

@@ -34,8 +34,9 @@ class node {
 
   // One request, one round trip (plus a script load the first time or after a flush).
   // An error reply becomes a failure. `stop` breaks off a call in flight (its connection is
-  // then closed).
-  result<reply_ptr> run(const request& req, std::stop_token stop = {});
+  // then closed); so does `until` passing (a connection is then opened within what is left,
+  // and one whose reply is late is closed, never pooled).
+  result<reply_ptr> run(const request& req, std::stop_token stop = {}, until_t until = {});
 
   // Blocks on BLPOP `key` until a token arrives (its value), `until` passes (nullopt) or
   // `stop` is requested (nullopt; the connection used is then closed).
@@ -43,15 +44,16 @@ class node {
                                               std::chrono::steady_clock::time_point until,
                                               std::stop_token stop);
 
-  // Connections are handed out one per caller and returned when healthy.
-  result<std::unique_ptr<connection>> take();
+  // Connections are handed out one per caller and returned when healthy. A new one is
+  // opened within what is left until `until`.
+  result<std::unique_ptr<connection>> take(until_t until = {});
   void give(std::unique_ptr<connection> c);
 
  private:
   friend std::vector<result<reply_ptr>> run_all(std::span<node* const>, std::span<const request>,
-                                                std::stop_token);
-  result<void> send(connection& c, const request& req);
-  result<reply_ptr> finish(connection& c, const request& req, reply_ptr r);
+                                                until_t, std::stop_token);
+  result<void> send(connection& c, const request& req, until_t until);
+  result<reply_ptr> finish(connection& c, const request& req, reply_ptr r, until_t until);
 
   target target_;
   std::mutex mu_;
@@ -64,9 +66,10 @@ class node {
 };
 
 // Runs reqs[i] on nodes[i] for every i, writing every request before reading any reply, so
-// N servers cost about one round trip. Each result is independent. `stop` breaks off the
-// calls in flight (their connections are then closed), as in node::run.
+// N servers cost about one round trip. Each result is independent; a server that has not
+// answered by `until` fails (see node::run). `stop` breaks off the calls in flight (their
+// connections are then closed), as in node::run.
 std::vector<result<reply_ptr>> run_all(std::span<node* const> nodes, std::span<const request> reqs,
-                                       std::stop_token stop = {});
+                                       until_t until = {}, std::stop_token stop = {});
 
 }  // namespace dlock::detail::redis

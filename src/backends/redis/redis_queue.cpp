@@ -72,7 +72,7 @@ std::vector<result<reply_ptr>> session::queue_calls(std::string_view lock,
         argv.insert(argv.end(), it->second.begin(), it->second.end());
     }
   }
-  return run_all(nodes_, same_request(nodes_.size(), &queue_script, std::move(argv)),
+  return run_all(nodes_, same_request(nodes_.size(), &queue_script, std::move(argv)), {},
                  expired_.get_token());
 }
 
@@ -199,7 +199,7 @@ result<void> session::settle_grants(std::string_view lock, const std::vector<gra
       targets.push_back(nodes_[s]);
       reqs.push_back({&raise_script, {"1", key('f', lock), std::to_string(g.token)}});
     }
-    auto replies = run_all(targets, reqs, expired_.get_token());
+    auto replies = run_all(targets, reqs, {}, expired_.get_token());
     std::size_t ok = std::ranges::count_if(replies, [](const auto& r) { return r.has_value(); });
     if (ok < g.needed) return fail(quorum_failure("fencing counter update", replies, 0));
   }
@@ -225,9 +225,10 @@ std::vector<std::string> session::release_argv(const std::vector<own_entry>& ent
 }
 
 std::vector<result<reply_ptr>> session::release_calls(const std::vector<own_entry>& entries,
-                                                      bool drop_session) {
+                                                      bool drop_session, until_t until) {
   return run_all(nodes_,
-                 same_request(nodes_.size(), &release_script, release_argv(entries, drop_session)));
+                 same_request(nodes_.size(), &release_script, release_argv(entries, drop_session)),
+                 until);
 }
 
 void session::retry_missed(std::string_view lock, std::string_view id,
@@ -310,7 +311,7 @@ void session::retry_loop(std::stop_token stop) {
   }
 }
 
-result<void> session::remove_everywhere(std::string_view lock, std::string_view id) {
+result<void> session::remove_everywhere(std::string_view lock, std::string_view id, until_t until) {
   bool queued = false;
   {
     std::lock_guard lk(mu_);
@@ -324,12 +325,13 @@ result<void> session::remove_everywhere(std::string_view lock, std::string_view 
     // Most likely a lone holder: the one-key release (as cheap as the minimal
     // compare-and-delete). The full script only if a contender has moved the entry into the
     // queue meanwhile, or it is in neither place.
-    auto r = nodes_[0]->run({&release_lone_script, {"1", key('h', lock), std::string(id)}});
+    auto r =
+        nodes_[0]->run({&release_lone_script, {"1", key('h', lock), std::string(id)}}, {}, until);
     if (!r || ((*r)->type == REDIS_REPLY_INTEGER && (*r)->integer == 1))
       replies.push_back(std::move(r));
   }
   if (replies.empty())
-    replies = release_calls({{std::string(lock), std::string(id), queued}}, false);
+    replies = release_calls({{std::string(lock), std::string(id), queued}}, false, until);
   std::size_t ok = std::ranges::count_if(replies, [](const auto& r) { return r.has_value(); });
   if (redlock() && ok < nodes_.size()) retry_missed(lock, id, replies);
   std::lock_guard lk(mu_);
@@ -376,6 +378,15 @@ result<queue_view> session::list(std::string_view lock) {
 result<void> session::remove(std::string_view lock, std::string_view entry_id) {
   if (auto r = check_open(); !r) return r;
   return remove_everywhere(lock, entry_id);
+}
+
+// A server that has not answered by `deadline` counts as failed, as if its socket timeout
+// had passed: its connection is closed (node::run), one server's removal is retried by the
+// engine, and Redlock retries the servers it missed itself (retry_missed).
+result<void> session::remove_until(std::string_view lock, std::string_view entry_id,
+                                   steady::time_point deadline) {
+  if (auto r = check_open(); !r) return r;
+  return remove_everywhere(lock, entry_id, deadline);
 }
 
 }  // namespace dlock::detail::redis

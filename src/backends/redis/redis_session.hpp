@@ -23,11 +23,15 @@ class session final : public backend_session {
   // Creates the session key on every server (a majority for Redlock).
   result<void> start();
 
-  capabilities caps() const noexcept override { return {reach::network, true, false}; }
+  capabilities caps() const noexcept override {
+    return {.scope = reach::network, .push_wakeups = true, .bounded_remove = true};
+  }
   result<queue_view> enqueue(std::string_view lock, entry_kind kind,
                              std::string_view entry_id) override;
   result<queue_view> list(std::string_view lock) override;
   result<void> remove(std::string_view lock, std::string_view entry_id) override;
+  result<void> remove_until(std::string_view lock, std::string_view entry_id,
+                            steady::time_point deadline) override;
   result<void> wait(std::string_view lock, const entry& awaited, steady::time_point deadline,
                     std::stop_token stop) override;
   result<bool> wait_knowing(std::string_view lock, const entry& awaited,
@@ -64,7 +68,7 @@ class session final : public backend_session {
                                         bool drop_session) const;
   // release_script with the given entries on every server; the replies per server.
   std::vector<result<reply_ptr>> release_calls(const std::vector<own_entry>& entries,
-                                               bool drop_session);
+                                               bool drop_session, until_t until = {});
   // Redlock: the removal of `id` failed on the servers whose reply is a failure; it is
   // retried there in the background until it succeeds or the session closes.
   void retry_missed(std::string_view lock, std::string_view id,
@@ -73,7 +77,8 @@ class session final : public backend_session {
   // Called with mu_ held.
   void cancel_retry(std::unique_lock<std::mutex>& lk, std::string_view id);
   void retry_loop(std::stop_token stop);
-  result<void> remove_everywhere(std::string_view lock, std::string_view id);
+  // Every server's answer is awaited until `until` at most (then it counts as a failure).
+  result<void> remove_everywhere(std::string_view lock, std::string_view id, until_t until = {});
   // Majority bookkeeping for Redlock: the failure to report when fewer than a quorum agreed.
   failure quorum_failure(std::string_view what, const std::vector<result<reply_ptr>>& replies,
                          std::size_t expired) const;

@@ -48,7 +48,12 @@ class zk_session final : public backend_session {
 
   connection& conn() { return *conn_; }
 
-  capabilities caps() const noexcept override { return {reach::network, true, true}; }
+  capabilities caps() const noexcept override {
+    return {.scope = reach::network,
+            .push_wakeups = true,
+            .durable_tokens = true,
+            .bounded_remove = true};
+  }
 
   std::optional<std::chrono::milliseconds> granted_ttl() const override {
     return conn_->negotiated_timeout();
@@ -88,7 +93,15 @@ class zk_session final : public backend_session {
   // A failed removal is retried by the engine's remover threads (session_core) until the
   // node is gone or the session ends.
   result<void> remove(std::string_view lock, std::string_view entry_id) override {
-    return remove_entry(lock_path(lock), std::string(entry_id));
+    return remove_entry(lock_path(lock), std::string(entry_id), std::nullopt);
+  }
+
+  // The same with the asynchronous calls, waited for until `deadline`: a sync call waits
+  // until the client gives up on the server (2/3 of the session timeout). A delete cut off
+  // keeps the entry's node in the cache, so the retry deletes it or finds it gone.
+  result<void> remove_until(std::string_view lock, std::string_view entry_id,
+                            steady::time_point deadline) override {
+    return remove_entry(lock_path(lock), std::string(entry_id), deadline);
   }
 
   result<void> wait(std::string_view lock, const entry& awaited, steady::time_point deadline,
@@ -156,10 +169,11 @@ class zk_session final : public backend_session {
     return base_ + "/" + zk::escape_lock_name(lock);
   }
 
-  result<void> remove_entry(const std::string& lp, const std::string& id) {
+  result<void> remove_entry(const std::string& lp, const std::string& id,
+                            std::optional<steady::time_point> until) {
     auto path = cache_.own_path(id);
     if (!path && cache_.uncertain(id)) {
-      auto children = get_children(lp);
+      auto children = until ? get_children_until(lp, *until) : get_children(lp);
       if (!children) return fail(children.error());
       auto prefix = zk::entry_prefix(id);
       for (auto& name : *children) {
@@ -167,9 +181,14 @@ class zk_session final : public backend_session {
       }
     }
     if (path) {
-      auto u = conn_->acquire();
-      if (!u) return fail(u.error());
-      int rc = zoo_delete(u->zh(), path->c_str(), -1);
+      int rc;
+      if (until) {
+        rc = conn_->delete_until(*path, *until);
+      } else {
+        auto u = conn_->acquire();
+        if (!u) return fail(u.error());
+        rc = zoo_delete(u->zh(), path->c_str(), -1);
+      }
       if (rc != ZOK && rc != ZNONODE) return fail(conn_->error(rc, "delete", *path));
       cache_.disown(id);
       if (rc == ZOK) return {};
@@ -188,6 +207,15 @@ class zk_session final : public backend_session {
     if (rc != ZOK) return fail(conn_->error(rc, "getChildren", path));
     std::vector<std::string> out(v.data, v.data + v.count);
     deallocate_String_vector(&v);
+    return out;
+  }
+
+  result<std::vector<std::string>> get_children_until(const std::string& path,
+                                                      steady::time_point deadline) {
+    std::vector<std::string> out;
+    int rc = conn_->get_children_until(path, deadline, out);
+    if (rc == ZNONODE) return std::vector<std::string>{};
+    if (rc != ZOK) return fail(conn_->error(rc, "getChildren", path));
     return out;
   }
 

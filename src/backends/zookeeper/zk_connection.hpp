@@ -21,6 +21,7 @@
 #include <stop_token>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "backends/zookeeper/zk_backend.hpp"
 #include "core/backend.hpp"
@@ -78,6 +79,13 @@ class connection {
   // deleted entry node never comes back).
   result<bool> await_change(const std::string& path, steady::time_point deadline,
                             std::stop_token stop);
+
+  // zoo_delete and zoo_get_children that give up at `deadline` with ZOPERATIONTIMEOUT (the
+  // request may still be applied; its late completion only frees what it was given). Return
+  // the ZooKeeper code, ZCLOSING once close() began.
+  int delete_until(const std::string& path, steady::time_point deadline);
+  int get_children_until(const std::string& path, steady::time_point deadline,
+                         std::vector<std::string>& out);
 
   // Ends the ZooKeeper session (its ephemeral nodes go with it) and the event thread.
   void close() noexcept;
