@@ -21,6 +21,15 @@ bool have(const std::string& tool) {
   return run_command({"sh", "-c", "command -v " + tool}, 10s).first == 0;
 }
 
+// Why this machine cannot create the test's users, or "" if it can.
+std::string cannot_make_users() {
+  if (::geteuid() != 0) return "needs root to create users (useradd, runuser)";
+  for (auto tool : {"useradd", "groupadd", "userdel", "groupdel", "runuser"}) {
+    if (!have(tool)) return std::string(tool) + " is not installed";
+  }
+  return "";
+}
+
 // A group and two users in it, removed again however the test ends.
 class shared_users {
  public:
@@ -72,10 +81,7 @@ mode_t mode_of(const std::string& path, gid_t* gid = nullptr) {
 }
 
 TEST(CliSharedHost, UsersOfOneGroupExcludeEachOtherThroughASetgidDirectory) {
-  if (::geteuid() != 0) GTEST_SKIP() << "needs root to create users (useradd, runuser)";
-  for (auto tool : {"useradd", "groupadd", "userdel", "groupdel", "runuser"}) {
-    if (!have(tool)) GTEST_SKIP() << tool << " is not installed";
-  }
+  if (auto why = cannot_make_users(); !why.empty()) GTEST_SKIP() << why;
   shared_users users;
   ASSERT_TRUE(users.ok()) << users.error();
   const group* g = ::getgrnam(users.group.c_str());
@@ -145,10 +151,7 @@ TEST(CliSharedHost, UsersOfOneGroupExcludeEachOtherThroughASetgidDirectory) {
 // answer (0 held, 1 free) instead of failing with 77, whether or not a holder keeps the -wal
 // and -shm files open.
 TEST(CliSharedHost, AUserWhoMayOnlyReadTheDatabaseCanLook) {
-  if (::geteuid() != 0) GTEST_SKIP() << "needs root to create users (useradd, runuser)";
-  for (auto tool : {"useradd", "groupadd", "userdel", "groupdel", "runuser"}) {
-    if (!have(tool)) GTEST_SKIP() << tool << " is not installed";
-  }
+  if (auto why = cannot_make_users(); !why.empty()) GTEST_SKIP() << why;
   shared_users users;
   ASSERT_TRUE(users.ok()) << users.error();
   temp_dir top{"dlock-readonly"};

@@ -301,12 +301,13 @@ partition::env through_proxy(const std::string& mode) {
 }
 
 TEST_F(sql_faults, a_cut_off_poller_is_told_session_expired_promptly) {
-  partition::poller_cut_off_is_told_promptly(through_proxy(""), name("poller"), 2s);
+  partition::contender_cut_off_is_told_promptly(through_proxy(""), name("poller"), 2s,
+                                                partition::contender::polling);
 }
 
 TEST_F(sql_faults, a_cut_off_advisory_poller_is_told_session_expired_promptly) {
-  partition::poller_cut_off_is_told_promptly(through_proxy("mode=advisory&"), name("poller-adv"),
-                                             2s);
+  partition::contender_cut_off_is_told_promptly(through_proxy("mode=advisory&"), name("poller-adv"),
+                                                2s, partition::contender::polling);
 }
 
 }  // namespace

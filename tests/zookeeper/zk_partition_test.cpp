@@ -20,13 +20,15 @@ partition::env zk_env(const std::string& chroot) {
 }
 
 TEST(zk_partition, a_cut_off_waiter_is_told_session_expired_promptly) {
-  partition::waiter_cut_off_is_told_promptly(zk_env("/pw-" + random_suffix()), "res",
-                                             std::chrono::seconds{2});
+  partition::contender_cut_off_is_told_promptly(zk_env("/pw-" + random_suffix()), "res",
+                                                std::chrono::seconds{2},
+                                                partition::contender::waiting);
 }
 
 TEST(zk_partition, a_cut_off_poller_is_told_session_expired_promptly) {
-  partition::poller_cut_off_is_told_promptly(zk_env("/pp-" + random_suffix()), "res",
-                                             std::chrono::seconds{2});
+  partition::contender_cut_off_is_told_promptly(zk_env("/pp-" + random_suffix()), "res",
+                                                std::chrono::seconds{2},
+                                                partition::contender::polling);
 }
 
 TEST(zk_partition, a_cut_off_release_is_bounded_and_finished_in_the_background) {
