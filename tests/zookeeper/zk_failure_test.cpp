@@ -9,6 +9,10 @@
 
 #include "zookeeper/zk_env.hpp"
 
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/lsan_interface.h>
+#endif
+
 namespace dlock::test {
 namespace {
 
@@ -140,6 +144,51 @@ TEST(zk_failure, each_release_among_200_waiters_notifies_exactly_one) {
   // The holder's release and each waiter's release but the last woke exactly one waiter.
   EXPECT_EQ(detail::zookeeper_node_events() - before, static_cast<std::uint64_t>(waiters));
   EXPECT_EQ(server_watches(), 0);
+}
+
+// The C client queues a watch event it reads while the handle closes and never frees it
+// (ZOOKEEPER-2894/3868), so a session that closes with watches still set on the server leaks
+// one event per node that goes at that moment. A closing session removes its watches first.
+// Here another session's nodes all go while this one closes with a watch on each.
+TEST(zk_failure, closing_while_watched_nodes_go_leaks_no_event) {
+  constexpr int locks = 100;
+  const auto prefix = "close-race/" + random_suffix() + "/";
+  for (int round = 0; round < 6; ++round) {
+    auto holder_s = dlock::session::open(zk_url(10s));
+    auto waiter_s = dlock::session::open(zk_url(10s));
+    std::vector<dlock::mutex> held;
+    for (int i = 0; i < locks; ++i) {
+      held.emplace_back(holder_s, prefix + std::to_string(i));
+      held.back().lock();
+    }
+    const auto watches_before = server_watches();
+    std::atomic<int> granted{0};
+    {
+      std::vector<std::jthread> waiters;
+      for (int i = 0; i < locks; ++i) {
+        waiters.emplace_back([&, i] {
+          dlock::mutex m(waiter_s, prefix + std::to_string(i));
+          if (m.try_lock_for(300ms)) ++granted;  // gives up, its watch still set on the server
+        });
+      }
+    }
+    ASSERT_EQ(granted.load(), 0);
+    ASSERT_EQ(server_watches() - watches_before, locks) << "the set-up left no watches to race";
+    // The releases delete the watched nodes one by one; the watching session closes halfway,
+    // so events keep arriving while it closes.
+    std::atomic<int> released{0};
+    std::jthread releaser([&] {
+      for (auto& m : held) {
+        m.unlock();
+        ++released;
+      }
+    });
+    while (released.load() < locks / 2) std::this_thread::yield();
+    waiter_s.close();
+  }
+#if defined(__SANITIZE_ADDRESS__)
+  EXPECT_EQ(__lsan_do_recoverable_leak_check(), 0) << "see the leak report above";
+#endif
 }
 
 }  // namespace

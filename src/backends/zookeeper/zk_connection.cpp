@@ -1,5 +1,6 @@
 #include "backends/zookeeper/zk_connection.hpp"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 
@@ -176,6 +177,9 @@ void connection::node_watcher(zhandle_t*, int type, int, const char* path, void*
   auto* self = static_cast<connection*>(ctx);
   {
     std::lock_guard lk(self->mu_);
+    if (auto a = self->armed_.find(std::string_view(path)); a != self->armed_.end()) {
+      self->armed_.erase(a);
+    }
     if (auto it = self->watches_.find(std::string_view(path)); it != self->watches_.end()) {
       ++it->second.generation;
       if (type == ZOO_DELETED_EVENT) it->second.deleted = true;
@@ -224,6 +228,8 @@ result<bool> connection::await_change(const std::string& path, steady::time_poin
   auto it = watches_.try_emplace(path).first;  // map iterators stay valid
   ++it->second.waiters;
   const auto generation = it->second.generation;
+  // Before the request: its event may be delivered before the call returns.
+  armed_.insert(path);
   lk.unlock();
   int rc = ZOK;
   {
@@ -239,6 +245,7 @@ result<bool> connection::await_change(const std::string& path, steady::time_poin
     }
   }
   lk.lock();
+  if (rc != ZOK) armed_.erase(path);
   if (rc == ZOK) {
     cv_.wait_until(lk, stop, deadline,
                    [&] { return it->second.generation != generation || ended_; });
@@ -322,6 +329,42 @@ int connection::get_children_until(const std::string& path, steady::time_point d
   return rc;
 }
 
+void connection::drop_watches(zhandle_t* zh) noexcept {
+  std::vector<std::string> paths;
+  std::chrono::milliseconds bound{};
+  {
+    std::lock_guard lk(mu_);
+    paths.assign(armed_.begin(), armed_.end());
+    armed_.clear();
+    // Without a connection no event can arrive; with one, a few round trips at most.
+    if (!is_connected(state_)) return;
+    bound = std::clamp(negotiated_ / 3, std::chrono::milliseconds{100},
+                       std::chrono::milliseconds{2000});
+  }
+  if (paths.empty()) return;
+  // The header types the completion as a pointer to one; the client calls what it is given.
+  void_completion_t ignore = [](int, const void*) {};
+  for (const auto& path : paths) {
+    // remove_all: a removal of one watcher only checks the server's side (CHECK_WATCHES).
+    zoo_aremove_all_watches(zh, path.c_str(), ZWATCHTYPE_DATA, 0,
+                            reinterpret_cast<void_completion_t*>(ignore), nullptr);
+  }
+  // Replies and events arrive in order and completions run in order: once this one has run,
+  // every event sent before the removals took effect has been delivered.
+  auto barrier = std::make_shared<pending_call>();
+  auto* held = new std::shared_ptr<pending_call>(barrier);
+  int rc = zoo_aexists(
+      zh, "/", 0,
+      [](int rc, const struct Stat*, const void* d) { pending_call::finish(d, rc, nullptr); },
+      held);
+  if (rc != ZOK) {
+    delete held;
+    return;
+  }
+  std::unique_lock lk(barrier->m);
+  barrier->cv.wait_for(lk, bound, [&] { return barrier->done; });
+}
+
 void connection::close() noexcept {
   {
     std::lock_guard lk(mu_);
@@ -338,7 +381,10 @@ void connection::close() noexcept {
       zh_ = nullptr;
     }
   }
-  if (zh != nullptr) zookeeper_close(zh);
+  if (zh != nullptr) {
+    drop_watches(zh);
+    zookeeper_close(zh);
+  }
   if (event_thread_.joinable()) {
     event_thread_.request_stop();
     if (event_thread_.get_id() == std::this_thread::get_id())

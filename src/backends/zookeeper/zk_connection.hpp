@@ -17,6 +17,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <shared_mutex>
 #include <stop_token>
 #include <string>
@@ -97,6 +98,10 @@ class connection {
   void on_session_state(int state);
   void push_event(session_event e);
   void event_loop(std::stop_token stop);
+  // Removes this session's watches on the server before the handle closes, and waits (a
+  // bounded time) until events already sent have been delivered: the C client never frees an
+  // event it reads while closing (ZOOKEEPER-3868).
+  void drop_watches(zhandle_t* zh) noexcept;
 
   config cfg_;
   std::shared_mutex handle_mu_;  // shared: a request in flight; unique: close
@@ -115,6 +120,9 @@ class connection {
     bool deleted{false};
   };
   std::map<std::string, watched, std::less<>> watches_;
+  // Paths with our watch set on the server and not yet fired (a waiter that gave up leaves
+  // one behind until the node changes).
+  std::set<std::string, std::less<>> armed_;
   std::deque<session_event> events_;
   std::function<void(session_event)> handler_;
 
