@@ -3,12 +3,14 @@
 #include <hiredis/hiredis.h>
 #include <poll.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <vector>
 
+#include "backends/redis/redis_dial.hpp"
 #include "core/open_budget.hpp"
 
 namespace dlock::detail::redis {
@@ -57,16 +59,22 @@ failure error_reply_failure(const target& t, std::string_view message) {
 }
 
 result<std::unique_ptr<connection>> connection::open(const target& t,
-                                                     std::optional<std::chrono::milliseconds> cap) {
+                                                     std::optional<std::chrono::milliseconds> cap,
+                                                     std::stop_token stop) {
   std::unique_ptr<connection> c(new connection(t));
-  errno = 0;
   // Within session::open, connecting and logging in get only what is left of its budget.
   auto login_timeout = connect_bound(t.timeout);
   if (cap) login_timeout = std::max(std::min(login_timeout, *cap), std::chrono::milliseconds{1});
   c->timeout_ = login_timeout;
-  c->ctx_ = redisConnectWithTimeout(t.host.c_str(), t.port, to_timeval(login_timeout));
-  if (!c->ctx_) return fail(errc::backend_unavailable, t.where + ": out of memory");
+  auto fd = dial(t, login_timeout, stop, c->timed_out_);
+  if (!fd) return fail(fd.error());
+  c->ctx_ = redisConnectFd(*fd);  // owns the socket from here, even when it fails
+  if (!c->ctx_) {
+    ::close(*fd);
+    return fail(errc::backend_unavailable, t.where + ": out of memory");
+  }
   if (c->ctx_->err) return fail(c->transport_failure());
+  std::stop_callback on_stop(stop, [raw = c.get()] { raw->interrupt(); });
   if (auto r = c->set_timeout(login_timeout); !r) return fail(r.error());
   std::vector<std::vector<std::string>> login;
   if (t.has_password) {
@@ -78,6 +86,7 @@ result<std::unique_ptr<connection>> connection::open(const target& t,
   login.push_back({"PING"});
   for (auto& argv : login) {
     auto r = c->call(argv);
+    if (stop.stop_requested()) return fail(errc::cancelled, t.where + ": cancelled");
     if (!r) return fail(r.error());
     if ((*r)->type == REDIS_REPLY_ERROR) return fail(error_reply_failure(t, reply_text(r->get())));
     if (argv[0] == "PING" && reply_text(r->get()) != "PONG") {

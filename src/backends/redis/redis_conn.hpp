@@ -9,6 +9,7 @@
 #include <memory>
 #include <optional>
 #include <span>
+#include <stop_token>
 #include <string>
 
 #include "backends/redis/redis_config.hpp"
@@ -30,9 +31,11 @@ using reply_ptr = std::unique_ptr<redisReply, reply_free>;
 class connection {
  public:
   // Connects, authenticates, selects the database and PINGs, within t.timeout each (within
-  // `cap` each, if that is less).
+  // `cap` each, if that is less). `stop` gives up at any point of it (cancelled): a session
+  // that expires must not wait out a login on a dead link.
   static result<std::unique_ptr<connection>> open(
-      const target& t, std::optional<std::chrono::milliseconds> cap = std::nullopt);
+      const target& t, std::optional<std::chrono::milliseconds> cap = std::nullopt,
+      std::stop_token stop = {});
   ~connection();
   connection(const connection&) = delete;
   connection& operator=(const connection&) = delete;

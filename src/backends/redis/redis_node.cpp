@@ -22,7 +22,7 @@ bool is_error(const reply_ptr& r) { return r && r->type == REDIS_REPLY_ERROR; }
 
 }  // namespace
 
-result<std::unique_ptr<connection>> node::take(until_t until) {
+result<std::unique_ptr<connection>> node::take(until_t until, std::stop_token stop) {
   {
     std::lock_guard lk(mu_);
     if (!idle_.empty()) {
@@ -39,7 +39,7 @@ result<std::unique_ptr<connection>> node::take(until_t until) {
     if (cap->count() <= 0)
       return fail(errc::backend_unavailable, target_.where + ": no time left to connect");
   }
-  auto c = connection::open(target_, cap);
+  auto c = connection::open(target_, cap, stop);
   if (!c && is_transient(c.error())) {
     std::lock_guard lk(mu_);
     down_until_ = steady::now() + std::min(target_.timeout, std::chrono::milliseconds{100});
@@ -93,7 +93,7 @@ result<reply_ptr> node::run(const request& req, std::stop_token stop, until_t un
       std::lock_guard lk(mu_);
       reused = !idle_.empty();
     }
-    auto c = take(until);
+    auto c = take(until, stop);
     if (!c) return fail(c.error());
     result<reply_ptr> r = fail(errc::cancelled);
     {
@@ -130,7 +130,8 @@ result<std::optional<std::string>> node::pop_wake(const std::string& key, steady
       idle_waiting_.pop_back();
     }
   }
-  if (!c) c = take();
+  if (!c) c = take({}, stop);
+  if (!c && stop.stop_requested()) return popped{};
   if (!c) return fail(c.error());
   // The socket timeout only has to outlast BLPOP's own; it is changed only when it falls
   // short or is far too long (a dead server would then be noticed late).
@@ -189,7 +190,7 @@ std::vector<result<reply_ptr>> run_all(std::span<node* const> nodes, std::span<c
   });
   for (std::size_t i = 0; i < nodes.size(); ++i) {
     out.emplace_back(fail(errc::backend_unavailable));
-    auto c = nodes[i]->take(until);
+    auto c = nodes[i]->take(until, stop);
     if (!c) {
       out[i] = fail(c.error());
       continue;

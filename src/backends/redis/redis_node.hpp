@@ -45,8 +45,8 @@ class node {
                                               std::stop_token stop);
 
   // Connections are handed out one per caller and returned when healthy. A new one is
-  // opened within what is left until `until`.
-  result<std::unique_ptr<connection>> take(until_t until = {});
+  // opened within what is left until `until`, and given up when `stop` is requested.
+  result<std::unique_ptr<connection>> take(until_t until = {}, std::stop_token stop = {});
   void give(std::unique_ptr<connection> c);
 
  private:
