@@ -31,6 +31,12 @@ TEST(zk_partition, a_cut_off_poller_is_told_session_expired_promptly) {
                                                 partition::contender::polling);
 }
 
+TEST(zk_partition, a_cut_off_poller_logging_in_anew_is_told_session_expired_promptly) {
+  partition::contender_cut_off_is_told_promptly(zk_env("/pn-" + random_suffix()), "res",
+                                                std::chrono::seconds{2},
+                                                partition::contender::polling_reconnecting);
+}
+
 TEST(zk_partition, a_cut_off_release_is_bounded_and_finished_in_the_background) {
   // A short request_timeout: the removal fails fast and is retried until the network heals.
   partition::release_cut_off_is_bounded_and_finished_in_the_background(

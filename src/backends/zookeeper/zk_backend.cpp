@@ -143,6 +143,7 @@ class zk_session final : public backend_session {
   }
 
   void close() noexcept override { conn_->close(); }
+  void on_expired() noexcept override { conn_->end_locally(); }
 
   result<std::vector<std::string>> lock_names(std::string_view prefix) override {
     auto children = get_children(base_);
@@ -199,15 +200,14 @@ class zk_session final : public backend_session {
   }
 
   result<std::vector<std::string>> get_children(const std::string& path) {
-    auto u = conn_->acquire();
-    if (!u) return fail(u.error());
-    String_vector v{};
-    int rc = zoo_get_children(u->zh(), path.c_str(), 0, &v);
-    if (rc == ZNONODE) return std::vector<std::string>{};
-    if (rc != ZOK) return fail(conn_->error(rc, "getChildren", path));
-    std::vector<std::string> out(v.data, v.data + v.count);
-    deallocate_String_vector(&v);
-    return out;
+    return get_children_until(path, backstop());
+  }
+
+  // A deadline for requests without one of their own: the client answers every request (with
+  // ZCONNECTIONLOSS if need be), and the session's end cuts them off sooner; only a backstop.
+  steady::time_point backstop() const {
+    return steady::now() +
+           std::max(conn_->negotiated_timeout() * 2, std::chrono::milliseconds{10000});
   }
 
   result<std::vector<std::string>> get_children_until(const std::string& path,
@@ -224,7 +224,9 @@ class zk_session final : public backend_session {
     auto u = conn_->acquire();
     if (!u) return fail(u.error());
     zk::fetch_error err;
-    auto reads = zk::fetch_nodes(u->zh(), paths, conn_->negotiated_timeout() * 2, err);
+    auto reads =
+        zk::fetch_nodes(u->zh(), paths, conn_->negotiated_timeout() * 2, conn_->ended(), err);
+    if (err.rc == ZCLOSING) err.rc = conn_->ended_rc();
     if (err.rc != ZOK) return fail(conn_->error(err.rc, "getData", err.path));
     return reads;
   }
@@ -255,19 +257,13 @@ class zk_session final : public backend_session {
 
   result<void> create_entry(const std::string& lp, entry_kind kind, const std::string& id) {
     const auto path = lp + "/" + zk::child_prefix(id, kind);
-    std::string created(path.size() + 16, '\0');
+    std::string created;
     for (int attempt = 0;; ++attempt) {
       int rc;
       struct Stat st {};
-      {
-        auto u = conn_->acquire();
-        if (!u) return fail(u.error());
-        rc = zoo_create2(u->zh(), path.c_str(), info_.owner.data(),
-                         static_cast<int>(info_.owner.size()), &acl_, ZOO_EPHEMERAL_SEQUENTIAL,
-                         created.data(), static_cast<int>(created.size()), &st);
-      }
+      rc = conn_->create_until(path, info_.owner, &acl_, ZOO_EPHEMERAL_SEQUENTIAL, backstop(),
+                               created, st);
       if (rc == ZOK) {
-        created.resize(created.find('\0'));
         cache_.own(id, lp, created.substr(lp.size() + 1), {st.czxid, st.ctime, info_.owner});
         return {};
       }

@@ -200,6 +200,7 @@ void connection::on_session_state(int state) {
     } else if (state == ZOO_EXPIRED_SESSION_STATE || state == ZOO_AUTH_FAILED_STATE) {
       e = session_event::expired;
       ended_ = true;
+      ended_src_.request_stop();
     } else if (was) {
       e = session_event::suspended;
     }
@@ -263,10 +264,12 @@ namespace {
 // caller that stopped waiting at its deadline leaves the completion the last reference.
 struct pending_call {
   std::mutex m;
-  std::condition_variable cv;
+  std::condition_variable_any cv;
   bool done{false};
   int rc{ZOPERATIONTIMEOUT};
   std::vector<std::string> children;
+  std::string value;
+  struct Stat stat {};
 
   static void finish(const void* data, int rc, const String_vector* strings) {
     std::unique_ptr<std::shared_ptr<pending_call>> held(
@@ -298,8 +301,9 @@ int call_until(connection& c, steady::time_point deadline, std::shared_ptr<pendi
     }
   }
   std::unique_lock lk(p->m);
-  if (!p->cv.wait_until(lk, deadline, [&] { return p->done; })) return ZOPERATIONTIMEOUT;
-  return p->rc;
+  if (p->cv.wait_until(lk, c.ended(), deadline, [&] { return p->done; })) return p->rc;
+  lk.unlock();
+  return c.ended().stop_requested() ? c.ended_rc() : ZOPERATIONTIMEOUT;
 }
 
 }  // namespace
@@ -327,6 +331,46 @@ int connection::get_children_until(const std::string& path, steady::time_point d
     out = std::move(p->children);
   }
   return rc;
+}
+
+int connection::create_until(const std::string& path, std::string_view data, const ACL_vector* acl,
+                             int mode, steady::time_point deadline, std::string& created,
+                             struct Stat& st) {
+  std::shared_ptr<pending_call> p;
+  int rc = call_until(*this, deadline, p, [&](zhandle_t* zh, const void* d) {
+    return zoo_acreate2(
+        zh, path.c_str(), data.data(), static_cast<int>(data.size()), acl, mode,
+        [](int rc, const char* value, const struct Stat* stat, const void* d) {
+          auto* held = static_cast<const std::shared_ptr<pending_call>*>(d);
+          if (rc == ZOK) {
+            std::lock_guard lk((*held)->m);
+            if (value) (*held)->value = value;
+            if (stat) (*held)->stat = *stat;
+          }
+          pending_call::finish(d, rc, nullptr);
+        },
+        d);
+  });
+  if (rc == ZOK) {
+    std::lock_guard lk(p->m);
+    created = p->value;
+    st = p->stat;
+  }
+  return rc;
+}
+
+void connection::end_locally() noexcept {
+  {
+    std::lock_guard lk(mu_);
+    ended_ = true;
+  }
+  ended_src_.request_stop();
+  cv_.notify_all();
+}
+
+int connection::ended_rc() {
+  std::lock_guard lk(mu_);
+  return closing_ ? ZCLOSING : ZSESSIONEXPIRED;
 }
 
 void connection::drop_watches(zhandle_t* zh) noexcept {
@@ -371,6 +415,7 @@ void connection::close() noexcept {
     ended_ = true;
     closing_ = true;
   }
+  ended_src_.request_stop();
   cv_.notify_all();
   zhandle_t* zh = nullptr;
   {

@@ -21,6 +21,7 @@
 #include <shared_mutex>
 #include <stop_token>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -88,6 +89,20 @@ class connection {
   int get_children_until(const std::string& path, steady::time_point deadline,
                          std::vector<std::string>& out);
 
+  // zoo_create2 (ZOO_EPHEMERAL_SEQUENTIAL and the like) that gives up like delete_until;
+  // `created` gets the name the server gave, `st` its stat.
+  int create_until(const std::string& path, std::string_view data, const ACL_vector* acl, int mode,
+                   steady::time_point deadline, std::string& created, struct Stat& st);
+
+  // The session's lease ended on our side (the engine saw it run out without the server):
+  // every wait and request in progress returns at once with ZSESSIONEXPIRED.
+  void end_locally() noexcept;
+  // Requested once the session ended (expired, locally or by the server, or closing).
+  std::stop_token ended() const noexcept { return ended_src_.get_token(); }
+  // The code a request cut off by ended() returns: ZCLOSING once close() began, else
+  // ZSESSIONEXPIRED.
+  int ended_rc();
+
   // Ends the ZooKeeper session (its ephemeral nodes go with it) and the event thread.
   void close() noexcept;
 
@@ -128,6 +143,7 @@ class connection {
 
   std::chrono::milliseconds negotiated_{};
   client_identity identity_{};
+  std::stop_source ended_src_;
   std::jthread event_thread_;
 };
 

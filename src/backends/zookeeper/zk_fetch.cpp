@@ -9,7 +9,7 @@ namespace {
 
 struct batch {
   std::mutex m;
-  std::condition_variable cv;
+  std::condition_variable_any cv;
   std::size_t pending{0};
   std::vector<node_read> out;
 };
@@ -40,7 +40,8 @@ void on_data(int rc, const char* value, int value_len, const struct Stat* stat, 
 }  // namespace
 
 std::vector<node_read> fetch_nodes(zhandle_t* zh, const std::vector<std::string>& paths,
-                                   std::chrono::milliseconds limit, fetch_error& err) {
+                                   std::chrono::milliseconds limit, std::stop_token stop,
+                                   fetch_error& err) {
   err = {ZOK, {}};
   auto b = std::make_shared<batch>();
   b->out.resize(paths.size());
@@ -59,8 +60,9 @@ std::vector<node_read> fetch_nodes(zhandle_t* zh, const std::vector<std::string>
     }
   }
   std::unique_lock lk(b->m);
-  if (!b->cv.wait_for(lk, limit, [&] { return b->pending == 0; })) {
-    err = {ZOPERATIONTIMEOUT, paths.empty() ? std::string() : paths.front()};
+  if (!b->cv.wait_for(lk, stop, limit, [&] { return b->pending == 0; })) {
+    err = {stop.stop_requested() ? ZCLOSING : ZOPERATIONTIMEOUT,
+           paths.empty() ? std::string() : paths.front()};
     return {};
   }
   for (std::size_t i = 0; i < paths.size(); ++i) {

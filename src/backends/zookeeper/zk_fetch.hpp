@@ -5,6 +5,7 @@
 #include <zookeeper/zookeeper.h>
 
 #include <chrono>
+#include <stop_token>
 #include <string>
 #include <vector>
 
@@ -26,7 +27,9 @@ struct fetch_error {
   int rc;
   std::string path;
 };
+// `stop` gives up at once (err.rc ZCLOSING).
 std::vector<node_read> fetch_nodes(zhandle_t* zh, const std::vector<std::string>& paths,
-                                   std::chrono::milliseconds limit, fetch_error& err);
+                                   std::chrono::milliseconds limit, std::stop_token stop,
+                                   fetch_error& err);
 
 }  // namespace dlock::detail::zk
