@@ -310,5 +310,16 @@ TEST_F(sql_faults, a_cut_off_advisory_poller_is_told_session_expired_promptly) {
                                                 2s, partition::contender::polling);
 }
 
+TEST_F(sql_faults, a_cut_off_poller_logging_in_anew_is_told_session_expired_promptly) {
+  partition::contender_cut_off_is_told_promptly(through_proxy(""), name("poller-new"), 2s,
+                                                partition::contender::polling_reconnecting);
+}
+
+TEST_F(sql_faults, a_cut_off_advisory_poller_logging_in_anew_is_told_session_expired_promptly) {
+  partition::contender_cut_off_is_told_promptly(through_proxy("mode=advisory&"),
+                                                name("poller-adv-new"), 2s,
+                                                partition::contender::polling_reconnecting);
+}
+
 }  // namespace
 }  // namespace dlock::test
