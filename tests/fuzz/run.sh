@@ -26,7 +26,7 @@ b="$src/src/backends"
 # (or, for SQLite, the shared database file) may send back.
 declare -A extra=(
   [url]="" [name]="" [duration]=""
-  [redis_reply]="$b/redis/redis_scripts.cpp $b/redis/redis_conn.cpp $b/redis/redis_merge.cpp
+  [redis_reply]="$b/redis/redis_scripts.cpp $b/redis/redis_conn.cpp $b/redis/redis_dial.cpp $b/redis/redis_merge.cpp
                  $src/src/core/verdict.cpp $(pkg-config --cflags --libs hiredis)"
   [zk_children]="$b/zookeeper/zk_names.cpp $b/zookeeper/zk_queue.cpp"
   [pg_rows]="$b/postgres/pg_conn.cpp $(pkg-config --cflags --libs libpq)"
