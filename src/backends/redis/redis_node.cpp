@@ -139,8 +139,15 @@ result<std::optional<std::string>> node::pop_wake(const std::string& key, steady
   if ((*c)->timeout() < needed || (*c)->timeout() > 2 * needed) {
     if (auto t = (*c)->set_timeout(needed + needed / 4); !t) return fail(t.error());
   }
+  // Redis times blocked commands out in its cron, every 1/hz (100 ms by default), so a BLPOP
+  // ends up to that long past its timeout. A long wait asks the server for that much less (the
+  // caller waits again for the rest); a short one is cut off here at `until`, its connection
+  // closed as for a cancel (the caller re-reads the queue, so a token popped meanwhile is not
+  // needed).
+  constexpr std::chrono::milliseconds cron{100};
+  const auto server_left = left > 2 * cron ? left - cron : left;
   char secs[32];
-  std::snprintf(secs, sizeof secs, "%.3f", static_cast<double>(left.count()) / 1000.0);
+  std::snprintf(secs, sizeof secs, "%.3f", static_cast<double>(server_left.count()) / 1000.0);
   std::vector<std::string> argv{"BLPOP", key, secs};
   std::atomic<bool> stopped{false};
   result<reply_ptr> r = fail(errc::backend_unavailable);
@@ -150,9 +157,10 @@ result<std::optional<std::string>> node::pop_wake(const std::string& key, steady
       stopped = true;
       raw->interrupt();
     });
-    r = (*c)->call(argv);
+    r = (*c)->call(argv, until);
   }
   if (stopped) return popped{};
+  if (!r && (*c)->timed_out() && steady::now() >= until) return popped{};
   if (!r) {
     // The server likely closed every pooled connection (a restart): do not wait on them.
     std::lock_guard lk(mu_);
