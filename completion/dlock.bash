@@ -13,7 +13,7 @@ _dlock() {
       --) # after --: the command and its arguments
         COMPREPLY=($(compgen -c -- "$cur"))
         return ;;
-      run | status | list | demo | bench) [[ -z $sub ]] && sub=${words[i]} ;;
+      run | status | list | unlock | demo | bench) [[ -z $sub ]] && sub=${words[i]} ;;
     esac
   done
   case $prev in
@@ -30,9 +30,10 @@ _dlock() {
   esac
   local opts
   case $sub in
-    "") opts="run status list demo bench --help --version" ;;
+    "") opts="run status list unlock demo bench --help --version" ;;
     run) opts="--url -w --wait -n --nonblock --ttl -E --conflict-exit-code --grace --hold-at-least --hold-at-most -q --quiet -v --verbose --help --" ;;
     status | list) opts="--url --json --help" ;;
+    unlock) opts="--force --yes -y --url --help" ;;
     demo) opts="flash-sale --url --workers --stock --no-lock --shop --time-limit --json --help" ;;
     bench) opts="--url --scenario --clients --duration --count --waiters --lock --json --help" ;;
   esac

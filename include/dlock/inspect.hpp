@@ -30,6 +30,18 @@ struct queue_entry {
 /// Throws dlock::system_error (invalid_argument, backend errors).
 std::vector<queue_entry> inspect(const session& s, std::string_view name);
 
+/// Breaks lock `name` for an operator (Redisson's forceUnlock; `dlock unlock NAME --force`):
+/// ends the session of each holder, as the end of its lease would. Everything that session
+/// holds or waits for goes with it, and its holder is told *lost* at its next renewal -- not
+/// before others may be granted: only the fencing token keeps its late writes out.
+/// Returns the holders whose sessions were ended, as inspect() showed them (empty: it was
+/// free). Waiters are left in place. Thread-safe.
+/// Throws dlock::system_error: unsupported where capabilities().ends_other_sessions is false
+/// (a ZooKeeper session ends only by its own client or its timeout; in ?mode=advisory the lock
+/// belongs to a server connection; memory://), invalid_argument (bad name, an observe-only
+/// session, or a lock held by this very session: unlock it instead), backend errors.
+std::vector<queue_entry> force_unlock(const session& s, std::string_view name);
+
 /// Names of locks that have entries, starting with `prefix`, sorted. Thread-safe.
 /// Throws dlock::system_error: unsupported in ?mode=advisory (the server keeps only a hash of
 /// each name, so it cannot name other connections' locks), backend errors.

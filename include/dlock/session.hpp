@@ -95,6 +95,9 @@ struct backend_capabilities {
   /// A release is confirmed on the caller's thread, its request cut off at release_timeout
   /// (else a remover thread confirms it while the caller waits at most that long).
   bool bounded_remove{false};
+  /// force_unlock() can end another client's session (its lease is a record that any client
+  /// may delete); else it fails with errc::unsupported.
+  bool ends_other_sessions{false};
 };
 
 /// A shared handle to one session. Copies refer to the same session; the session is closed

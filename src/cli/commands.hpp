@@ -9,6 +9,7 @@ namespace dlock::cli {
 void add_run_command(CLI::App& app, int& status);
 void add_status_command(CLI::App& app, int& status);
 void add_list_command(CLI::App& app, int& status);
+void add_unlock_command(CLI::App& app, int& status);
 void add_demo_command(CLI::App& app, int& status);
 
 }  // namespace dlock::cli

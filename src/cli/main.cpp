@@ -31,6 +31,7 @@ int main(int argc, char** argv) {
   add_run_command(app, status);
   add_status_command(app, status);
   add_list_command(app, status);
+  add_unlock_command(app, status);
   add_demo_command(app, status);
   add_bench_command(app, status);
   try {
@@ -38,7 +39,7 @@ int main(int argc, char** argv) {
     if (argc > 1 && argv[1][0] != '-' && !is_subcommand(app, argv[1])) {
       throw cli_error(exit_usage,
                       std::string("unknown subcommand '") + argv[1] +
-                          "' (want run, status, list, demo or bench; see dlock --help)");
+                          "' (want run, status, list, unlock, demo or bench; see dlock --help)");
     }
     // CLI11 takes `--url=` as "--url" and the next word as its value: an explicitly empty URL
     // must be refused, not replaced by whatever follows.

@@ -154,6 +154,14 @@ class backend_session {
 
   // Names of locks with at least one entry, starting with `prefix`, sorted (status tools).
   virtual result<std::vector<std::string>> lock_names(std::string_view prefix) = 0;
+
+  // Ends another client's session `session_id` as its lease's end would: its record and all its
+  // entries go, so its holder's next renewal fails (it is told lost) and its waiters' lock is
+  // granted on. For backends with capabilities::ends_other_sessions; others say unsupported.
+  virtual result<void> end_session(std::string_view session_id) {
+    (void)session_id;
+    return fail(errc::unsupported, "this backend cannot end another client's session");
+  }
 };
 
 }  // namespace dlock::detail

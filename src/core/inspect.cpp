@@ -1,4 +1,5 @@
 // dlock::inspect and dlock::list_locks: read-only views for status tools.
+#include <algorithm>
 #include <dlock/inspect.hpp>
 
 #include "core/names.hpp"
@@ -22,6 +23,42 @@ std::vector<queue_entry> inspect(const session& s, std::string_view name) {
                               e.lease_left});
   }
   return out;
+}
+
+std::vector<queue_entry> force_unlock(const session& s, std::string_view name) {
+  auto refuse = [&](errc code, const std::string& why) {
+    throw system_error(make_error_code(code),
+                       "dlock: force unlock '" + std::string(name) + "': " + why);
+  };
+  if (!s) refuse(errc::invalid_argument, "empty session");
+  if (auto v = detail::validate_lock_name(name); !v) detail::raise(v.error(), "dlock");
+  if (!s.capabilities().ends_other_sessions) {
+    refuse(errc::unsupported, s.url() +
+                                  " cannot end another client's session (see its capabilities); "
+                                  "end the holder's process or wait for its lease");
+  }
+  auto& core = *s.core();
+  if (core.options().observe_only) refuse(errc::invalid_argument, "this session only observes");
+  auto q = core.backend().list(name);
+  if (!q) detail::raise(q.error(), "dlock: force unlock '" + std::string(name) + "'");
+  std::vector<queue_entry> ended;
+  std::vector<std::string> sessions;
+  for (std::size_t i = 0; i < q->entries.size(); ++i) {
+    if (!detail::entry_holds(q->entries, i)) continue;
+    const auto& e = q->entries[i];
+    // Entry ids are "<session id>-<counter>" (session_core::next_entry_id).
+    auto sid = e.id.substr(0, e.id.rfind('-'));
+    if (sid == core.info().id) refuse(errc::invalid_argument, "held by this session: unlock it");
+    if (std::find(sessions.begin(), sessions.end(), sid) == sessions.end()) {
+      if (auto r = core.backend().end_session(sid); !r) {
+        detail::raise(r.error(), "dlock: force unlock '" + std::string(name) + "'");
+      }
+      sessions.push_back(sid);
+    }
+    ended.push_back(queue_entry{true, e.kind == detail::entry_kind::shared, e.token, e.owner,
+                                e.since, e.lease_left});
+  }
+  return ended;
 }
 
 std::vector<std::string> list_locks(const session& s, std::string_view prefix) {

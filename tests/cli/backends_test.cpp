@@ -226,6 +226,40 @@ TEST_F(CliBackends, AdvisoryHolderIsShownByStatusAndNeverListedAsFree) {
   }
 }
 
+// `dlock unlock NAME --force --yes` ends a stuck holder's session where the backend can (its
+// `dlock run` is told it lost the lock and exits 70) and refuses (69, nothing changed) where
+// another client's session cannot be ended: ZooKeeper, and locks in mode=advisory.
+TEST_F(CliBackends, ForceUnlockBreaksALeaseAndRefusesWhereItCannot) {
+  cli_sandbox box;
+  auto urls = srv_->urls();
+  urls.push_back(srv_->pg->url("mode=advisory"));
+  urls.push_back(srv_->maria->url("mode=advisory"));
+  for (const auto& url : urls) {
+    SCOPED_TRACE(url);
+    const bool refuses = url.starts_with("zk://") || url.find("mode=advisory") != std::string::npos;
+    std::string name = "stuck/job-" + random_suffix();
+    auto holder = box.start(
+        {"run", name, "--url", url, "--ttl", "3s", "--", "sh", "-c", "echo held; sleep 60"});
+    ASSERT_TRUE(holder.wait_for_line("held", 30s));
+    auto r = box.run({"unlock", name, "--url", url, "--force", "--yes"});
+    if (refuses) {
+      EXPECT_EQ(r.status, 69) << r.output;
+      EXPECT_NE(r.output.find("cannot end another client's session"), std::string::npos)
+          << r.output;
+      EXPECT_EQ(box.run({"status", name, "--url", url}).status, 0) << "a refusal changed things";
+      holder.signal(SIGTERM);
+      EXPECT_TRUE(holder.wait(30s).has_value());
+      continue;
+    }
+    EXPECT_EQ(r.status, 0) << r.output;
+    EXPECT_NE(r.output.find("ended the session of"), std::string::npos) << r.output;
+    auto code = holder.wait(20s);
+    ASSERT_TRUE(code.has_value()) << "dlock run never learnt that its lock was broken";
+    EXPECT_EQ(*code, 70);
+    EXPECT_EQ(box.run({"status", name, "--url", url}).status, 1);
+  }
+}
+
 // A holder whose process is gone on this very host (its entry lives until the lease ends on
 // Redis) is marked in `dlock status`, text and JSON; a live one is not.
 TEST_F(CliBackends, AHolderWhoseProcessIsGoneHereIsMarked) {

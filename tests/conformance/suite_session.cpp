@@ -37,6 +37,47 @@ TEST_P(conformance, a_holder_whose_lease_ends_is_told_and_another_gets_a_larger_
   EXPECT_FALSE(third.try_lock());
 }
 
+// An operator breaks a stuck lock (dlock unlock NAME --force): the holder's session ends,
+// its holder is told lost, the waiter is granted with a larger token; a backend that cannot
+// end another client's session refuses and changes nothing.
+TEST_P(conformance, force_unlock_ends_the_holders_session_and_the_waiter_is_granted) {
+  auto a = open();
+  auto b = open();
+  auto op = open();
+  dlock::mutex stuck(a, lock_name());
+  dlock::mutex next(b, lock_name());
+  stuck.lock();
+  auto h = stuck.current_hold();
+  if (!caps().ends_other_sessions) {
+    try {
+      (void)dlock::force_unlock(op, lock_name());
+      ADD_FAILURE() << "force_unlock succeeded on a backend that says it cannot";
+    } catch (const dlock::system_error& e) {
+      EXPECT_EQ(e.code(), dlock::errc::unsupported) << e.what();
+    }
+    EXPECT_TRUE(h.is_held());
+    EXPECT_FALSE(next.try_lock());
+    return;
+  }
+  EXPECT_THROW((void)dlock::force_unlock(a, lock_name()), dlock::system_error)
+      << "a session may not force its own hold";
+  std::atomic<bool> granted{false};
+  std::jthread waiter([&] { granted = next.try_lock_for(fx().ttl() * 3); });
+  auto ended = dlock::force_unlock(op, lock_name());
+  ASSERT_EQ(ended.size(), 1u);
+  EXPECT_EQ(ended[0].token, h.token().value);
+  waiter.join();
+  ASSERT_TRUE(granted.load()) << "the waiter was not granted after the holder's session ended";
+  EXPECT_GT(next.token(), h.token());
+  EXPECT_TRUE(eventually([&] { return h.lost_token().stop_requested(); }, fx().ttl() * 3))
+      << "the forced-out holder was never told";
+  std::error_code ec;
+  stuck.unlock(ec);
+  EXPECT_EQ(ec, dlock::errc::lock_lost);
+  EXPECT_TRUE(next.is_held()) << "the forced-out holder's unlock removed the new holder";
+  EXPECT_TRUE(dlock::force_unlock(op, lock_name() + "-free").empty());
+}
+
 TEST_P(conformance, a_waiter_whose_session_expires_fails_and_the_next_live_waiter_is_served) {
   auto hs = open();
   auto ws = open();

@@ -72,7 +72,9 @@ class mysql_session final : public backend_session {
     loss_.set_handler(std::move(handler));
   }
 
-  capabilities caps() const noexcept override { return {reach::network, false, true}; }
+  capabilities caps() const noexcept override {
+    return {.scope = reach::network, .durable_tokens = true, .ends_other_sessions = true};
+  }
 
   result<queue_view> enqueue(std::string_view lock, entry_kind kind, std::string_view id) override {
     auto sent = steady::now();
@@ -157,6 +159,14 @@ class mysql_session final : public backend_session {
     conn_.reset();
     spare_.reset();
     closed_ = true;
+  }
+
+  // What this session's own close runs, for another session (the session row first, so its
+  // holder's next renewal fails before its entries go).
+  result<void> end_session(std::string_view session_id) override {
+    if (auto r = run(stmts::close_session, {std::string(session_id)}); !r) return fail(r.error());
+    if (auto r = run(stmts::close_entries, {std::string(session_id)}); !r) return fail(r.error());
+    return {};
   }
 
   result<std::vector<std::string>> lock_names(std::string_view prefix) override {

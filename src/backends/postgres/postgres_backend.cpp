@@ -82,7 +82,12 @@ class postgres_session final : public backend_session {
     loss_.set_handler(std::move(handler));
   }
 
-  capabilities caps() const noexcept override { return {reach::network, true, true}; }
+  capabilities caps() const noexcept override {
+    return {.scope = reach::network,
+            .push_wakeups = true,
+            .durable_tokens = true,
+            .ends_other_sessions = true};
+  }
 
   result<queue_view> enqueue(std::string_view lock, entry_kind kind, std::string_view id) override {
     auto sent = steady::now();
@@ -179,6 +184,14 @@ class postgres_session final : public backend_session {
     conn_.reset();
     spare_.reset();
     closed_ = true;
+  }
+
+  // The statement this session's own close runs, for another session: its waiters notice at
+  // their next check of the holder's session (at most max_check later).
+  result<void> end_session(std::string_view session_id) override {
+    auto r = run(stmts_.close, {std::string(session_id)});
+    if (!r) return fail(r.error());
+    return {};
   }
 
   result<std::vector<std::string>> lock_names(std::string_view prefix) override {

@@ -24,12 +24,16 @@ class session final : public backend_session {
   result<void> start();
 
   capabilities caps() const noexcept override {
-    return {.scope = reach::network, .push_wakeups = true, .bounded_remove = true};
+    return {.scope = reach::network,
+            .push_wakeups = true,
+            .bounded_remove = true,
+            .ends_other_sessions = true};
   }
   result<queue_view> enqueue(std::string_view lock, entry_kind kind,
                              std::string_view entry_id) override;
   result<queue_view> list(std::string_view lock) override;
   result<void> remove(std::string_view lock, std::string_view entry_id) override;
+  result<void> end_session(std::string_view session_id) override;
   result<void> remove_until(std::string_view lock, std::string_view entry_id,
                             steady::time_point deadline) override;
   result<void> wait(std::string_view lock, const entry& awaited, steady::time_point deadline,

@@ -75,7 +75,10 @@ class sqlite_session final : public backend_session {
 
   // A holder's process is checked by pid (and start time) on this host.
   capabilities caps() const noexcept override {
-    return {.scope = reach::host, .durable_tokens = true, .frees_dead_process_at_once = true};
+    return {.scope = reach::host,
+            .durable_tokens = true,
+            .frees_dead_process_at_once = true,
+            .ends_other_sessions = true};
   }
 
   result<queue_view> enqueue(std::string_view lock, entry_kind kind, std::string_view id) override {
@@ -210,6 +213,15 @@ class sqlite_session final : public backend_session {
       std::this_thread::sleep_for(std::chrono::milliseconds{10 << attempt});
     }
     closed_ = true;
+  }
+
+  result<void> end_session(std::string_view session_id) override {
+    std::lock_guard lk(mu_);
+    std::vector<std::string> removed;
+    auto r = write_txn(
+        [&]() -> result<void> { return delete_session(std::string(session_id), removed); });
+    if (r) notify_all(removed);
+    return r;
   }
 
   result<std::vector<std::string>> lock_names(std::string_view prefix) override {

@@ -1,0 +1,45 @@
+// dlock unlock NAME --force: an operator breaks a stuck lock by ending its holder's session.
+#include <gtest/gtest.h>
+
+#include "cli_harness.hpp"
+
+namespace dlock::test {
+namespace {
+
+using namespace std::chrono_literals;
+
+bool mentions(const cli_result& r, const std::string& text) {
+  return r.output.find(text) != std::string::npos;
+}
+
+TEST(CliUnlock, ForceEndsTheHoldersSessionAndItsRunIsToldItLost) {
+  cli_sandbox box;
+  auto holder =
+      box.start({"run", "stuck/job", "--ttl", "3s", "--", "sh", "-c", "echo held; sleep 60"});
+  ASSERT_TRUE(holder.wait_for_line("held", 30s));
+
+  auto no_force = box.run({"unlock", "stuck/job"});
+  EXPECT_EQ(no_force.status, 64) << no_force.output;
+  EXPECT_TRUE(mentions(no_force, "--force")) << no_force.output;
+  // Not a terminal (the harness's stdin) and no --yes: refused, nothing changed.
+  auto unasked = box.run({"unlock", "stuck/job", "--force"});
+  EXPECT_EQ(unasked.status, 64) << unasked.output;
+  EXPECT_TRUE(mentions(unasked, "--yes")) << unasked.output;
+  EXPECT_EQ(box.run({"status", "stuck/job"}).status, 0) << "a refused unlock changed something";
+
+  auto r = box.run({"unlock", "stuck/job", "--force", "--yes"});
+  EXPECT_EQ(r.status, 0) << r.output;
+  EXPECT_TRUE(mentions(r, "ended the session of token 1")) << r.output;
+  EXPECT_EQ(box.run({"status", "stuck/job"}).status, 1) << "still held after --force";
+  // The holder's next renewal fails: dlock run stops CMD and exits 70 (lock lost).
+  auto code = holder.wait(20s);
+  ASSERT_TRUE(code.has_value()) << "dlock run never learnt that its lock was broken";
+  EXPECT_EQ(*code, 70);
+
+  auto again = box.run({"unlock", "stuck/job", "--force", "--yes"});
+  EXPECT_EQ(again.status, 0) << again.output;
+  EXPECT_TRUE(mentions(again, "free, nothing to do")) << again.output;
+}
+
+}  // namespace
+}  // namespace dlock::test
