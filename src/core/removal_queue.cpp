@@ -4,6 +4,7 @@
 #include <atomic>
 #include <random>
 
+#include "core/exit_guard.hpp"
 #include "core/retry.hpp"
 
 namespace dlock::detail {
@@ -130,8 +131,15 @@ void removal_queue::remover_loop(std::stop_token stop) {
     }
     auto j = std::move(*it);
     jobs_.erase(it);
+    if (exit_guard::exiting()) {
+      j.ticket->settle(false);  // the host is leaving: the lease frees the entry
+      continue;
+    }
     lk.unlock();
-    auto r = backend_.remove(j.lock, j.id);
+    auto r = [&] {
+      exit_guard::background_call during;
+      return backend_.remove(j.lock, j.id);
+    }();
     lk.lock();
     unreachable_hint_ = !r && is_transient(r.error());
     if (r) {

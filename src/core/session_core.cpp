@@ -7,6 +7,7 @@
 #include <random>
 #include <thread>
 
+#include "core/exit_guard.hpp"
 #include "core/hold_core.hpp"
 #include "core/open_budget.hpp"
 #include "core/registry.hpp"
@@ -67,6 +68,7 @@ result<std::shared_ptr<session_core>> session_core::open(std::string_view text,
   if (auto g = s->backend_->granted_ttl()) s->info_.ttl = *g;
   s->lease_deadline_.store(s->deadline_from(started).time_since_epoch().count());
   s->start();
+  exit_guard::track(s);
   return s;
 }
 
@@ -90,7 +92,10 @@ void session_core::destroy(session_core* p) noexcept {
     return;
   }
   run_bounded(bound, [p] {
-    p->finish_close();
+    {
+      exit_guard::closing during(p);
+      p->finish_close();
+    }
     delete p;
   });
 }
@@ -109,6 +114,7 @@ void session_core::start() {
       expire();
   });
   renewer_ = std::jthread([this](std::stop_token st) { renew_loop(st); });
+  renewer_stop_ = renewer_.get_stop_source();
   monitor_ = std::jthread([this](std::stop_token st) { monitor_loop(st); });
 }
 
@@ -169,8 +175,12 @@ void session_core::renew_loop(std::stop_token stop) {
       std::unique_lock lk(mu_);
       wake_.wait_until(lk, stop, next, [] { return false; });
     }
-    if (stop.stop_requested() || ended_.stop_requested()) return;
-    auto r = backend_->keep_alive();
+    if (stop.stop_requested() || ended_.stop_requested() || exit_guard::exiting()) return;
+    auto r = [&] {
+      exit_guard::background_call during;
+      return backend_->keep_alive();
+    }();
+    if (exit_guard::exiting()) return;  // interrupted by the host's exit: no verdict from it
     auto now = steady::now();
     if (r) {
       on_renewal(*r);
@@ -299,7 +309,14 @@ void session_core::finish_close() noexcept {
     else
       t->join();
   }
-  if (backend_) backend_->close();
+  // At the host's exit the lease frees what is left; a close would start new requests.
+  if (backend_ && !exit_guard::exiting()) backend_->close();
+}
+
+void session_core::abandon_for_exit() noexcept {
+  renewer_stop_.request_stop();
+  if (removals_) removals_->close();
+  if (backend_) backend_->on_expired();
 }
 
 void session_core::close() noexcept {
@@ -311,7 +328,10 @@ void session_core::close() noexcept {
     return;
   }
   // The finisher holds a reference: if it outlives this call, the core outlives it.
-  run_bounded(bound, [self = std::move(self)] { self->finish_close(); });
+  run_bounded(bound, [self = std::move(self)] {
+    exit_guard::closing during(self.get());
+    self->finish_close();
+  });
 }
 
 // A close must not hold its caller -- often a destructor -- on an unreachable server for

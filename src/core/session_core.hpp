@@ -70,6 +70,9 @@ class session_core : public std::enable_shared_from_this<session_core> {
 
   // A caller gave up waiting for a removal: close() will not wait on this server either.
   void note_unreachable() noexcept { removals_->note_unreachable(); }
+  // The host is exiting (exit_guard): interrupt requests in flight as the lease's end would,
+  // and start no more (no renewal, no removal retry, no closing statements).
+  void abandon_for_exit() noexcept;
 
   // Ends the session: holds become released, waiters fail, renewal stops, the backend removes
   // every entry and disconnects. Waits at most options().release_timeout for the backend
@@ -115,6 +118,7 @@ class session_core : public std::enable_shared_from_this<session_core> {
   bool closed_{false};
 
   std::jthread renewer_;
+  std::stop_source renewer_stop_;  // renewer_'s, for abandon_for_exit on another thread
   std::jthread monitor_;
 };
 

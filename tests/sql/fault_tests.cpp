@@ -13,6 +13,7 @@
 #include "support/net.hpp"
 #include "support/partition_cases.hpp"
 #include "support/process.hpp"
+#include "support/tcp_proxy.hpp"
 
 namespace dlock::test {
 namespace {
@@ -319,6 +320,28 @@ TEST_F(sql_faults, a_cut_off_advisory_poller_logging_in_anew_is_told_session_exp
   partition::contender_cut_off_is_told_promptly(through_proxy("mode=advisory&"),
                                                 name("poller-adv-new"), 2s,
                                                 partition::contender::polling_reconnecting);
+}
+
+// The host returns from main() while its release is retried in the background on a slow link
+// (a fault-run worker crashed so, in OpenSSL's cleanup, with a remover logging in anew): by
+// the time the atexit handlers registered before libdlock's run, no dlock thread is inside a
+// backend call (support/exit_probe.cpp).
+TEST_F(sql_faults, a_host_exiting_during_a_background_release_leaves_no_call_in_flight) {
+  tcp_proxy px(admin().port());
+  auto url = through_proxy("").url(px.port(), 20s);
+  child_process probe(std::vector<std::string>{DLOCK_EXIT_PROBE, url, name("exit")});
+  ASSERT_TRUE(probe.wait_for_line("granted", 30s));
+  px.delay(3s);
+  probe.write_stdin("release\n");
+  ASSERT_TRUE(probe.wait_for_line("released", 10s));
+  auto inflight = probe.wait_for_line("in flight", 10s);
+  ASSERT_TRUE(inflight);
+  EXPECT_NE(*inflight, "in flight 0") << "the set-up left nothing in flight at exit";
+  auto at_exit = probe.wait_for_line("at exit", 10s);
+  ASSERT_TRUE(at_exit) << "the probe's own handler never ran";
+  EXPECT_EQ(*at_exit, "at exit 0");
+  EXPECT_EQ(probe.wait(10s), 0);
+  px.pass();
 }
 
 }  // namespace
