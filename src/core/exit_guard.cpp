@@ -36,7 +36,7 @@ std::atomic<bool> leaving{false};
 
 // How long the handler lets calls in flight finish once interrupted: they return within
 // milliseconds; this only bounds a client library that ignores the interruption.
-constexpr std::chrono::milliseconds drain_limit{1000};
+constexpr std::chrono::milliseconds drain_limit{500};
 
 void on_exit() noexcept {
   if (leaving.exchange(true)) return;  // registered twice: once is enough

@@ -108,7 +108,12 @@ result<steady::time_point> session::keep_alive() {
   std::vector<request> reqs(
       nodes_.size(),
       request{nullptr, {"PEXPIRE", key('s', info_.id), std::to_string(info_.ttl.count())}});
-  auto replies = run_all(nodes_, reqs);
+  // A lease already over here (on_expired) is not renewed, nor waited for on a dead link.
+  auto replies = run_all(nodes_, reqs, {}, expired_.get_token());
+  if (expired_.stop_requested()) {
+    return fail(errc::session_expired,
+                cfg_.servers[0].where + ": session " + info_.id + " expired (its lease ran out)");
+  }
   std::size_t renewed = 0, gone = 0;
   for (const auto& r : replies) {
     if (!r) continue;
@@ -209,7 +214,8 @@ void session::close() noexcept {
       queued_.clear();
       settled_.clear();
     }
-    (void)release_calls(entries, true);
+    // Broken off if the lease ends meanwhile (on_expired; also at the host's exit).
+    (void)release_calls(entries, true, {}, expired_.get_token());
   } catch (...) {
   }
 }

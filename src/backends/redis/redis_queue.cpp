@@ -225,10 +225,11 @@ std::vector<std::string> session::release_argv(const std::vector<own_entry>& ent
 }
 
 std::vector<result<reply_ptr>> session::release_calls(const std::vector<own_entry>& entries,
-                                                      bool drop_session, until_t until) {
+                                                      bool drop_session, until_t until,
+                                                      std::stop_token stop) {
   return run_all(nodes_,
                  same_request(nodes_.size(), &release_script, release_argv(entries, drop_session)),
-                 until);
+                 until, std::move(stop));
 }
 
 void session::retry_missed(std::string_view lock, std::string_view id,
@@ -312,6 +313,12 @@ void session::retry_loop(std::stop_token stop) {
 }
 
 result<void> session::remove_everywhere(std::string_view lock, std::string_view id, until_t until) {
+  // Entries of a session whose lease ended are dead to every other client: not ours any more,
+  // and not worth a request (nor a wait on a dead link; on_expired breaks off one in flight).
+  if (expired_.stop_requested()) {
+    return fail(errc::lock_lost, cfg_.servers[0].where + ": entry " + std::string(id) + " of '" +
+                                     std::string(lock) + "' is gone (the session expired)");
+  }
   bool queued = false;
   {
     std::lock_guard lk(mu_);
@@ -325,13 +332,14 @@ result<void> session::remove_everywhere(std::string_view lock, std::string_view 
     // Most likely a lone holder: the one-key release (as cheap as the minimal
     // compare-and-delete). The full script only if a contender has moved the entry into the
     // queue meanwhile, or it is in neither place.
-    auto r =
-        nodes_[0]->run({&release_lone_script, {"1", key('h', lock), std::string(id)}}, {}, until);
+    auto r = nodes_[0]->run({&release_lone_script, {"1", key('h', lock), std::string(id)}},
+                            expired_.get_token(), until);
     if (!r || ((*r)->type == REDIS_REPLY_INTEGER && (*r)->integer == 1))
       replies.push_back(std::move(r));
   }
   if (replies.empty())
-    replies = release_calls({{std::string(lock), std::string(id), queued}}, false, until);
+    replies = release_calls({{std::string(lock), std::string(id), queued}}, false, until,
+                            expired_.get_token());
   std::size_t ok = std::ranges::count_if(replies, [](const auto& r) { return r.has_value(); });
   if (redlock() && ok < nodes_.size()) retry_missed(lock, id, replies);
   std::lock_guard lk(mu_);

@@ -72,7 +72,8 @@ class session final : public backend_session {
                                         bool drop_session) const;
   // release_script with the given entries on every server; the replies per server.
   std::vector<result<reply_ptr>> release_calls(const std::vector<own_entry>& entries,
-                                               bool drop_session, until_t until = {});
+                                               bool drop_session, until_t until = {},
+                                               std::stop_token stop = {});
   // Redlock: the removal of `id` failed on the servers whose reply is a failure; it is
   // retried there in the background until it succeeds or the session closes.
   void retry_missed(std::string_view lock, std::string_view id,
