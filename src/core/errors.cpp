@@ -82,13 +82,15 @@ class dlock_condition_category final : public std::error_category {
 
 }  // namespace
 
+// Never destroyed: a session's background threads may still compare error codes while the
+// host's static objects are being destroyed at exit (UBSan saw a destroyed category so).
 const std::error_category& category() noexcept {
-  static const dlock_category c;
-  return c;
+  static const auto* c = new dlock_category;
+  return *c;
 }
 const std::error_category& condition_category() noexcept {
-  static const dlock_condition_category c;
-  return c;
+  static const auto* c = new dlock_condition_category;
+  return *c;
 }
 std::error_code make_error_code(errc e) noexcept { return {static_cast<int>(e), category()}; }
 std::error_condition make_error_condition(condition c) noexcept {

@@ -37,11 +37,12 @@ bool memory_store::alive(const std::string& session) const {
 }
 
 std::shared_ptr<memory_store> memory_store_named(const std::string& name) {
-  // Stores live as long as the process, so a name's tokens never restart.
-  static std::mutex mu;
-  static std::map<std::string, std::shared_ptr<memory_store>> stores;
-  std::lock_guard lk(mu);
-  auto& s = stores[name];
+  // Stores live as long as the process, so a name's tokens never restart; never destroyed,
+  // so a thread still using one while the host exits finds it intact.
+  static auto* mu = new std::mutex;
+  static auto* stores = new std::map<std::string, std::shared_ptr<memory_store>>;
+  std::lock_guard lk(*mu);
+  auto& s = (*stores)[name];
   if (!s) s = std::make_shared<memory_store>();
   return s;
 }

@@ -13,9 +13,10 @@ constexpr std::size_t max_idle = 16;
 
 // SHA1s of the scripts, learnt from the first SCRIPT LOAD; the same on every server.
 std::mutex sha_mu;
+// Never destroyed: background threads may send scripts while the host exits.
 std::map<std::string_view, std::string, std::less<>>& sha_cache() {
-  static std::map<std::string_view, std::string, std::less<>> m;
-  return m;
+  static auto* m = new std::map<std::string_view, std::string, std::less<>>;
+  return *m;
 }
 
 bool is_error(const reply_ptr& r) { return r && r->type == REDIS_REPLY_ERROR; }
