@@ -59,7 +59,7 @@ int run_flash_sale_worker(const worker_options& o) {
     // The token of this grant, taken now: the write below carries it whatever happens next.
     std::uint64_t token = m ? m->current_hold().token().value : 0;
     ++acquisitions;
-    long long qty = store.read_stock();
+    long long qty = store.read_stock(token);
     if (qty <= 0) {
       if (m) m->unlock();
       status = exit_ok;

@@ -90,10 +90,26 @@ void shop::reset(long long stock) {
   }
 }
 
-long long shop::read_stock() {
-  statement s(db_, "SELECT qty FROM stock WHERE id = 1", path_);
-  if (!s.step()) throw std::runtime_error("shop '" + path_ + "': no stock row");
-  return s.column(0);
+long long shop::read_stock(std::uint64_t token) {
+  if (token == 0) {
+    statement s(db_, "SELECT qty FROM stock WHERE id = 1", path_);
+    if (!s.step()) throw std::runtime_error("shop '" + path_ + "': no stock row");
+    return s.column(0);
+  }
+  exec("BEGIN IMMEDIATE");
+  try {
+    statement(db_, "UPDATE stock SET last_token = MAX(last_token, ?1) WHERE id = 1", path_)
+        .bind(1, static_cast<long long>(token))
+        .step();
+    statement s(db_, "SELECT qty FROM stock WHERE id = 1", path_);
+    if (!s.step()) throw std::runtime_error("shop '" + path_ + "': no stock row");
+    const long long qty = s.column(0);
+    exec("COMMIT");
+    return qty;
+  } catch (...) {
+    sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
+    throw;
+  }
 }
 
 bool shop::sell(long long new_stock, std::uint64_t token, int worker, long long wait_us) {

@@ -31,7 +31,11 @@ class shop {
 
   // Empties the shop and puts `stock` units on the shelf.
   void reset(long long stock);
-  long long read_stock();
+  // The stock level, read by the holder of `token`. The read raises the shop's fence to the
+  // token (0: no lock, no fence): a read-modify-write is safe only if the resource sees the
+  // token on the read too, or a holder paused between its read and its write could still
+  // write before its successor does, both selling the same unit.
+  long long read_stock(std::uint64_t token);
   // Writes the new stock level and records the sale, unless `token` is lower than the last
   // accepted one (then records a refusal). Returns whether the write was accepted.
   bool sell(long long new_stock, std::uint64_t token, int worker, long long wait_us);
