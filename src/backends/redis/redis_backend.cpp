@@ -185,6 +185,22 @@ result<std::optional<std::string>> session::wait_for_token(const entry& awaited,
   return *r;
 }
 
+// The session's key goes: its renewal (an owner-checked PEXPIRE) fails, and every script
+// treats its entries as dead and purges them; its waiters' safety net re-lists within a quarter
+// of the TTL. Redlock: done once a majority of the servers dropped it.
+result<void> session::end_session(std::string_view session_id) {
+  if (auto r = check_open(); !r) return r;
+  std::vector<request> reqs(nodes_.size(), request{nullptr, {"DEL", key('s', session_id)}});
+  auto replies = run_all(nodes_, reqs);
+  std::size_t done = 0;
+  for (auto& r : replies) done += r ? 1 : 0;
+  if (done >= quorum()) return {};
+  for (auto& r : replies) {
+    if (!r) return fail(r.error());
+  }
+  return fail(errc::backend_unavailable, "redis: the session key was not deleted on a majority");
+}
+
 void session::close() noexcept {
   {
     // Under mu_, so that no retry_missed() starts a retrier after this.

@@ -383,22 +383,6 @@ result<queue_view> session::list(std::string_view lock) {
   return queue_round(lock, std::nullopt, true);
 }
 
-// The session's key goes: its renewal (an owner-checked PEXPIRE) fails, and every script
-// treats its entries as dead and purges them; its waiters' safety net re-lists within a quarter
-// of the TTL. Redlock: done once a majority of the servers dropped it.
-result<void> session::end_session(std::string_view session_id) {
-  if (auto r = check_open(); !r) return r;
-  std::vector<request> reqs(nodes_.size(), request{nullptr, {"DEL", key('s', session_id)}});
-  auto replies = run_all(nodes_, reqs);
-  std::size_t done = 0;
-  for (auto& r : replies) done += r ? 1 : 0;
-  if (done >= quorum()) return {};
-  for (auto& r : replies) {
-    if (!r) return fail(r.error());
-  }
-  return fail(errc::backend_unavailable, "redis: the session key was not deleted on a majority");
-}
-
 result<void> session::remove(std::string_view lock, std::string_view entry_id) {
   if (auto r = check_open(); !r) return r;
   return remove_everywhere(lock, entry_id);

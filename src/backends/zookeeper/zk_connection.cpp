@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "backends/zookeeper/zk_pending_call.hpp"
 #include "core/open_budget.hpp"
 
 namespace dlock::detail::zk {
@@ -256,107 +257,6 @@ result<bool> connection::await_change(const std::string& path, steady::time_poin
   lk.unlock();
   if (rc == ZOK || rc == ZNONODE) return deleted;
   return fail(error(rc, "watch", path));
-}
-
-namespace {
-
-// One asynchronous request, shared by its caller and the client's completion thread: a
-// caller that stopped waiting at its deadline leaves the completion the last reference.
-struct pending_call {
-  std::mutex m;
-  std::condition_variable_any cv;
-  bool done{false};
-  int rc{ZOPERATIONTIMEOUT};
-  std::vector<std::string> children;
-  std::string value;
-  struct Stat stat {};
-
-  static void finish(const void* data, int rc, const String_vector* strings) {
-    std::unique_ptr<std::shared_ptr<pending_call>> held(
-        static_cast<std::shared_ptr<pending_call>*>(const_cast<void*>(data)));
-    auto& p = **held;
-    {
-      std::lock_guard lk(p.m);
-      p.done = true;
-      p.rc = rc;
-      if (rc == ZOK && strings) p.children.assign(strings->data, strings->data + strings->count);
-    }
-    p.cv.notify_all();
-  }
-};
-
-// Issues `start(zh, completion data)` and waits for its completion until `deadline`.
-template <class Start>
-int call_until(connection& c, steady::time_point deadline, std::shared_ptr<pending_call>& p,
-               Start start) {
-  p = std::make_shared<pending_call>();
-  {
-    auto u = c.acquire();
-    if (!u) return ZCLOSING;
-    auto* held = new std::shared_ptr<pending_call>(p);
-    int rc = start(u->zh(), static_cast<const void*>(held));
-    if (rc != ZOK) {
-      delete held;  // not queued: no completion will come
-      return rc;
-    }
-  }
-  std::unique_lock lk(p->m);
-  if (p->cv.wait_until(lk, c.ended(), deadline, [&] { return p->done; })) return p->rc;
-  lk.unlock();
-  return c.ended().stop_requested() ? c.ended_rc() : ZOPERATIONTIMEOUT;
-}
-
-}  // namespace
-
-int connection::delete_until(const std::string& path, steady::time_point deadline) {
-  std::shared_ptr<pending_call> p;
-  return call_until(*this, deadline, p, [&](zhandle_t* zh, const void* data) {
-    return zoo_adelete(
-        zh, path.c_str(), -1, [](int rc, const void* d) { pending_call::finish(d, rc, nullptr); },
-        data);
-  });
-}
-
-int connection::get_children_until(const std::string& path, steady::time_point deadline,
-                                   std::vector<std::string>& out) {
-  std::shared_ptr<pending_call> p;
-  int rc = call_until(*this, deadline, p, [&](zhandle_t* zh, const void* data) {
-    return zoo_aget_children(
-        zh, path.c_str(), 0,
-        [](int rc, const String_vector* v, const void* d) { pending_call::finish(d, rc, v); },
-        data);
-  });
-  if (rc == ZOK) {
-    std::lock_guard lk(p->m);
-    out = std::move(p->children);
-  }
-  return rc;
-}
-
-int connection::create_until(const std::string& path, std::string_view data, const ACL_vector* acl,
-                             int mode, steady::time_point deadline, std::string& created,
-                             struct Stat& st) {
-  std::shared_ptr<pending_call> p;
-  int rc = call_until(*this, deadline, p, [&](zhandle_t* zh, const void* d) {
-    return zoo_acreate2(
-        zh, path.c_str(), data.data(), static_cast<int>(data.size()), acl, mode,
-        [](int rc, const char* value, const struct Stat* stat, const void* d) {
-          auto* held = static_cast<const std::shared_ptr<pending_call>*>(d);
-          if (rc == ZOK) {
-            std::lock_guard lk((*held)->m);
-            if (value) (*held)->value = value;
-            if (stat) (*held)->stat = *stat;
-          }
-          pending_call::finish(d, rc, nullptr);
-        },
-        d);
-  });
-  if (rc == ZOK) {
-    std::lock_guard lk(p->m);
-    created = p->value;
-    st = p->stat;
-  }
-  return rc;
 }
 
 void connection::end_locally() noexcept {

@@ -1,0 +1,59 @@
+// The connection's requests that give up at a deadline or at the session's end (the
+// client's own synchronous calls wait for a reply or a connection loss, however long).
+#include "backends/zookeeper/zk_connection.hpp"
+#include "backends/zookeeper/zk_pending_call.hpp"
+
+namespace dlock::detail::zk {
+
+int connection::delete_until(const std::string& path, steady::time_point deadline) {
+  std::shared_ptr<pending_call> p;
+  return call_until(*this, deadline, p, [&](zhandle_t* zh, const void* data) {
+    return zoo_adelete(
+        zh, path.c_str(), -1, [](int rc, const void* d) { pending_call::finish(d, rc, nullptr); },
+        data);
+  });
+}
+
+int connection::get_children_until(const std::string& path, steady::time_point deadline,
+                                   std::vector<std::string>& out) {
+  std::shared_ptr<pending_call> p;
+  int rc = call_until(*this, deadline, p, [&](zhandle_t* zh, const void* data) {
+    return zoo_aget_children(
+        zh, path.c_str(), 0,
+        [](int rc, const String_vector* v, const void* d) { pending_call::finish(d, rc, v); },
+        data);
+  });
+  if (rc == ZOK) {
+    std::lock_guard lk(p->m);
+    out = std::move(p->children);
+  }
+  return rc;
+}
+
+int connection::create_until(const std::string& path, std::string_view data, const ACL_vector* acl,
+                             int mode, steady::time_point deadline, std::string& created,
+                             struct Stat& st) {
+  std::shared_ptr<pending_call> p;
+  int rc = call_until(*this, deadline, p, [&](zhandle_t* zh, const void* d) {
+    return zoo_acreate2(
+        zh, path.c_str(), data.data(), static_cast<int>(data.size()), acl, mode,
+        [](int rc, const char* value, const struct Stat* stat, const void* d) {
+          auto* held = static_cast<const std::shared_ptr<pending_call>*>(d);
+          if (rc == ZOK) {
+            std::lock_guard lk((*held)->m);
+            if (value) (*held)->value = value;
+            if (stat) (*held)->stat = *stat;
+          }
+          pending_call::finish(d, rc, nullptr);
+        },
+        d);
+  });
+  if (rc == ZOK) {
+    std::lock_guard lk(p->m);
+    created = p->value;
+    st = p->stat;
+  }
+  return rc;
+}
+
+}  // namespace dlock::detail::zk
