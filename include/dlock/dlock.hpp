@@ -7,6 +7,7 @@
 #include <dlock/inspect.hpp>
 #include <dlock/mutex.hpp>
 #include <dlock/recursive_mutex.hpp>
+#include <dlock/semaphore.hpp>
 #include <dlock/session.hpp>
 #include <dlock/shared_mutex.hpp>
 #include <dlock/with_lock.hpp>

@@ -98,6 +98,9 @@ struct backend_capabilities {
   /// force_unlock() can end another client's session (its lease is a record that any client
   /// may delete); else it fails with errc::unsupported.
   bool ends_other_sessions{false};
+  /// dlock::semaphore works (a queue the engine decides over, and one wait on many entries);
+  /// else acquiring a permit fails with errc::unsupported.
+  bool permits{false};
 };
 
 /// A shared handle to one session. Copies refer to the same session; the session is closed

@@ -3,7 +3,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <dlock/mutex.hpp>
 #include <memory>
 #include <optional>
 #include <thread>
@@ -11,6 +10,7 @@
 #include "cli/commands.hpp"
 #include "cli/common.hpp"
 #include "cli/queue_format.hpp"
+#include "cli/run_grant.hpp"
 #include "cli/signal_watch.hpp"
 #include "cli/supervise.hpp"
 #include "core/duration.hpp"
@@ -30,6 +30,7 @@ struct run_options {
   std::string hold_at_most;
   bool quiet{false};
   bool verbose{false};
+  int permits{0};  // --permits N: a semaphore of N permits instead of the lock
   std::vector<std::string> command;
 };
 
@@ -62,14 +63,14 @@ std::string holder_text(const dlock::session& s, const std::string& name) {
 // Waits on a thread so the main thread can still react to a terminating signal (SIGINT,
 // SIGTERM, ...; see signal_watch::forwarded): the wait is cancelled and leaves nothing behind in
 // the backend.
-acquire_outcome acquire(dlock::mutex& m, std::chrono::steady_clock::time_point deadline,
+acquire_outcome acquire(run_grant& m, std::chrono::steady_clock::time_point deadline,
                         signal_watch& signals) {
   acquire_outcome out;
   std::error_code ec;
   bool done = false;
   std::string why;  // the library's detail, kept per thread: read it on the waiting thread
   std::jthread waiter([&](std::stop_token stop) {
-    out.granted = m.try_lock_until(deadline, stop, ec);
+    out.granted = m.try_until(deadline, stop, ec);
     if (!out.granted && ec) why = detail(ec);
     signals.wakeup()->wake();
   });
@@ -85,7 +86,8 @@ acquire_outcome acquire(dlock::mutex& m, std::chrono::steady_clock::time_point d
   }
   waiter.join();
   if (out.signal != 0) {
-    if (out.granted) m.unlock();
+    std::error_code ignored;
+    if (out.granted) m.release(ignored);
     out.granted = false;
     return out;
   }
@@ -153,12 +155,12 @@ int run(const run_options& o) {
     dlock::session& s;
     ~closer() { s.close(); }
   } close_at_exit{session};
-  dlock::mutex m(session, o.name);
+  run_grant m(session, o.name, static_cast<std::uint32_t>(o.permits));
 
   bool granted = false;
   if (o.nonblock) {
     std::error_code ec;
-    granted = m.try_lock(ec);
+    granted = m.try_once(ec);
     if (!granted && ec && ec != dlock::errc::would_block && ec != dlock::errc::timed_out)
       throw cli_error(exit_code_for(ec), detail(ec));
   } else {
@@ -174,32 +176,34 @@ int run(const run_options& o) {
   if (!granted) {
     // flock -n is silent on a conflict; -q is that. Otherwise say who holds it.
     if (!o.quiet) {
-      std::string msg = "lock '" + o.name + "' is held";
+      std::string msg = m.is_semaphore() ? "all " + m.what() + " are held" : m.what() + " is held";
       if (o.nonblock || (wait && wait->count() == 0))
         msg += " (one try)";
       else if (wait)
         msg += " (not granted within " + dlock::detail::format_duration(*wait) + ")";
-      auto who = holder_text(session, o.name);
-      print_error(msg + (who.empty() ? " by another owner" : ": holder " + who));
+      auto who = m.is_semaphore() ? std::string() : holder_text(session, o.name);
+      print_error(msg + (m.is_semaphore() ? ""
+                         : who.empty()    ? " by another owner"
+                                          : ": holder " + who));
     }
     return o.conflict_code;
   }
   if (o.verbose) {
     print_error(
-        "lock '" + o.name + "' granted with fencing token " + std::to_string(m.token().value) +
-        " after " +
+        m.what() + " granted" + (m.is_semaphore() ? " one" : "") + " with fencing token " +
+        std::to_string(m.hold().token().value) + " after " +
         dlock::detail::format_duration(std::chrono::duration_cast<std::chrono::milliseconds>(
             std::chrono::steady_clock::now() - started)));
   }
   child_spec spec{o.command, o.name, url, grace, std::chrono::steady_clock::now(), hold_at_most};
-  int status = supervise(spec, m.current_hold(), signals);
+  int status = supervise(spec, m.hold(), signals);
   if (hold_at_least && status != exit_lock_lost) {
-    keep_until(spec.granted_at + *hold_at_least, m.current_hold(), signals);
+    keep_until(spec.granted_at + *hold_at_least, m.hold(), signals);
   }
   // Bounded by release_timeout (1 s); close() then does not wait on a server known to be
   // unreachable, so dlock exits about a second after CMD at worst.
   std::error_code release_ec;
-  m.unlock(release_ec);
+  m.release(release_ec);
   if (release_ec == dlock::errc::backend_unavailable) {
     print_error("could not release '" + o.name +
                 "' (backend unreachable); the lease frees it within " +
@@ -236,6 +240,10 @@ void add_run_command(CLI::App& app, int& status) {
   cmd->add_option("--hold-at-most", o->hold_at_most,
                   "SIGTERM CMD's group once it has held the lock this long (SIGKILL after "
                   "--grace)");
+  cmd->add_option("--permits", o->permits,
+                  "Hold one of N permits of semaphore NAME instead of the lock: at most N "
+                  "copies of CMD run at once (1-1000)")
+      ->check(CLI::Range(1, 1000));
   auto* q = cmd->add_flag("-q,--quiet", o->quiet, "Say nothing when the lock is not granted");
   auto* v = cmd->add_flag("-v,--verbose", o->verbose, "Say how long the wait took and the token");
   q->excludes(v);

@@ -43,7 +43,12 @@ int status(const status_options& o) {
     return code;
   }
   std::cout << "lock '" << o.name << "' on " << url << ": "
-            << (parts.holders.empty() ? "free" : "held") << '\n';
+            << (parts.holders.empty() ? "free" : "held");
+  // A semaphore's queue: how many of its permits are taken.
+  if (!q.empty() && q.front().permits != 0) {
+    std::cout << " (" << parts.holders.size() << " of " << q.front().permits << " permits)";
+  }
+  std::cout << '\n';
   for (auto& e : parts.holders) std::cout << "  holder    " << entry_line(e) << '\n';
   for (std::size_t i = 0; i < parts.waiters.size(); ++i) {
     std::cout << "  waiter " << (i + 1) << (i + 1 < 10 ? "  " : " ") << entry_line(parts.waiters[i])

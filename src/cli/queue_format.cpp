@@ -72,6 +72,7 @@ nlohmann::json entry_json(const dlock::queue_entry& e) {
   j["pid_running_here"] = here ? nlohmann::json(*here) : nlohmann::json(nullptr);
   j["description"] = o.description;
   j["shared"] = e.shared;
+  j["permits"] = e.permits != 0 ? nlohmann::json(e.permits) : nlohmann::json(nullptr);
   if (e.since) {
     j["since"] = iso_utc(*e.since);
     j["since_ms"] =
@@ -92,6 +93,7 @@ std::string entry_line(const dlock::queue_entry& e) {
   if (running_here(o) == false) line += " (pid not running here)";
   if (!o.description.empty()) line += fmt::format(" ({})", o.description);
   if (e.shared) line += "  shared";
+  if (e.permits != 0) line += fmt::format("  permit of {}", e.permits);
   if (e.since) {
     auto age = std::chrono::duration_cast<std::chrono::milliseconds>(sys_clock::now() - *e.since);
     line +=

@@ -2,8 +2,8 @@
 // The backend interface: the smallest storage surface the lock recipes need.
 //
 // A lock name owns an ordered queue of lease-bound entries. The recipes (verdict.hpp) decide
-// from a snapshot of the queue whether an entry holds and, if not, which single entry it
-// must wait for. A backend only stores, lists, removes and waits; it never decides who holds.
+// from a snapshot of the queue whether an entry holds and, if not, which entries it must wait
+// for. A backend only stores, lists, removes and waits; it never decides who holds.
 //
 // Contract for every backend (the conformance suite checks it):
 //  - Thread safety: every member may be called concurrently from many threads. wait() must
@@ -32,6 +32,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <span>
 #include <stop_token>
 #include <string>
 #include <string_view>
@@ -43,7 +44,9 @@ namespace dlock::detail {
 
 using steady = std::chrono::steady_clock;
 
-enum class entry_kind : std::uint8_t { exclusive, shared };
+// Backends store exclusive and shared; a permit is stored as exclusive, its limit in its id
+// (verdict.hpp: permit_entry_id), and the engine reads it back from the id.
+enum class entry_kind : std::uint8_t { exclusive, shared, permit };
 
 struct entry {
   std::string id;  // the client-chosen entry id (session id + attempt counter)
@@ -52,6 +55,7 @@ struct entry {
   std::string owner;                                           // for status tools
   std::optional<std::chrono::system_clock::time_point> since;  // creation time, if known
   std::optional<std::chrono::milliseconds> lease_left;         // if known
+  std::uint32_t limit{0};  // a permit's semaphore limit (engine-side, from the id)
 };
 
 // A snapshot of one lock's queue. sent_at is the steady time at which the request that
@@ -121,6 +125,13 @@ class backend_session {
   // error only for a failure worth reporting (the engine re-checks state anyway).
   virtual result<void> wait(std::string_view lock, const entry& awaited,
                             steady::time_point deadline, std::stop_token stop) = 0;
+
+  // wait() on several entries: returns when any of `awaited` may be gone (same contract).
+  // The semaphore recipe waits on the N entries ahead of a waiter. The default waits on each
+  // in turn for a short slice (correct, but late by up to a slice per entry): a backend with
+  // capabilities::permits overrides it with one wait on all of them.
+  virtual result<void> wait_any(std::string_view lock, std::span<const entry> awaited,
+                                steady::time_point deadline, std::stop_token stop);
 
   // wait(), and whether the backend knows for certain that `awaited` has left the queue (a
   // ZooKeeper watch saw its node deleted, not a timeout or a spurious wake-up) AND that the

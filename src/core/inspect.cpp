@@ -15,12 +15,13 @@ std::vector<queue_entry> inspect(const session& s, std::string_view name) {
   if (auto v = detail::validate_lock_name(name); !v) detail::raise(v.error(), "dlock");
   auto q = s.core()->backend().list(name);
   if (!q) detail::raise(q.error(), "dlock: inspect '" + std::string(name) + "'");
+  detail::read_permits(q->entries);
   std::vector<queue_entry> out;
   for (std::size_t i = 0; i < q->entries.size(); ++i) {
     const auto& e = q->entries[i];
     out.push_back(queue_entry{detail::entry_holds(q->entries, i),
                               e.kind == detail::entry_kind::shared, e.token, e.owner, e.since,
-                              e.lease_left});
+                              e.lease_left, e.limit});
   }
   return out;
 }
@@ -41,6 +42,7 @@ std::vector<queue_entry> force_unlock(const session& s, std::string_view name) {
   if (core.options().observe_only) refuse(errc::invalid_argument, "this session only observes");
   auto q = core.backend().list(name);
   if (!q) detail::raise(q.error(), "dlock: force unlock '" + std::string(name) + "'");
+  detail::read_permits(q->entries);
   std::vector<queue_entry> ended;
   std::vector<std::string> sessions;
   for (std::size_t i = 0; i < q->entries.size(); ++i) {
@@ -56,7 +58,7 @@ std::vector<queue_entry> force_unlock(const session& s, std::string_view name) {
       sessions.push_back(sid);
     }
     ended.push_back(queue_entry{true, e.kind == detail::entry_kind::shared, e.token, e.owner,
-                                e.since, e.lease_left});
+                                e.since, e.lease_left, e.limit});
   }
   return ended;
 }

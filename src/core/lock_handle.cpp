@@ -25,8 +25,9 @@ class joined_stop {
 
 }  // namespace
 
-lock_handle::lock_handle(std::shared_ptr<session_core> s, std::string name, lock_type type)
-    : session_(std::move(s)), name_(std::move(name)), type_(type) {}
+lock_handle::lock_handle(std::shared_ptr<session_core> s, std::string name, lock_type type,
+                         std::uint32_t permits)
+    : session_(std::move(s)), name_(std::move(name)), type_(type), permits_(permits) {}
 
 lock_handle::~lock_handle() {
   if (hold_) {
@@ -77,25 +78,25 @@ result<void> lock_handle::acquire_impl(entry_kind kind, steady::time_point deadl
     return fail(errc::invalid_argument,
                 "lock '" + name_ + "': this session only observes (session_options::observe_only)");
   }
-  if (kind == entry_kind::shared && !session_->backend().caps().shared_locks) {
-    return fail(errc::unsupported, session_->redacted_url() +
-                                       ": this backend has no shared locks (its capabilities); "
-                                       "see its page in docs/ for a mode that has them");
-  }
+  if (auto ok = check_recipe(kind); !ok) return ok;
   const bool one_try = deadline <= steady::now();
   joined_stop joined(stop, session_->ended_token());
-  const auto id = session_->next_entry_id();
+  auto id = session_->next_entry_id();
+  if (kind == entry_kind::permit) id = permit_entry_id(id, permits_);
+  // Backends store a permit as an exclusive entry; its id carries the rest (verdict.hpp).
+  const auto stored = kind == entry_kind::permit ? entry_kind::exclusive : kind;
   const auto& policy = session_->options().retry;
   // A retry after a lost reply finds the entry it created: enqueue is idempotent on `id`.
   auto retry_until = std::max(deadline, steady::now() + session_->options().request_timeout);
   auto q = with_retry(policy, retry_until, joined.token(),
-                      [&] { return session_->backend().enqueue(name_, kind, id); });
+                      [&] { return session_->backend().enqueue(name_, stored, id); });
   if (!q) {
     abandon(id);
     if (session_->ended_token().stop_requested()) return fail(session_->ended_failure());
     return fail(q.error());
   }
-  auto granted = wait_for_grant(id, kind, std::move(*q), deadline, one_try, joined.token());
+  read_permits(q->entries);
+  auto granted = wait_for_grant(id, std::move(*q), deadline, one_try, joined.token());
   if (!granted) {
     abandon(id);
     if (session_->ended_token().stop_requested()) return fail(session_->ended_failure());
@@ -119,7 +120,34 @@ result<void> lock_handle::acquire_impl(entry_kind kind, steady::time_point deadl
   return {};
 }
 
-result<queue_view> lock_handle::wait_for_grant(const std::string& id, entry_kind kind, queue_view q,
+result<void> lock_handle::check_recipe(entry_kind kind) const {
+  const auto caps = session_->backend().caps();
+  if (kind == entry_kind::shared && !caps.shared_locks) {
+    return fail(errc::unsupported, session_->redacted_url() +
+                                       ": this backend has no shared locks (its capabilities); "
+                                       "see its page in docs/ for a mode that has them");
+  }
+  if (kind == entry_kind::permit && !caps.permits) {
+    return fail(errc::unsupported, session_->redacted_url() +
+                                       ": this backend has no semaphores (its capabilities); "
+                                       "see the README's backend table for those that have");
+  }
+  return {};
+}
+
+failure lock_handle::conflict_failure(const entry& mine, const entry& other) const {
+  auto what = [](const entry& e) {
+    if (e.kind == entry_kind::permit)
+      return "a semaphore of " + std::to_string(e.limit) + " permits";
+    return std::string(e.kind == entry_kind::shared ? "a shared lock" : "a lock");
+  };
+  auto owner = other.owner.empty() ? std::string() : " by " + other.owner;
+  return failure{make_error_code(errc::invalid_argument),
+                 "'" + name_ + "' is used as " + what(other) + owner + ", not as " + what(mine) +
+                     " (one name, one recipe and one limit)"};
+}
+
+result<queue_view> lock_handle::wait_for_grant(const std::string& id, queue_view q,
                                                steady::time_point deadline, bool one_try,
                                                std::stop_token stop) {
   const auto& policy = session_->options().retry;
@@ -130,8 +158,8 @@ result<queue_view> lock_handle::wait_for_grant(const std::string& id, entry_kind
       return fail(errc::session_expired,
                   "lock '" + name_ + "': this session's queue entry is gone (lease lapsed)");
     }
-    (void)kind;
     auto v = decide(q.entries, *pos);
+    if (v.conflict) return fail(conflict_failure(q.entries[*pos], q.entries[*v.conflict]));
     if (v.holds) return q;
     if (one_try) return fail(errc::would_block, "lock '" + name_ + "' is held");
     if (stop.stop_requested())
@@ -139,7 +167,15 @@ result<queue_view> lock_handle::wait_for_grant(const std::string& id, entry_kind
     if (steady::now() >= deadline) {
       return fail(errc::timed_out, "lock '" + name_ + "' not granted before the deadline");
     }
-    auto w = session_->backend().wait_knowing(name_, q.entries[*v.wait_on], deadline, stop);
+    result<bool> w = false;
+    if (v.wait_on.size() == 1) {
+      w = session_->backend().wait_knowing(name_, q.entries[v.wait_on.front()], deadline, stop);
+    } else {
+      std::vector<entry> awaited;
+      for (auto i : v.wait_on) awaited.push_back(q.entries[i]);
+      if (auto r = session_->backend().wait_any(name_, awaited, deadline, stop); !r)
+        w = fail(r.error());
+    }
     if (!w) {
       // Waiting failed (e.g. the connection dropped): back off instead of spinning.
       if (!is_transient(w.error())) return fail(w.error());
@@ -148,7 +184,7 @@ result<queue_view> lock_handle::wait_for_grant(const std::string& id, entry_kind
       // The awaited entry is certainly gone: if that alone grants us the lock, the handoff
       // costs no request at all (see backend_session::wait_knowing for why this is sound).
       auto rest = q;
-      rest.entries.erase(rest.entries.begin() + static_cast<std::ptrdiff_t>(*v.wait_on));
+      rest.entries.erase(rest.entries.begin() + static_cast<std::ptrdiff_t>(v.wait_on.front()));
       if (auto me = find_entry(rest.entries, id); me && decide(rest.entries, *me).holds) {
         if (session_->ended_token().stop_requested()) return fail(session_->ended_failure());
         return rest;
@@ -157,6 +193,7 @@ result<queue_view> lock_handle::wait_for_grant(const std::string& id, entry_kind
     // Stopped (cancelled, or the session ended while waiting): decide at the top of the loop,
     // without another round trip on what may be a dead link.
     if (stop.stop_requested()) continue;
+    session_->count_wakeup_listing();
     auto retry_until = std::max(deadline, steady::now() + session_->options().request_timeout);
     auto next =
         with_retry(policy, retry_until, stop, [&] { return session_->backend().list(name_); });
@@ -165,6 +202,7 @@ result<queue_view> lock_handle::wait_for_grant(const std::string& id, entry_kind
       return fail(next.error());
     }
     q = std::move(*next);
+    read_permits(q.entries);
   }
 }
 

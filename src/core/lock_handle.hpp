@@ -17,7 +17,9 @@ class hold_core;
 
 class lock_handle {
  public:
-  lock_handle(std::shared_ptr<session_core> s, std::string name, lock_type type);
+  // `permits` > 0: a semaphore's handle, whose acquires take one of that many permits.
+  lock_handle(std::shared_ptr<session_core> s, std::string name, lock_type type,
+              std::uint32_t permits = 0);
   ~lock_handle();
 
   // Acquires in `kind` mode; false with ec set when not granted.
@@ -33,17 +35,21 @@ class lock_handle {
   const std::string& name() const noexcept { return name_; }
   const std::shared_ptr<session_core>& session() const noexcept { return session_; }
   lock_type type() const noexcept { return type_; }
+  std::uint32_t permits() const noexcept { return permits_; }
 
  private:
   result<void> acquire_impl(entry_kind kind, steady::time_point deadline, std::stop_token stop);
-  result<queue_view> wait_for_grant(const std::string& id, entry_kind kind, queue_view q,
+  result<queue_view> wait_for_grant(const std::string& id, queue_view q,
                                     steady::time_point deadline, bool one_try,
                                     std::stop_token stop);
+  result<void> check_recipe(entry_kind kind) const;
+  failure conflict_failure(const entry& mine, const entry& other) const;
   void abandon(const std::string& entry_id) noexcept;
 
   std::shared_ptr<session_core> session_;
   std::string name_;
   lock_type type_;
+  std::uint32_t permits_{0};
   std::shared_ptr<hold_core> hold_;
   entry_kind kind_{entry_kind::exclusive};
   std::size_t count_{0};

@@ -46,6 +46,11 @@ class session_core : public std::enable_shared_from_this<session_core> {
   // A fresh entry id: the session id and a counter, unique per attempt.
   std::string next_entry_id();
 
+  // Queue listings made by this session's waiters after a wake-up: what a release costs its
+  // waiters (the metrics and the wake-up tests read it).
+  void count_wakeup_listing() noexcept { wakeup_listings_.fetch_add(1, std::memory_order_relaxed); }
+  std::uint64_t wakeup_listings() const noexcept { return wakeup_listings_.load(); }
+
   // The lease deadline implied by a request sent at `sent` (TTL minus drift allowance).
   steady::time_point deadline_from(steady::time_point sent) const noexcept;
   // The session lease's current deadline (from the last successful renewal).
@@ -104,6 +109,7 @@ class session_core : public std::enable_shared_from_this<session_core> {
   std::atomic<session_state> state_{session_state::live};
   std::atomic<steady::rep> lease_deadline_{0};
   std::atomic<std::uint64_t> entry_counter_{0};
+  std::atomic<std::uint64_t> wakeup_listings_{0};
   std::stop_source ended_;
 
   // Created with the backend session; destroyed before it (declared after it).

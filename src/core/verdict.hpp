@@ -1,15 +1,23 @@
 #pragma once
-// The lock recipes as pure decisions over a snapshot of a lock's queue (no I/O, no time):
-// "do I hold it, and if not, which one entry do I wait for". Unit-tested exhaustively.
+// The recipes as pure decisions over a snapshot of a lock's queue (no I/O, no time): "does
+// this entry hold, and if not, which entries must it wait for". Unit-tested exhaustively.
 //
-// Sources: the ZooKeeper recipes (Locks; Shared Locks), Curator's LockInternalsDriver.
+// Sources: the ZooKeeper recipes (Locks; Shared Locks), Curator's LockInternalsDriver, and
+// for permits the counting semaphore over the same ordered queue.
 //  - exclusive entry: holds when first; waits on its immediate predecessor.
 //  - shared entry: holds when no exclusive entry precedes it; waits on the last exclusive
 //    entry before it (never on a later writer, never on other readers).
+//  - permit entry of a semaphore with limit N: holds when fewer than N entries precede it
+//    (FIFO). Otherwise it waits on the N entries just ahead of it: the entry N places ahead
+//    is what keeps it out, and that changes exactly when one of those N leaves. So a release
+//    wakes at most N waiters, however many wait (Curator's InterProcessSemaphoreV2 wakes all).
+//  A queue mixes recipes only by mistake (a mutex and a semaphore of one name, or two limits):
+//  the entry that finds a different recipe or limit ahead of it is refused, naming it.
 
 #include <cstddef>
 #include <optional>
 #include <span>
+#include <vector>
 
 #include "core/backend.hpp"
 
@@ -17,16 +25,29 @@ namespace dlock::detail {
 
 struct verdict {
   bool holds{false};
-  std::optional<std::size_t> wait_on;  // index into the queue when !holds
+  // When !holds: indices of entries ahead; any of them leaving may change the answer.
+  std::vector<std::size_t> wait_on;
+  // An entry ahead that belongs to another recipe or limit: the deciding entry is refused.
+  std::optional<std::size_t> conflict;
 };
 
 // `mine` is the index of the deciding entry in `queue`.
-verdict decide(std::span<const entry> queue, std::size_t mine) noexcept;
+verdict decide(std::span<const entry> queue, std::size_t mine);
 
 // Index of the entry with id `id`, if present.
 std::optional<std::size_t> find_entry(std::span<const entry> queue, std::string_view id) noexcept;
 
 // Whether the entry at `index` currently holds (used by status tools).
-bool entry_holds(std::span<const entry> queue, std::size_t index) noexcept;
+bool entry_holds(std::span<const entry> queue, std::size_t index);
+
+// The most permits a semaphore may have: a waiter waits on this many entries at most.
+inline constexpr std::uint32_t max_permits = 1000;
+
+// A permit entry keeps its semaphore's limit in its id ("<id>~p<N>"), so every backend stores
+// and lists it unchanged, and a client of another dlock version sees an exclusive entry (it
+// waits behind all of them: never an overlap).
+std::string permit_entry_id(std::string_view id, std::uint32_t limit);
+// Marks the permit entries of a listed queue (kind permit, their limit) from their ids.
+void read_permits(std::vector<entry>& queue);
 
 }  // namespace dlock::detail

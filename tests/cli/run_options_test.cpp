@@ -97,3 +97,45 @@ TEST(CliRunOptions, HoldAtMostStopsAStuckJob) {
 
 }  // namespace
 }  // namespace dlock::test
+
+namespace dlock::test {
+namespace {
+
+// --permits N: at most N copies of a job at once across the fleet (a semaphore); the N+1th
+// is refused as a conflict, a lock of the same name as a usage error naming the semaphore.
+TEST(CliRunOptions, PermitsLetNCopiesRunAndRefuseTheNext) {
+  cli_sandbox box;
+  auto a = box.start({"run", "--permits", "2", "jobs", "--", "sh", "-c",
+                      "echo token $DLOCK_FENCING_TOKEN; exec sleep 60"});
+  auto b = box.start({"run", "--permits", "2", "jobs", "--", "sh", "-c",
+                      "echo token $DLOCK_FENCING_TOKEN; exec sleep 60"});
+  auto ta = a.wait_for_line("token", 30s);
+  auto tb = b.wait_for_line("token", 30s);
+  ASSERT_TRUE(ta && tb);
+  EXPECT_NE(*ta, *tb) << "two permits with one fencing token";
+
+  auto third = box.run({"run", "--permits", "2", "-n", "jobs", "--", "true"});
+  EXPECT_EQ(third.status, 75) << third.output;
+  EXPECT_NE(third.output.find("all the 2 permits of 'jobs' are held"), std::string::npos)
+      << third.output;
+  auto status = box.run({"status", "jobs"});
+  EXPECT_NE(status.output.find("(2 of 2 permits)"), std::string::npos) << status.output;
+  auto as_lock = box.run({"run", "-n", "jobs", "--", "true"});
+  EXPECT_NE(as_lock.status, 0);
+  EXPECT_NE(as_lock.output.find("semaphore of 2 permits"), std::string::npos) << as_lock.output;
+  auto other_limit = box.run({"run", "--permits", "3", "-n", "jobs", "--", "true"});
+  EXPECT_NE(other_limit.status, 0);
+  EXPECT_NE(other_limit.output.find("3 permits"), std::string::npos) << other_limit.output;
+
+  a.signal(SIGTERM);
+  EXPECT_EQ(a.wait(30s), 128 + SIGTERM);
+  auto now = box.run({"run", "--permits", "2", "-n", "jobs", "--", "true"});
+  EXPECT_EQ(now.status, 0) << "a returned permit was not granted: " << now.output;
+  auto zero = box.run({"run", "--permits", "0", "jobs", "--", "true"});
+  EXPECT_EQ(zero.status, 64) << zero.output;
+  b.signal(SIGTERM);
+  EXPECT_EQ(b.wait(30s), 128 + SIGTERM);
+}
+
+}  // namespace
+}  // namespace dlock::test

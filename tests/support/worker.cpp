@@ -5,6 +5,8 @@
 //        fence PATH     -> write our token to the fence file PATH; print "write accepted|refused"
 //        exit           -> exit without unlocking (the session closes)
 //      and print "lost" as soon as the hold's loss signal fires.
+//   dlock_test_worker permit URL NAME N         take a permit of semaphore NAME (limit N), print
+//        "granted TOKEN", then obey stdin as `hold` does (release, fence PATH, held, exit).
 //   dlock_test_worker count URL LOCK FILE N    N times: lock, read the integer in FILE, pause,
 //        write it + 1, unlock; print "done".
 //   dlock_test_worker try URL LOCK MS          print "trying", try_lock_for(MS), then print
@@ -72,6 +74,31 @@ int hold(const std::string& url, const std::string& name, bool shared) {
   while (std::getline(std::cin, cmd)) {
     if (cmd == "release") {
       m.unlock();
+      say("released");
+    } else if (cmd.starts_with("fence ")) {
+      say(fenced_write(cmd.substr(6), h.token().value) ? "write accepted" : "write refused");
+    } else if (cmd == "held") {
+      say(h.is_held() ? "held yes" : "held no");
+    } else if (cmd == "exit") {
+      std::_Exit(0);
+    }
+  }
+  return 0;
+}
+
+int permit(const std::string& url, const std::string& name, std::uint32_t n) {
+  auto s = dlock::session::open(url);
+  dlock::semaphore sem(s, name, n);
+  auto p = sem.acquire();
+  auto h = p.hold();
+  say("granted " + std::to_string(p.token().value));
+  h.on_state_change([](dlock::hold_state st) {
+    if (st == dlock::hold_state::lost) say("lost");
+  });
+  std::string cmd;
+  while (std::getline(std::cin, cmd)) {
+    if (cmd == "release") {
+      p.release();
       say("released");
     } else if (cmd.starts_with("fence ")) {
       say(fenced_write(cmd.substr(6), h.token().value) ? "write accepted" : "write refused");
@@ -157,6 +184,8 @@ int main(int argc, char** argv) {
     std::string mode = argc > 1 ? argv[1] : "";
     if (mode == "hold" && argc >= 4)
       return hold(argv[2], argv[3], argc > 4 && std::string(argv[4]) == "shared");
+    if (mode == "permit" && argc == 5)
+      return permit(argv[2], argv[3], static_cast<std::uint32_t>(std::stoul(argv[4])));
     if (mode == "count" && argc == 6) return count(argv[2], argv[3], argv[4], std::stoi(argv[5]));
     if (mode == "clocks") {
       say("clocks " + std::to_string(clock_ms(CLOCK_REALTIME)) + " " +
@@ -165,7 +194,8 @@ int main(int argc, char** argv) {
     }
     if (mode == "try" && argc == 5) return try_for(argv[2], argv[3], std::stoi(argv[4]));
     if (mode == "signals" && argc == 4) return signals_untouched(argv[2], argv[3]);
-    std::cerr << "usage: dlock_test_worker hold URL LOCK [shared] | count URL LOCK FILE N | try "
+    std::cerr << "usage: dlock_test_worker hold URL LOCK [shared] | permit URL NAME N | count URL "
+                 "LOCK FILE N | try "
                  "URL LOCK MS | signals URL LOCK | clocks\n";
     return 64;
   } catch (const std::exception& e) {

@@ -35,18 +35,19 @@ TEST(verdict, matches_the_recipe_for_every_queue_up_to_six_entries) {
         if (q[i].kind == entry_kind::exclusive) {
           EXPECT_EQ(v.holds, i == 0);
           if (i > 0) {
-            EXPECT_EQ(v.wait_on, i - 1) << "a writer waits on its predecessor";
+            EXPECT_EQ(v.wait_on, std::vector<std::size_t>{i - 1})
+                << "a writer waits on its predecessor";
           }
         } else {
           EXPECT_EQ(v.holds, !writer_ahead);
           if (writer_ahead) {
-            EXPECT_EQ(v.wait_on, last_writer) << "a reader waits on the last writer ahead";
+            EXPECT_EQ(v.wait_on, std::vector<std::size_t>{*last_writer})
+                << "a reader waits on the last writer ahead";
           }
         }
         if (v.holds) ++holders;
-        if (!v.holds) {
-          EXPECT_LT(*v.wait_on, i) << "nobody waits on an entry behind it";
-        }
+        EXPECT_FALSE(v.conflict.has_value());
+        for (auto w : v.wait_on) EXPECT_LT(w, i) << "nobody waits on an entry behind it";
       }
       // Exclusion: a holding writer is the only holder.
       if (q[0].kind == entry_kind::exclusive) {
@@ -61,6 +62,108 @@ TEST(verdict, find_entry_finds_by_id) {
   auto q = make_queue(0, 3);
   EXPECT_EQ(find_entry(q, "e2"), 2u);
   EXPECT_FALSE(find_entry(q, "nope").has_value());
+}
+
+std::vector<entry> permits(std::size_t n, std::uint32_t limit) {
+  std::vector<entry> q(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    q[i].id = permit_entry_id("s-" + std::to_string(i), limit);
+    q[i].token = i + 1;
+  }
+  read_permits(q);
+  return q;
+}
+
+TEST(verdict, a_permit_holds_with_fewer_than_its_limit_ahead_and_waits_on_the_limit_ahead) {
+  for (std::uint32_t limit = 1; limit <= 4; ++limit) {
+    for (std::size_t n = 1; n <= 8; ++n) {
+      auto q = permits(n, limit);
+      std::size_t holders = 0;
+      for (std::size_t i = 0; i < n; ++i) {
+        ASSERT_EQ(q[i].kind, entry_kind::permit);
+        ASSERT_EQ(q[i].limit, limit);
+        auto v = decide(q, i);
+        EXPECT_FALSE(v.conflict.has_value());
+        EXPECT_EQ(v.holds, i < limit);
+        if (v.holds) {
+          ++holders;
+          EXPECT_TRUE(v.wait_on.empty());
+        } else {
+          std::vector<std::size_t> expected;
+          for (std::size_t j = i - limit; j < i; ++j) expected.push_back(j);
+          EXPECT_EQ(v.wait_on, expected) << "limit " << limit << " entry " << i;
+        }
+      }
+      EXPECT_EQ(holders, std::min<std::size_t>(n, limit)) << "never more than the limit hold";
+    }
+  }
+}
+
+// No missed wake-up: an entry that does not hold keeps not holding whichever entries leave,
+// as long as none of those it waits on does. (A waiter sleeps until one of its wait set
+// leaves; were this false, it would sleep through its grant.) Every queue up to 7 entries of
+// readers and writers, and of permits with limits 1 to 3; every set of departures.
+void expect_no_missed_wakeup(const std::vector<entry>& q) {
+  const auto n = q.size();
+  for (std::size_t i = 0; i < n; ++i) {
+    auto v = decide(q, i);
+    if (v.holds) continue;
+    for (unsigned gone = 1; gone < (1u << n); ++gone) {
+      if (gone & (1u << i)) continue;
+      bool touches = false;
+      for (auto w : v.wait_on) touches |= (gone >> w) & 1;
+      if (touches) continue;
+      std::vector<entry> rest;
+      std::size_t me = 0;
+      for (std::size_t j = 0; j < n; ++j) {
+        if (j == i) me = rest.size();
+        if (!((gone >> j) & 1)) rest.push_back(q[j]);
+      }
+      EXPECT_FALSE(decide(rest, me).holds)
+          << "entry " << i << " of " << n << " granted by departures it does not wait on (" << gone
+          << ")";
+    }
+  }
+}
+
+TEST(verdict, no_departure_outside_the_wait_set_grants_a_waiter) {
+  for (std::size_t n = 1; n <= 7; ++n) {
+    for (unsigned mask = 0; mask < (1u << n); ++mask) expect_no_missed_wakeup(make_queue(mask, n));
+    for (std::uint32_t limit = 1; limit <= 3; ++limit) expect_no_missed_wakeup(permits(n, limit));
+  }
+}
+
+TEST(verdict, an_entry_behind_another_recipe_or_limit_is_refused_naming_it) {
+  auto q = permits(3, 2);
+  auto other = permits(1, 3);
+  q.push_back(other[0]);  // limit 3 behind limit-2 permits
+  auto v = decide(q, 3);
+  EXPECT_FALSE(v.holds);
+  EXPECT_EQ(v.conflict, 0u);
+  auto lock = make_queue(0, 1);  // a mutex's entry
+  q = permits(1, 2);
+  q.push_back(lock[0]);
+  EXPECT_EQ(decide(q, 1).conflict, 0u) << "a lock queued behind a permit";
+  q = make_queue(1, 1);  // a reader
+  q.push_back(permits(1, 2)[0]);
+  EXPECT_EQ(decide(q, 1).conflict, 0u) << "a permit queued behind a reader";
+  EXPECT_FALSE(decide(q, 0).conflict.has_value()) << "what joined behind does not matter";
+  EXPECT_TRUE(decide(q, 0).holds);
+}
+
+TEST(verdict, permit_ids_carry_the_limit_and_nothing_else_is_read_as_one) {
+  std::vector<entry> q(6);
+  q[0].id = permit_entry_id("abc-1", 5);
+  q[1].id = "abc-2";
+  q[2].id = "abc-3~p0";
+  q[3].id = "abc-4~p1001";
+  q[4].id = "abc-5~p7x";
+  q[5].id = "abc-6~p1000";
+  read_permits(q);
+  EXPECT_EQ(q[0].kind, entry_kind::permit);
+  EXPECT_EQ(q[0].limit, 5u);
+  for (int i = 1; i <= 4; ++i) EXPECT_EQ(q[i].kind, entry_kind::exclusive) << q[i].id;
+  EXPECT_EQ(q[5].limit, 1000u);
 }
 
 }  // namespace

@@ -16,7 +16,9 @@ class memory_session final : public backend_session {
   }
 
   capabilities caps() const noexcept override {
-    return {reach::process, /*push_wakeups=*/true, /*durable_tokens=*/false};
+    capabilities c{reach::process, /*push_wakeups=*/true, /*durable_tokens=*/false};
+    c.permits = true;
+    return c;
   }
 
   result<queue_view> enqueue(std::string_view lock, entry_kind kind, std::string_view id) override {
@@ -63,15 +65,21 @@ class memory_session final : public backend_session {
 
   result<void> wait(std::string_view lock, const entry& awaited, steady::time_point deadline,
                     std::stop_token stop) override {
+    return wait_any(lock, std::span<const entry>(&awaited, 1), deadline, std::move(stop));
+  }
+
+  result<void> wait_any(std::string_view lock, std::span<const entry> awaited,
+                        steady::time_point deadline, std::stop_token stop) override {
     std::unique_lock lk(store_->mu);
     (void)lock;
     auto gone = [&] {
       store_->purge();
-      return !store_->live.contains(awaited.id);
+      return std::any_of(awaited.begin(), awaited.end(),
+                         [&](const entry& e) { return !store_->live.contains(e.id); });
     };
-    // Every change wakes every waiter, but each only tests one hash-set lookup; it returns
-    // to the engine (which lists the queue) only when its entry is gone. The 50 ms steps
-    // let an injected clock's jumps end leases.
+    // Every change wakes every waiter, but each only tests a few hash-set lookups; it returns
+    // to the engine (which lists the queue) only when one of its entries is gone. The 50 ms
+    // steps let an injected clock's jumps end leases.
     while (!stop.stop_requested() && steady::now() < deadline) {
       auto until = std::min(deadline, steady::now() + std::chrono::milliseconds{50});
       if (store_->changed.wait_until(lk, stop, until, gone)) return {};

@@ -14,6 +14,7 @@
 #include <functional>
 #include <mutex>
 #include <random>
+#include <span>
 
 #include "backends/common/conn_watch.hpp"
 #include "backends/common/loss_notice.hpp"
@@ -73,7 +74,10 @@ class mysql_session final : public backend_session {
   }
 
   capabilities caps() const noexcept override {
-    return {.scope = reach::network, .durable_tokens = true, .ends_other_sessions = true};
+    return {.scope = reach::network,
+            .durable_tokens = true,
+            .ends_other_sessions = true,
+            .permits = true};
   }
 
   result<queue_view> enqueue(std::string_view lock, entry_kind kind, std::string_view id) override {
@@ -110,8 +114,13 @@ class mysql_session final : public backend_session {
     return {};
   }
 
-  result<void> wait(std::string_view, const entry& awaited, steady::time_point deadline,
+  result<void> wait(std::string_view lock, const entry& awaited, steady::time_point deadline,
                     std::stop_token stop) override {
+    return wait_any(lock, std::span<const entry>(&awaited, 1), deadline, std::move(stop));
+  }
+
+  result<void> wait_any(std::string_view, std::span<const entry> awaited,
+                        steady::time_point deadline, std::stop_token stop) override {
     thread_local std::minstd_rand rng{std::random_device{}()};
     auto pause = first_pause;
     while (!stop.stop_requested() && steady::now() < deadline) {
@@ -122,9 +131,11 @@ class mysql_session final : public backend_session {
       std::unique_lock sl(m);
       cv.wait_until(sl, stop, std::min(deadline, steady::now() + nap), [] { return false; });
       if (stop.stop_requested()) break;
-      auto r = run(stmts::alive, {awaited.id});
-      if (!r) return fail(r.error());
-      if (r->rows.empty()) return {};
+      for (const auto& e : awaited) {
+        auto r = run(stmts::alive, {e.id});
+        if (!r) return fail(r.error());
+        if (r->rows.empty()) return {};
+      }
       pause = std::min(pause * 2, max_pause);
     }
     return {};

@@ -108,11 +108,20 @@ result<std::optional<listener::liveness>> listener::alive(const std::string& id)
 
 bool listener::wait(const ticket& t, std::chrono::steady_clock::time_point until,
                     std::stop_token stop) {
+  return wait_any(std::span<const ticket>(&t, 1), until, std::move(stop));
+}
+
+bool listener::wait_any(std::span<const ticket> ts, std::chrono::steady_clock::time_point until,
+                        std::stop_token stop) {
   std::unique_lock lk(mu_);
   return cv_.wait_until(lk, stop, until, [&] {
-    if (stopping_ || epoch_ != t.epoch) return true;
-    auto it = by_id_.find(t.id);
-    return it == by_id_.end() || it->second.notified != t.seen;
+    if (stopping_) return true;
+    for (const auto& t : ts) {
+      if (epoch_ != t.epoch) return true;
+      auto it = by_id_.find(t.id);
+      if (it == by_id_.end() || it->second.notified != t.seen) return true;
+    }
+    return false;
   });
 }
 

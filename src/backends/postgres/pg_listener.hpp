@@ -11,6 +11,7 @@
 #include <map>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <stop_token>
 #include <string>
 #include <thread>
@@ -44,6 +45,9 @@ class listener {
   // Blocks until the entry's channel is notified, the connection breaks, `until` passes or
   // `stop` is requested; false if only `until` passed.
   bool wait(const ticket& t, std::chrono::steady_clock::time_point until, std::stop_token stop);
+  // The same for any of `ts`.
+  bool wait_any(std::span<const ticket> ts, std::chrono::steady_clock::time_point until,
+                std::stop_token stop);
   void unsubscribe(const ticket& t);
   void close() noexcept;
   // Behind a transaction pooler a LISTEN stays with whichever server process ran it (and its

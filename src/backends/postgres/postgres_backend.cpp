@@ -12,6 +12,8 @@
 #include <atomic>
 #include <functional>
 #include <mutex>
+#include <span>
+#include <vector>
 
 #include "backends/common/conn_watch.hpp"
 #include "backends/common/loss_notice.hpp"
@@ -86,7 +88,8 @@ class postgres_session final : public backend_session {
     return {.scope = reach::network,
             .push_wakeups = true,
             .durable_tokens = true,
-            .ends_other_sessions = true};
+            .ends_other_sessions = true,
+            .permits = true};
   }
 
   result<queue_view> enqueue(std::string_view lock, entry_kind kind, std::string_view id) override {
@@ -123,37 +126,61 @@ class postgres_session final : public backend_session {
     return {};
   }
 
-  result<void> wait(std::string_view, const entry& awaited, steady::time_point deadline,
+  result<void> wait(std::string_view lock, const entry& awaited, steady::time_point deadline,
                     std::stop_token stop) override {
+    return wait_any(lock, std::span<const entry>(&awaited, 1), deadline, std::move(stop));
+  }
+
+  result<void> wait_any(std::string_view, std::span<const entry> awaited,
+                        steady::time_point deadline, std::stop_token stop) override {
     // Subscribe before checking, so a removal between the two is not missed.
-    auto t = listener_.subscribe(awaited.id);
-    if (!t) return fail(t.error());
+    std::vector<pg::listener::ticket> tickets;
     result<void> out;
+    for (const auto& e : awaited) {
+      auto t = listener_.subscribe(e.id);
+      if (!t) {
+        out = fail(t.error());
+        break;
+      }
+      tickets.push_back(std::move(*t));
+    }
     // A holder whose connection ended or who crashed never NOTIFYs: re-check its session
     // with a backoff (its connection may be gone), and wake at its lease's end at the latest.
     auto nap = first_check;
-    for (int round = 0; round < 10'000 && !stop.stop_requested(); ++round) {
-      auto alive = listener_.alive(awaited.id);
-      if (!alive) {
-        out = fail(alive.error());
-        break;
+    for (int round = 0; out && round < 10'000 && !stop.stop_requested(); ++round) {
+      auto now = steady::now();
+      auto until = std::min(deadline, now + nap);
+      bool gone = false, disconnected = false, at_lease_end = false;
+      for (const auto& e : awaited) {
+        auto alive = listener_.alive(e.id);
+        if (!alive) {
+          out = fail(alive.error());
+          break;
+        }
+        if (!*alive) {
+          gone = true;
+          break;
+        }
+        disconnected |= !(*alive)->connected;
+        auto lease_end =
+            now + std::clamp((*alive)->lease, milliseconds{1}, max_nap) + milliseconds{5};
+        if (lease_end <= until) {
+          until = lease_end;
+          at_lease_end = true;
+        }
       }
-      if (!*alive) break;
-      if (!(*alive)->connected) {
-        // The server ended the holder's connection: it sends the holder its reason before it
+      if (!out || gone) break;
+      if (disconnected) {
+        // The server ended a holder's connection: it sends the holder its reason before it
         // frees anything, so the holder is being told now. Take over a moment later, so
         // that a holder on a busy host has heard of its loss before this grant.
-        listener_.wait(*t, std::min(deadline, steady::now() + takeover_grace), stop);
+        listener_.wait_any(tickets, std::min(deadline, steady::now() + takeover_grace), stop);
         break;
       }
-      auto now = steady::now();
-      auto lease_end =
-          now + std::clamp((*alive)->lease, milliseconds{1}, max_nap) + milliseconds{5};
-      auto until = std::min({deadline, lease_end, now + nap});
-      if (listener_.wait(*t, until, stop) || until == deadline || until == lease_end) break;
+      if (listener_.wait_any(tickets, until, stop) || until == deadline || at_lease_end) break;
       nap = std::min(nap * 2, pooled_ ? max_pooled_check : max_check);
     }
-    listener_.unsubscribe(*t);
+    for (const auto& t : tickets) listener_.unsubscribe(t);
     return out;
   }
 

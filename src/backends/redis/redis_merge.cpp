@@ -109,7 +109,9 @@ merge_result merge_views(const std::vector<std::optional<node_view>>& views,
     for (const auto& v : pv) {
       auto pos = find_entry(v.entries, id);
       if (!pos || v.holds[*pos]) continue;
-      const auto& b = v.entries[*decide(v.entries, *pos).wait_on];
+      auto d = decide(v.entries, *pos);
+      if (d.wait_on.empty()) continue;
+      const auto& b = v.entries[d.wait_on.front()];
       auto [c, fresh] = candidates.try_emplace(b.id, v.server, 0);
       ++c->second.second;
       auto best = candidates.find(blocker.id);

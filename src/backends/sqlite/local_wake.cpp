@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <vector>
 
 namespace dlock::detail {
 namespace {
@@ -84,19 +85,35 @@ local_wake::listener::~listener() {
 
 bool local_wake::listener::wait(std::chrono::milliseconds timeout, std::stop_token stop) {
   if (fd_ < 0) return false;
-  std::stop_callback on_stop(stop, [this] {
+  return wait_any(std::span<listener>(this, 1), timeout, std::move(stop));
+}
+
+bool local_wake::listener::wait_any(std::span<listener> ls, std::chrono::milliseconds timeout,
+                                    std::stop_token stop) {
+  std::vector<pollfd> p;
+  const listener* first = nullptr;
+  for (auto& l : ls) {
+    if (l.fd_ < 0) continue;
+    p.push_back({l.fd_, POLLIN, 0});
+    if (!first) first = &l;
+  }
+  if (!first) return false;
+  // A stop request wakes the first bound listener with a datagram of its own.
+  std::stop_callback on_stop(stop, [first] {
     int fd = ::socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
     if (fd < 0) return;
     socklen_t len = 0;
-    auto a = make_addr(self_, len);
+    auto a = make_addr(first->self_, len);
     (void)::sendto(fd, "s", 1, MSG_DONTWAIT, reinterpret_cast<sockaddr*>(&a), len);
     ::close(fd);
   });
-  pollfd p{fd_, POLLIN, 0};
-  int r = ::poll(&p, 1, static_cast<int>(timeout.count()));
+  int r = ::poll(p.data(), p.size(), static_cast<int>(timeout.count()));
   if (r <= 0) return false;
   char buf[16];
-  while (::recv(fd_, buf, sizeof buf, MSG_DONTWAIT) > 0) {
+  for (const auto& q : p) {
+    if (!(q.revents & POLLIN)) continue;
+    while (::recv(q.fd, buf, sizeof buf, MSG_DONTWAIT) > 0) {
+    }
   }
   return true;
 }

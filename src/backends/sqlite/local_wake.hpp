@@ -6,6 +6,7 @@
 // Abstract sockets are per network namespace: across namespaces the poll still works.
 
 #include <chrono>
+#include <span>
 #include <stop_token>
 #include <string>
 #include <string_view>
@@ -29,6 +30,10 @@ class local_wake {
     // Waits up to `timeout` for a wake-up or `stop`; true when woken (or stopped).
     bool wait(std::chrono::milliseconds timeout, std::stop_token stop);
     bool bound() const noexcept { return fd_ >= 0; }
+    // Waits up to `timeout` for a wake-up of any of `ls` (unbound ones are skipped) or for
+    // `stop`; true when woken (or stopped).
+    static bool wait_any(std::span<listener> ls, std::chrono::milliseconds timeout,
+                         std::stop_token stop);
 
    private:
     friend class local_wake;

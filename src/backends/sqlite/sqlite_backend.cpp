@@ -7,10 +7,13 @@
 // deferred upgrade returns SQLITE_BUSY without waiting).
 #include "backends/sqlite/sqlite_backend.hpp"
 
+#include <algorithm>
 #include <condition_variable>
 #include <mutex>
 #include <random>
+#include <span>
 #include <thread>
+#include <vector>
 
 #include "backends/sqlite/local_process.hpp"
 #include "backends/sqlite/local_wake.hpp"
@@ -78,7 +81,8 @@ class sqlite_session final : public backend_session {
     return {.scope = reach::host,
             .durable_tokens = true,
             .frees_dead_process_at_once = true,
-            .ends_other_sessions = true};
+            .ends_other_sessions = true,
+            .permits = true};
   }
 
   result<queue_view> enqueue(std::string_view lock, entry_kind kind, std::string_view id) override {
@@ -151,27 +155,39 @@ class sqlite_session final : public backend_session {
     return {};
   }
 
-  result<void> wait(std::string_view /*lock*/, const entry& awaited, steady::time_point deadline,
+  result<void> wait(std::string_view lock, const entry& awaited, steady::time_point deadline,
                     std::stop_token stop) override {
+    return wait_any(lock, std::span<const entry>(&awaited, 1), deadline, std::move(stop));
+  }
+
+  result<void> wait_any(std::string_view /*lock*/, std::span<const entry> awaited,
+                        steady::time_point deadline, std::stop_token stop) override {
     // Woken by the remover through local_wake; the poll (backing off with jitter, so
     // waiting never spins hot) is the safety net for holders that crash or lose their lease.
     thread_local std::minstd_rand rng{std::random_device{}()};
-    auto listener = wake_.listen(awaited.id);  // before the check: no lost wake-up
-    const auto cap = std::chrono::microseconds{listener.bound() ? 200'000 : 32'000};
+    std::vector<local_wake::listener> listeners;  // before the check: no lost wake-up
+    bool all_bound = true;
+    for (const auto& e : awaited) {
+      listeners.push_back(wake_.listen(e.id));
+      all_bound &= listeners.back().bound();
+    }
+    const auto cap = std::chrono::microseconds{all_bound ? 200'000 : 32'000};
     auto pause = std::chrono::microseconds{1000};
     while (!stop.stop_requested() && steady::now() < deadline) {
       {
         std::lock_guard lk(mu_);
-        auto alive = entry_alive(awaited.id);
-        if (!alive) return fail(alive.error());
-        if (!*alive) return {};  // gone, or its holder is dead: the engine lists (and reaps)
+        for (const auto& e : awaited) {
+          auto alive = entry_alive(e.id);
+          if (!alive) return fail(alive.error());
+          if (!*alive) return {};  // gone, or its holder is dead: the engine lists (and reaps)
+        }
       }
       auto jittered = std::chrono::microseconds{
           std::uniform_int_distribution<long long>(pause.count() / 2, pause.count())(rng)};
       auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - steady::now());
       auto timeout = std::min(std::chrono::ceil<std::chrono::milliseconds>(jittered), left);
-      if (listener.bound()) {
-        if (listener.wait(timeout, stop)) return {};
+      if (std::any_of(listeners.begin(), listeners.end(), [](auto& l) { return l.bound(); })) {
+        if (local_wake::listener::wait_any(listeners, timeout, stop)) return {};
       } else {
         std::mutex m;
         std::condition_variable_any cv;

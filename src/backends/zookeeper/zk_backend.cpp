@@ -52,7 +52,8 @@ class zk_session final : public backend_session {
     return {.scope = reach::network,
             .push_wakeups = true,
             .durable_tokens = true,
-            .bounded_remove = true};
+            .bounded_remove = true,
+            .permits = true};
   }
 
   std::optional<std::chrono::milliseconds> granted_ttl() const override {
@@ -119,6 +120,20 @@ class zk_session final : public backend_session {
     auto name = cache_.child_with_prefix(lp, zk::entry_prefix(awaited.id));
     if (!name) return false;  // not seen in our last listing: let the engine list again
     return conn_->await_change(lp + "/" + *name, deadline, std::move(stop));
+  }
+
+  result<void> wait_any(std::string_view lock, std::span<const entry> awaited,
+                        steady::time_point deadline, std::stop_token stop) override {
+    auto lp = lock_path(lock);
+    std::vector<std::string> paths;
+    for (const auto& e : awaited) {
+      auto name = cache_.child_with_prefix(lp, zk::entry_prefix(e.id));
+      if (!name) return {};  // not seen in our last listing: let the engine list again
+      paths.push_back(lp + "/" + *name);
+    }
+    auto r = conn_->await_any_change(paths, deadline, std::move(stop));
+    if (!r) return fail(r.error());
+    return {};
   }
 
   result<steady::time_point> keep_alive() override {

@@ -226,37 +226,56 @@ void connection::event_loop(std::stop_token stop) {
 
 result<bool> connection::await_change(const std::string& path, steady::time_point deadline,
                                       std::stop_token stop) {
+  return await_any_change(std::span<const std::string>(&path, 1), deadline, std::move(stop));
+}
+
+result<bool> connection::await_any_change(std::span<const std::string> paths,
+                                          steady::time_point deadline, std::stop_token stop) {
+  using watch_it = decltype(watches_)::iterator;
+  std::vector<std::pair<watch_it, std::uint64_t>> mine;  // map iterators stay valid
   std::unique_lock lk(mu_);
-  auto it = watches_.try_emplace(path).first;  // map iterators stay valid
-  ++it->second.waiters;
-  const auto generation = it->second.generation;
-  // Before the request: its event may be delivered before the call returns.
-  armed_.insert(path);
+  for (const auto& path : paths) {
+    auto it = watches_.try_emplace(path).first;
+    ++it->second.waiters;
+    mine.emplace_back(it, it->second.generation);
+    // Before the request: its event may be delivered before the call returns.
+    armed_.insert(path);
+  }
   lk.unlock();
   int rc = ZOK;
+  std::size_t set = 0;
   {
     auto u = acquire();
-    if (!u) {
-      rc = ZCLOSING;
-    } else {
+    if (!u) rc = ZCLOSING;
+    for (; rc == ZOK && set < paths.size(); ++set) {
       // getData rather than exists: on a missing node exists would leave a watch behind.
       char buf[1];
       int len = sizeof buf;
       struct Stat st {};
-      rc = zoo_wget(u->zh(), path.c_str(), &connection::node_watcher, this, buf, &len, &st);
+      rc = zoo_wget(u->zh(), paths[set].c_str(), &connection::node_watcher, this, buf, &len, &st);
     }
   }
   lk.lock();
-  if (rc != ZOK) armed_.erase(path);
-  if (rc == ZOK) {
-    cv_.wait_until(lk, stop, deadline,
-                   [&] { return it->second.generation != generation || ended_; });
+  if (rc != ZOK) {
+    // The failed path and those never asked for carry no watch of ours.
+    for (std::size_t i = rc == ZCLOSING ? 0 : set - 1; i < paths.size(); ++i)
+      armed_.erase(paths[i]);
   }
-  const bool deleted = rc == ZNONODE || (rc == ZOK && it->second.deleted);
-  if (--it->second.waiters == 0) watches_.erase(it);
+  auto changed = [&] {
+    for (const auto& [it, generation] : mine) {
+      if (it->second.generation != generation) return true;
+    }
+    return false;
+  };
+  if (rc == ZOK) cv_.wait_until(lk, stop, deadline, [&] { return changed() || ended_; });
+  bool deleted = rc == ZNONODE;
+  for (const auto& [it, generation] : mine) {
+    if (rc == ZOK && it->second.generation != generation && it->second.deleted) deleted = true;
+    if (--it->second.waiters == 0) watches_.erase(it);
+  }
   lk.unlock();
   if (rc == ZOK || rc == ZNONODE) return deleted;
-  return fail(error(rc, "watch", path));
+  return fail(error(rc, "watch", paths[set == 0 ? 0 : set - 1]));
 }
 
 void connection::end_locally() noexcept {

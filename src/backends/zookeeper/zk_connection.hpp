@@ -19,6 +19,7 @@
 #include <mutex>
 #include <set>
 #include <shared_mutex>
+#include <span>
 #include <stop_token>
 #include <string>
 #include <string_view>
@@ -81,6 +82,10 @@ class connection {
   // deleted entry node never comes back).
   result<bool> await_change(const std::string& path, steady::time_point deadline,
                             std::stop_token stop);
+  // The same for several nodes at once: returns when any of them changes (true when one is
+  // known deleted).
+  result<bool> await_any_change(std::span<const std::string> paths, steady::time_point deadline,
+                                std::stop_token stop);
 
   // zoo_delete and zoo_get_children that give up at `deadline` with ZOPERATIONTIMEOUT (the
   // request may still be applied; its late completion only frees what it was given). Return

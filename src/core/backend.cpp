@@ -1,0 +1,25 @@
+#include "core/backend.hpp"
+
+#include <algorithm>
+
+namespace dlock::detail {
+
+result<void> backend_session::wait_any(std::string_view lock, std::span<const entry> awaited,
+                                       steady::time_point deadline, std::stop_token stop) {
+  if (awaited.empty()) return {};
+  if (awaited.size() == 1) return wait(lock, awaited.front(), deadline, std::move(stop));
+  // Each entry in turn for a slice that grows to a cap: a wait that ends before its slice
+  // did may mean that entry left, so the engine looks again.
+  auto slice = std::chrono::milliseconds{20};
+  for (std::size_t i = 0; !stop.stop_requested() && steady::now() < deadline; ++i) {
+    auto until = std::min(deadline, steady::now() + slice);
+    auto r = wait(lock, awaited[i % awaited.size()], until, stop);
+    if (!r) return r;
+    if (steady::now() < until) return {};
+    if (i % awaited.size() == awaited.size() - 1)
+      slice = std::min(slice * 2, std::chrono::milliseconds{500});
+  }
+  return {};
+}
+
+}  // namespace dlock::detail
