@@ -21,7 +21,7 @@ _dlock() {
       COMPREPLY=($(compgen -W "sqlite:// zk:// redis:// redlock:// postgres:// mysql://" -- "$cur"))
       compopt -o nospace 2>/dev/null
       return ;;
-    -w | --wait | --ttl | --grace | --duration | --time-limit | --hold-at-least | --hold-at-most)
+    -w | --wait | --ttl | --grace | --duration | --time-limit | --hold-at-least | --hold-at-most | --permits)
       COMPREPLY=($(compgen -W "500ms 5s 30s 1m 15m" -- "$cur"))
       return ;;
     --scenario)
@@ -31,7 +31,7 @@ _dlock() {
   local opts
   case $sub in
     "") opts="run status list unlock demo bench --help --version" ;;
-    run) opts="--url -w --wait -n --nonblock --ttl -E --conflict-exit-code --grace --hold-at-least --hold-at-most -q --quiet -v --verbose --help --" ;;
+    run) opts="--url -w --wait -n --nonblock --ttl -E --conflict-exit-code --grace --hold-at-least --hold-at-most --permits -q --quiet -v --verbose --help --" ;;
     status | list) opts="--url --json --help" ;;
     unlock) opts="--force --yes -y --url --help" ;;
     demo) opts="flash-sale --url --workers --stock --no-lock --shop --time-limit --json --help" ;;

@@ -168,11 +168,10 @@ result<queue_view> lock_handle::wait_for_grant(const std::string& id, queue_view
       return fail(errc::timed_out, "lock '" + name_ + "' not granted before the deadline");
     }
     result<bool> w = false;
-    if (v.wait_on.size() == 1) {
-      w = session_->backend().wait_knowing(name_, q.entries[v.wait_on.front()], deadline, stop);
+    if (v.wait_count == 1) {
+      w = session_->backend().wait_knowing(name_, q.entries[v.wait_first], deadline, stop);
     } else {
-      std::vector<entry> awaited;
-      for (auto i : v.wait_on) awaited.push_back(q.entries[i]);
+      auto awaited = std::span<const entry>(q.entries).subspan(v.wait_first, v.wait_count);
       if (auto r = session_->backend().wait_any(name_, awaited, deadline, stop); !r)
         w = fail(r.error());
     }
@@ -184,7 +183,7 @@ result<queue_view> lock_handle::wait_for_grant(const std::string& id, queue_view
       // The awaited entry is certainly gone: if that alone grants us the lock, the handoff
       // costs no request at all (see backend_session::wait_knowing for why this is sound).
       auto rest = q;
-      rest.entries.erase(rest.entries.begin() + static_cast<std::ptrdiff_t>(v.wait_on.front()));
+      rest.entries.erase(rest.entries.begin() + static_cast<std::ptrdiff_t>(v.wait_first));
       if (auto me = find_entry(rest.entries, id); me && decide(rest.entries, *me).holds) {
         if (session_->ended_token().stop_requested()) return fail(session_->ended_failure());
         return rest;

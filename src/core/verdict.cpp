@@ -1,5 +1,6 @@
 #include "core/verdict.hpp"
 
+#include <algorithm>
 #include <charconv>
 
 namespace dlock::detail {
@@ -17,32 +18,42 @@ bool same_recipe(const entry& a, const entry& b) noexcept {
 verdict decide(std::span<const entry> queue, std::size_t mine) {
   verdict v;
   const auto& me = queue[mine];
-  for (std::size_t i = 0; i < mine; ++i) {
-    if (!same_recipe(queue[i], me)) {
-      v.conflict = i;
-      return v;
+  auto wait = [&](std::size_t first, std::size_t count) {
+    v.wait_first = first;
+    v.wait_count = count;
+    return v;
+  };
+  auto refuse_if_mixed = [&](std::size_t from, std::size_t to) {
+    for (std::size_t i = from; i < to; ++i) {
+      if (!same_recipe(queue[i], me)) {
+        v.conflict = i;
+        return true;
+      }
     }
-  }
+    return false;
+  };
   switch (me.kind) {
     case entry_kind::exclusive:
+      // It holds only at the head, so a stranger further ahead cannot make it overlap: the
+      // head and its predecessor are enough to refuse a mixed queue (O(1) per decision).
+      if (mine > 0 && (refuse_if_mixed(0, 1) || refuse_if_mixed(mine - 1, mine))) return v;
       v.holds = mine == 0;
-      if (!v.holds) v.wait_on.push_back(mine - 1);
-      return v;
+      return v.holds ? v : wait(mine - 1, 1);
     case entry_kind::shared:
+      // Back to the last writer: a stranger behind it cannot overlap with this reader, and it
+      // is seen (refused) once that writer has gone.
       for (std::size_t i = mine; i-- > 0;) {
-        if (queue[i].kind == entry_kind::exclusive) {
-          v.wait_on.push_back(i);
-          return v;
-        }
+        if (refuse_if_mixed(i, i + 1)) return v;
+        if (queue[i].kind == entry_kind::exclusive) return wait(i, 1);
       }
       v.holds = true;
       return v;
     case entry_kind::permit:
+      // It holds only with fewer than `limit` ahead, all of which this scan sees; a waiter
+      // further back sees a stranger once it is within reach.
+      if (refuse_if_mixed(0, std::min<std::size_t>(mine, me.limit))) return v;
       v.holds = mine < me.limit;
-      if (!v.holds) {
-        for (std::size_t i = mine - me.limit; i < mine; ++i) v.wait_on.push_back(i);
-      }
-      return v;
+      return v.holds ? v : wait(mine - me.limit, me.limit);
   }
   return v;
 }

@@ -17,6 +17,7 @@
 #include <cstddef>
 #include <optional>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "core/backend.hpp"
@@ -25,8 +26,10 @@ namespace dlock::detail {
 
 struct verdict {
   bool holds{false};
-  // When !holds: indices of entries ahead; any of them leaving may change the answer.
-  std::vector<std::size_t> wait_on;
+  // When !holds: the entries [wait_first, wait_first + wait_count) ahead; any of them leaving
+  // may change the answer. Always a contiguous run (one entry for the locks, N for a permit).
+  std::size_t wait_first{0};
+  std::size_t wait_count{0};
   // An entry ahead that belongs to another recipe or limit: the deciding entry is refused.
   std::optional<std::size_t> conflict;
 };

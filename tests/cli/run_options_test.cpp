@@ -121,10 +121,10 @@ TEST(CliRunOptions, PermitsLetNCopiesRunAndRefuseTheNext) {
   auto status = box.run({"status", "jobs"});
   EXPECT_NE(status.output.find("(2 of 2 permits)"), std::string::npos) << status.output;
   auto as_lock = box.run({"run", "-n", "jobs", "--", "true"});
-  EXPECT_NE(as_lock.status, 0);
+  EXPECT_EQ(as_lock.status, 64) << as_lock.output;
   EXPECT_NE(as_lock.output.find("semaphore of 2 permits"), std::string::npos) << as_lock.output;
   auto other_limit = box.run({"run", "--permits", "3", "-n", "jobs", "--", "true"});
-  EXPECT_NE(other_limit.status, 0);
+  EXPECT_EQ(other_limit.status, 64) << other_limit.output;
   EXPECT_NE(other_limit.output.find("3 permits"), std::string::npos) << other_limit.output;
 
   a.signal(SIGTERM);

@@ -7,6 +7,12 @@
 namespace dlock::detail {
 namespace {
 
+std::vector<std::size_t> waits(const verdict& v) {
+  std::vector<std::size_t> out;
+  for (std::size_t i = 0; i < v.wait_count; ++i) out.push_back(v.wait_first + i);
+  return out;
+}
+
 std::vector<entry> make_queue(unsigned mask, std::size_t n) {
   std::vector<entry> q(n);
   for (std::size_t i = 0; i < n; ++i) {
@@ -35,19 +41,19 @@ TEST(verdict, matches_the_recipe_for_every_queue_up_to_six_entries) {
         if (q[i].kind == entry_kind::exclusive) {
           EXPECT_EQ(v.holds, i == 0);
           if (i > 0) {
-            EXPECT_EQ(v.wait_on, std::vector<std::size_t>{i - 1})
+            EXPECT_EQ(waits(v), std::vector<std::size_t>{i - 1})
                 << "a writer waits on its predecessor";
           }
         } else {
           EXPECT_EQ(v.holds, !writer_ahead);
           if (writer_ahead) {
-            EXPECT_EQ(v.wait_on, std::vector<std::size_t>{*last_writer})
+            EXPECT_EQ(waits(v), std::vector<std::size_t>{*last_writer})
                 << "a reader waits on the last writer ahead";
           }
         }
         if (v.holds) ++holders;
         EXPECT_FALSE(v.conflict.has_value());
-        for (auto w : v.wait_on) EXPECT_LT(w, i) << "nobody waits on an entry behind it";
+        for (auto w : waits(v)) EXPECT_LT(w, i) << "nobody waits on an entry behind it";
       }
       // Exclusion: a holding writer is the only holder.
       if (q[0].kind == entry_kind::exclusive) {
@@ -87,11 +93,11 @@ TEST(verdict, a_permit_holds_with_fewer_than_its_limit_ahead_and_waits_on_the_li
         EXPECT_EQ(v.holds, i < limit);
         if (v.holds) {
           ++holders;
-          EXPECT_TRUE(v.wait_on.empty());
+          EXPECT_TRUE(waits(v).empty());
         } else {
           std::vector<std::size_t> expected;
           for (std::size_t j = i - limit; j < i; ++j) expected.push_back(j);
-          EXPECT_EQ(v.wait_on, expected) << "limit " << limit << " entry " << i;
+          EXPECT_EQ(waits(v), expected) << "limit " << limit << " entry " << i;
         }
       }
       EXPECT_EQ(holders, std::min<std::size_t>(n, limit)) << "never more than the limit hold";
@@ -111,7 +117,7 @@ void expect_no_missed_wakeup(const std::vector<entry>& q) {
     for (unsigned gone = 1; gone < (1u << n); ++gone) {
       if (gone & (1u << i)) continue;
       bool touches = false;
-      for (auto w : v.wait_on) touches |= (gone >> w) & 1;
+      for (auto w : waits(v)) touches |= (gone >> w) & 1;
       if (touches) continue;
       std::vector<entry> rest;
       std::size_t me = 0;
@@ -149,6 +155,47 @@ TEST(verdict, an_entry_behind_another_recipe_or_limit_is_refused_naming_it) {
   EXPECT_EQ(decide(q, 1).conflict, 0u) << "a permit queued behind a reader";
   EXPECT_FALSE(decide(q, 0).conflict.has_value()) << "what joined behind does not matter";
   EXPECT_TRUE(decide(q, 0).holds);
+}
+
+// A queue that mixes recipes by mistake (a mutex and a semaphore of one name, two limits)
+// never grants overlapping holds: whoever holds is refused nothing and compatible with every
+// other holder. Every queue up to 6 entries of writers, readers, and permits of limits 1 and 2.
+TEST(verdict, a_mixed_queue_never_grants_incompatible_holders) {
+  const auto one = permits(1, 1).front(), two = permits(1, 2).front();
+  for (std::size_t n = 1; n <= 6; ++n) {
+    std::size_t combos = 1;
+    for (std::size_t i = 0; i < n; ++i) combos *= 4;
+    for (std::size_t c = 0; c < combos; ++c) {
+      std::vector<entry> q;
+      for (std::size_t i = 0, k = c; i < n; ++i, k /= 4) {
+        q.push_back(k % 4 == 0   ? make_queue(0, 1)[0]
+                    : k % 4 == 1 ? make_queue(1, 1)[0]
+                    : k % 4 == 2 ? one
+                                 : two);
+        q.back().id = "e" + std::to_string(i);
+      }
+      std::vector<std::size_t> holders;
+      for (std::size_t i = 0; i < n; ++i) {
+        auto v = decide(q, i);
+        if (v.holds) holders.push_back(i);
+        EXPECT_FALSE(v.holds && v.conflict) << "a refused entry holds";
+      }
+      for (auto a : holders) {
+        for (auto b : holders) {
+          if (a == b) continue;
+          const auto &x = q[a], &y = q[b];
+          bool ok =
+              (x.kind == entry_kind::shared && y.kind == entry_kind::shared) ||
+              (x.kind == entry_kind::permit && y.kind == entry_kind::permit && x.limit == y.limit);
+          EXPECT_TRUE(ok) << "entries " << a << " and " << b << " hold together (queue " << c
+                          << " of length " << n << ")";
+        }
+        if (q[a].kind == entry_kind::permit) {
+          EXPECT_LE(holders.size(), q[a].limit);
+        }
+      }
+    }
+  }
 }
 
 TEST(verdict, permit_ids_carry_the_limit_and_nothing_else_is_read_as_one) {

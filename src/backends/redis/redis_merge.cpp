@@ -110,8 +110,8 @@ merge_result merge_views(const std::vector<std::optional<node_view>>& views,
       auto pos = find_entry(v.entries, id);
       if (!pos || v.holds[*pos]) continue;
       auto d = decide(v.entries, *pos);
-      if (d.wait_on.empty()) continue;
-      const auto& b = v.entries[d.wait_on.front()];
+      if (d.wait_count == 0) continue;
+      const auto& b = v.entries[d.wait_first];
       auto [c, fresh] = candidates.try_emplace(b.id, v.server, 0);
       ++c->second.second;
       auto best = candidates.find(blocker.id);

@@ -34,9 +34,9 @@ void trim_to_wait(std::vector<entry>& entries, std::string_view id) {
   auto me = find_entry(entries, id);
   if (!me) return;
   auto v = decide(entries, *me);
-  if (v.holds || v.wait_on.size() != 1) return;
+  if (v.holds || v.wait_count != 1) return;
   std::vector<entry> kept;
-  kept.push_back(std::move(entries[v.wait_on.front()]));
+  kept.push_back(std::move(entries[v.wait_first]));
   kept.push_back(std::move(entries[*me]));
   entries = std::move(kept);
 }
