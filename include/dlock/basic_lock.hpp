@@ -9,6 +9,7 @@
 /// InterProcessMutex. Every exit from an acquire that does not end holding removes its entry.
 
 #include <chrono>
+#include <dlock/deadline.hpp>
 #include <dlock/errors.hpp>
 #include <dlock/hold.hpp>
 #include <dlock/session.hpp>
@@ -50,11 +51,12 @@ class basic_lock {
   [[nodiscard]] bool try_lock();
   [[nodiscard]] bool try_lock(std::error_code& ec) noexcept;
 
-  /// Waits up to `timeout` (any std::chrono duration; converted to the steady clock).
+  /// Waits up to `timeout` (any std::chrono duration; converted to the steady clock; one too
+  /// long for it to represent waits forever).
   /// Returns false on timeout, leaving nothing in the backend. Throws as lock().
   template <class Rep, class Period>
   [[nodiscard]] bool try_lock_for(const std::chrono::duration<Rep, Period>& timeout) {
-    return try_lock_until(std::chrono::steady_clock::now() + ceil_ms(timeout));
+    return try_lock_until(after(timeout));
   }
   /// Waits until `deadline` (any clock; non-steady clocks are converted once, at the call).
   template <class Clock, class Duration>
@@ -94,17 +96,13 @@ class basic_lock {
   std::unique_ptr<lock_handle> impl_;
 
   template <class Rep, class Period>
-  static std::chrono::steady_clock::duration ceil_ms(const std::chrono::duration<Rep, Period>& d) {
-    return std::chrono::ceil<std::chrono::steady_clock::duration>(d);
+  static std::chrono::steady_clock::time_point after(const std::chrono::duration<Rep, Period>& d) {
+    return deadline_after(d);
   }
   template <class Clock, class Duration>
   static std::chrono::steady_clock::time_point to_steady(
       const std::chrono::time_point<Clock, Duration>& t) {
-    if constexpr (std::is_same_v<Clock, std::chrono::steady_clock>) {
-      return std::chrono::time_point_cast<std::chrono::steady_clock::duration>(t);
-    } else {
-      return std::chrono::steady_clock::now() + ceil_ms(t - Clock::now());
-    }
+    return to_steady_deadline(t);
   }
 };
 

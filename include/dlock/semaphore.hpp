@@ -18,6 +18,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <dlock/deadline.hpp>
 #include <dlock/errors.hpp>
 #include <dlock/hold.hpp>
 #include <dlock/session.hpp>
@@ -94,13 +95,18 @@ class semaphore {
   [[nodiscard]] permit acquire();
   /// One attempt: a permit if one is free now, else an empty permit. Throws as acquire().
   [[nodiscard]] permit try_acquire();
-  /// Waits up to `timeout`; an empty permit on timeout. Throws as acquire().
+  /// Waits up to `timeout` (any std::chrono duration; one too long for the steady clock waits
+  /// forever); an empty permit on timeout. Throws as acquire().
   template <class Rep, class Period>
   [[nodiscard]] permit try_acquire_for(const std::chrono::duration<Rep, Period>& timeout) {
-    return try_acquire_until(std::chrono::steady_clock::now() +
-                             std::chrono::ceil<std::chrono::steady_clock::duration>(timeout));
+    return try_acquire_until(detail::deadline_after(timeout));
   }
-  /// Waits until `deadline` (steady clock); an empty permit on timeout. Throws as acquire().
+  /// Waits until `deadline` (any clock; a non-steady one is converted once, at the call); an
+  /// empty permit on timeout. Throws as acquire().
+  template <class Clock, class Duration>
+  [[nodiscard]] permit try_acquire_until(const std::chrono::time_point<Clock, Duration>& deadline) {
+    return try_acquire_until(detail::to_steady_deadline(deadline));
+  }
   [[nodiscard]] permit try_acquire_until(std::chrono::steady_clock::time_point deadline);
   /// The primitive: waits until `deadline` or `stop`; an empty permit with ec set
   /// (would_block, timed_out, cancelled, or the failure) when none was granted. Never throws.

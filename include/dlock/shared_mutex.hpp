@@ -27,7 +27,7 @@ class shared_mutex : public detail::basic_lock {
   [[nodiscard]] bool try_lock_shared(std::error_code& ec) noexcept;
   template <class Rep, class Period>
   [[nodiscard]] bool try_lock_shared_for(const std::chrono::duration<Rep, Period>& timeout) {
-    return try_lock_shared_until(std::chrono::steady_clock::now() + ceil_ms(timeout));
+    return try_lock_shared_until(after(timeout));
   }
   template <class Clock, class Duration>
   [[nodiscard]] bool try_lock_shared_until(

@@ -49,12 +49,14 @@ std::string detail(std::error_code ec) {
   return m.empty() ? ec.message() : m;
 }
 
-// "token 12  host-a pid 4242 (dlock run make)  since ...", or "" if nobody holds it now.
+// "token 12  host-a pid 4242 (dlock run make)  since ...", or "" if nobody holds it now; a
+// semaphore's holders joined by "; ".
 std::string holder_text(const dlock::session& s, const std::string& name) {
   try {
     auto q = split_queue(dlock::inspect(s, name));
-    if (q.holders.empty()) return {};
-    return entry_line(q.holders.front());
+    std::string out;
+    for (const auto& h : q.holders) out += (out.empty() ? "" : "; ") + entry_line(h);
+    return out;
   } catch (const std::exception&) {
     return {};  // the conflict stands; who holds it is a courtesy
   }
@@ -176,22 +178,23 @@ int run(const run_options& o) {
   if (!granted) {
     // flock -n is silent on a conflict; -q is that. Otherwise say who holds it.
     if (!o.quiet) {
-      std::string msg = m.is_semaphore() ? "all " + m.what() + " are held" : m.what() + " is held";
+      std::string msg = m.not_granted();
       if (o.nonblock || (wait && wait->count() == 0))
         msg += " (one try)";
       else if (wait)
         msg += " (not granted within " + dlock::detail::format_duration(*wait) + ")";
-      auto who = m.is_semaphore() ? std::string() : holder_text(session, o.name);
-      print_error(msg + (m.is_semaphore() ? ""
-                         : who.empty()    ? " by another owner"
-                                          : ": holder " + who));
+      auto who = holder_text(session, o.name);
+      if (who.empty())
+        msg += m.is_semaphore() ? "" : " by another owner";
+      else
+        msg += (m.is_semaphore() ? ": holders " : ": holder ") + who;
+      print_error(msg);
     }
     return o.conflict_code;
   }
   if (o.verbose) {
     print_error(
-        m.what() + " granted" + (m.is_semaphore() ? " one" : "") + " with fencing token " +
-        std::to_string(m.hold().token().value) + " after " +
+        m.granted() + " with fencing token " + std::to_string(m.hold().token().value) + " after " +
         dlock::detail::format_duration(std::chrono::duration_cast<std::chrono::milliseconds>(
             std::chrono::steady_clock::now() - started)));
   }
@@ -243,7 +246,14 @@ void add_run_command(CLI::App& app, int& status) {
   cmd->add_option("--permits", o->permits,
                   "Hold one of N permits of semaphore NAME instead of the lock: at most N "
                   "copies of CMD run at once (1-1000)")
-      ->check(CLI::Range(1, 1000));
+      ->check(CLI::Validator(
+          [](std::string& v) -> std::string {
+            if (v.empty() || v.find_first_not_of("0123456789") != std::string::npos ||
+                v.size() > 4 || std::stoi(v) < 1 || std::stoi(v) > 1000)
+              return "'" + v + "' is not a number of permits (want a whole number 1-1000)";
+            return {};
+          },
+          "1-1000"));
   auto* q = cmd->add_flag("-q,--quiet", o->quiet, "Say nothing when the lock is not granted");
   auto* v = cmd->add_flag("-v,--verbose", o->verbose, "Say how long the wait took and the token");
   q->excludes(v);

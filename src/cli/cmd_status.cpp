@@ -42,11 +42,13 @@ int status(const status_options& o) {
     std::cout << j.dump(2) << '\n';
     return code;
   }
-  std::cout << "lock '" << o.name << "' on " << url << ": "
+  // A semaphore's queue says so, and how many of its permits are taken.
+  const auto permits = q.empty() ? 0u : q.front().permits;
+  std::cout << (permits ? "semaphore '" : "lock '") << o.name << "' on " << url << ": "
             << (parts.holders.empty() ? "free" : "held");
-  // A semaphore's queue: how many of its permits are taken.
-  if (!q.empty() && q.front().permits != 0) {
-    std::cout << " (" << parts.holders.size() << " of " << q.front().permits << " permits)";
+  if (permits) {
+    std::cout << " (" << parts.holders.size() << " of " << permits
+              << (permits == 1 ? " permit taken)" : " permits taken)");
   }
   std::cout << '\n';
   for (auto& e : parts.holders) std::cout << "  holder    " << entry_line(e) << '\n';

@@ -35,8 +35,18 @@ void run_grant::release(std::error_code& ec) {
 
 std::string run_grant::what() const {
   if (mutex_) return "lock '" + name_ + "'";
-  return "the " + std::to_string(sem_->max()) + " permit" + (sem_->max() == 1 ? "" : "s") +
-         " of '" + name_ + "'";
+  return "semaphore '" + name_ + "'";
+}
+
+std::string run_grant::not_granted() const {
+  if (mutex_) return what() + " is held";
+  if (sem_->max() == 1) return "the one permit of " + what() + " is held";
+  return "all " + std::to_string(sem_->max()) + " permits of " + what() + " are held";
+}
+
+std::string run_grant::granted() const {
+  if (mutex_) return what() + " granted";
+  return "a permit of " + what() + " (" + std::to_string(sem_->max()) + ") granted";
 }
 
 }  // namespace dlock::cli

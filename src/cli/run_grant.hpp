@@ -23,8 +23,12 @@ class run_grant {
   bool try_once(std::error_code& ec);
   dlock::hold hold() const;
   void release(std::error_code& ec);
-  // "lock 'NAME'" or "the N permits of 'NAME'", for messages.
+  // "lock 'NAME'" or "semaphore 'NAME'", for messages.
   std::string what() const;
+  // "lock 'NAME' is held", "all 3 permits of semaphore 'NAME' are held".
+  std::string not_granted() const;
+  // "lock 'NAME' granted", "a permit of semaphore 'NAME' (3) granted".
+  std::string granted() const;
   bool is_semaphore() const noexcept { return sem_.has_value(); }
 
  private:

@@ -76,7 +76,7 @@ result<void> lock_handle::acquire_impl(entry_kind kind, steady::time_point deadl
   if (session_->ended_token().stop_requested()) return fail(session_->ended_failure());
   if (session_->options().observe_only) {
     return fail(errc::invalid_argument,
-                "lock '" + name_ + "': this session only observes (session_options::observe_only)");
+                what() + ": this session only observes (session_options::observe_only)");
   }
   if (auto ok = check_recipe(kind); !ok) return ok;
   const bool one_try = deadline <= steady::now();
@@ -101,7 +101,7 @@ result<void> lock_handle::acquire_impl(entry_kind kind, steady::time_point deadl
     abandon(id);
     if (session_->ended_token().stop_requested()) return fail(session_->ended_failure());
     if (stop.stop_requested()) {
-      return fail(errc::cancelled, "waiting for lock '" + name_ + "' was cancelled");
+      return fail(errc::cancelled, "waiting for " + what() + " was cancelled");
     }
     return fail(granted.error());
   }
@@ -112,12 +112,16 @@ result<void> lock_handle::acquire_impl(entry_kind kind, steady::time_point deadl
   if (!h->is_held() || session_->ended_token().stop_requested()) {
     session_->remove_hold(h.get());
     abandon(id);
-    return fail(errc::lock_lost, "lock '" + name_ + "': lease lapsed before the grant returned");
+    return fail(errc::lock_lost, what() + ": lease lapsed before the grant returned");
   }
   hold_ = std::move(h);
   kind_ = kind;
   count_ = 1;
   return {};
+}
+
+std::string lock_handle::what() const {
+  return (permits_ ? "semaphore '" : "lock '") + name_ + "'";
 }
 
 result<void> lock_handle::check_recipe(entry_kind kind) const {
@@ -156,16 +160,18 @@ result<queue_view> lock_handle::wait_for_grant(const std::string& id, queue_view
     auto pos = find_entry(q.entries, id);
     if (!pos) {
       return fail(errc::session_expired,
-                  "lock '" + name_ + "': this session's queue entry is gone (lease lapsed)");
+                  what() + ": this session's queue entry is gone (lease lapsed)");
     }
     auto v = decide(q.entries, *pos);
     if (v.conflict) return fail(conflict_failure(q.entries[*pos], q.entries[*v.conflict]));
     if (v.holds) return q;
-    if (one_try) return fail(errc::would_block, "lock '" + name_ + "' is held");
-    if (stop.stop_requested())
-      return fail(errc::cancelled, "wait for lock '" + name_ + "' cancelled");
+    if (one_try) {
+      return fail(errc::would_block,
+                  permits_ ? what() + ": all its permits are held" : what() + " is held");
+    }
+    if (stop.stop_requested()) return fail(errc::cancelled, "wait for " + what() + " cancelled");
     if (steady::now() >= deadline) {
-      return fail(errc::timed_out, "lock '" + name_ + "' not granted before the deadline");
+      return fail(errc::timed_out, what() + " not granted before the deadline");
     }
     result<bool> w = false;
     if (v.wait_count == 1) {
@@ -263,7 +269,7 @@ void lock_handle::release(std::error_code& ec) noexcept {
       // session's hold any more when it was let go.
       if (ticket->was_absent()) {
         ec = make_error_code(errc::lock_lost);
-        message = "lock '" + name_ + "': the entry was gone (the lease had ended)";
+        message = what() + ": the entry was gone (the lease had ended)";
       }
     } else if (session_->state() == session_state::expired) {
       ec = make_error_code(errc::lock_lost);  // the lease ended while we waited

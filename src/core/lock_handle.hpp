@@ -43,6 +43,7 @@ class lock_handle {
                                     steady::time_point deadline, bool one_try,
                                     std::stop_token stop);
   result<void> check_recipe(entry_kind kind) const;
+  std::string what() const;  // "lock 'NAME'" or "semaphore 'NAME'", for messages
   failure conflict_failure(const entry& mine, const entry& other) const;
   void abandon(const std::string& entry_id) noexcept;
 

@@ -260,6 +260,31 @@ TEST_F(CliBackends, ForceUnlockBreaksALeaseAndRefusesWhereItCannot) {
   }
 }
 
+// --permits on every backend: granted where the backend has semaphores, refused with exit 64
+// naming why where it has not (the README's table says which).
+TEST_F(CliBackends, PermitsRunWhereTheBackendHasSemaphoresAndAreRefusedElsewhere) {
+  cli_sandbox box;
+  auto urls = srv_->urls();
+  urls.push_back(srv_->pg->url("mode=advisory"));
+  urls.push_back(srv_->maria->url("mode=advisory"));
+  for (const auto& url : urls) {
+    SCOPED_TRACE(url);
+    const bool refuses = url.starts_with("redis://") || url.starts_with("redlock://") ||
+                         url.find("mode=advisory") != std::string::npos;
+    std::string name = "sem/job-" + random_suffix();
+    auto r = box.run({"run", "--permits", "2", "-n", "--url", url, name, "--", "sh", "-c",
+                      "echo token $DLOCK_FENCING_TOKEN"});
+    if (refuses) {
+      EXPECT_EQ(r.status, 64) << r.output;
+      EXPECT_NE(r.output.find("has no semaphores"), std::string::npos) << r.output;
+    } else {
+      EXPECT_EQ(r.status, 0) << r.output;
+      EXPECT_NE(r.output.find("token "), std::string::npos) << r.output;
+    }
+    EXPECT_EQ(box.run({"status", name, "--url", url}).status, 1) << "something was left behind";
+  }
+}
+
 // A holder whose process is gone on this very host (its entry lives until the lease ends on
 // Redis) is marked in `dlock status`, text and JSON; a live one is not.
 TEST_F(CliBackends, AHolderWhoseProcessIsGoneHereIsMarked) {

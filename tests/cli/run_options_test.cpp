@@ -116,10 +116,14 @@ TEST(CliRunOptions, PermitsLetNCopiesRunAndRefuseTheNext) {
 
   auto third = box.run({"run", "--permits", "2", "-n", "jobs", "--", "true"});
   EXPECT_EQ(third.status, 75) << third.output;
-  EXPECT_NE(third.output.find("all the 2 permits of 'jobs' are held"), std::string::npos)
+  EXPECT_NE(third.output.find("all 2 permits of semaphore 'jobs' are held (one try): holders "),
+            std::string::npos)
       << third.output;
+  EXPECT_NE(third.output.find("pid " + std::to_string(a.pid())), std::string::npos) << third.output;
+  EXPECT_NE(third.output.find("pid " + std::to_string(b.pid())), std::string::npos) << third.output;
   auto status = box.run({"status", "jobs"});
-  EXPECT_NE(status.output.find("(2 of 2 permits)"), std::string::npos) << status.output;
+  EXPECT_NE(status.output.find("semaphore 'jobs' on "), std::string::npos) << status.output;
+  EXPECT_NE(status.output.find("held (2 of 2 permits taken)"), std::string::npos) << status.output;
   auto as_lock = box.run({"run", "-n", "jobs", "--", "true"});
   EXPECT_EQ(as_lock.status, 64) << as_lock.output;
   EXPECT_NE(as_lock.output.find("semaphore of 2 permits"), std::string::npos) << as_lock.output;
@@ -131,8 +135,11 @@ TEST(CliRunOptions, PermitsLetNCopiesRunAndRefuseTheNext) {
   EXPECT_EQ(a.wait(30s), 128 + SIGTERM);
   auto now = box.run({"run", "--permits", "2", "-n", "jobs", "--", "true"});
   EXPECT_EQ(now.status, 0) << "a returned permit was not granted: " << now.output;
-  auto zero = box.run({"run", "--permits", "0", "jobs", "--", "true"});
-  EXPECT_EQ(zero.status, 64) << zero.output;
+  for (const char* bad : {"0", "1001", "abc", "2.5"}) {
+    auto r = box.run({"run", "--permits", bad, "jobs", "--", "true"});
+    EXPECT_EQ(r.status, 64) << r.output;
+    EXPECT_NE(r.output.find("not a number of permits"), std::string::npos) << r.output;
+  }
   b.signal(SIGTERM);
   EXPECT_EQ(b.wait(30s), 128 + SIGTERM);
 }

@@ -147,6 +147,8 @@ const char* to_string(fault f) noexcept {
       return "pooler";
     case fault::terminate_holder:
       return "server terminates";
+    case fault::permit_holder:
+      return "permit holder";
   }
   return "?";
 }
@@ -157,6 +159,12 @@ bool needs_proxy(fault f) noexcept {
 }
 
 bool needs_pooler(fault f) noexcept { return f == fault::pooler; }
+
+// Where the backend has semaphores (capabilities().permits).
+std::vector<fault> with_permits(std::vector<fault> base) {
+  base.push_back(fault::permit_holder);
+  return base;
+}
 
 const std::vector<fault> process_faults{fault::none,
                                         fault::kill_holder,
@@ -211,11 +219,11 @@ const std::vector<backend_row>& backend_table() {
        {fault::none, fault::cancel_wait}},
       {"sqlite",
        [](const std::string& dir) { return std::make_unique<sqlite_fault>(dir); },
-       process_faults,
+       with_permits(process_faults),
        {lease_cut_short}},
       {"zk",
        make_zk_fault,
-       with_proxy_faults(plus(process_faults, fault::server_restart)),
+       with_permits(with_proxy_faults(plus(process_faults, fault::server_restart))),
        {lease_cut_short}},
       // The ensemble's own fault: the leader dies while a lock is held and others wait.
       {"zk-3", make_zk_ensemble_fault, {fault::member_kill}},
@@ -237,9 +245,9 @@ const std::vector<backend_row>& backend_table() {
       // mode runs behind the pooler.
       {"postgres",
        make_postgres_fault,
-       plus(plus(with_proxy_faults(plus(process_faults, fault::server_restart)),
-                 fault::terminate_holder),
-            fault::pooler),
+       with_permits(plus(plus(with_proxy_faults(plus(process_faults, fault::server_restart)),
+                              fault::terminate_holder),
+                         fault::pooler)),
        {lease_cut_short}},
       {"postgres-advisory",
        make_postgres_advisory_fault,
@@ -248,8 +256,8 @@ const std::vector<backend_row>& backend_table() {
        {lease_cut_short}},
       {"mysql",
        make_mysql_fault,
-       plus(with_proxy_faults(plus(process_faults, fault::server_restart)),
-            fault::terminate_holder),
+       with_permits(plus(with_proxy_faults(plus(process_faults, fault::server_restart)),
+                         fault::terminate_holder)),
        {lease_cut_short}},
       {"mysql-advisory",
        make_mysql_advisory_fault,

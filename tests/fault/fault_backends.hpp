@@ -44,6 +44,9 @@ enum class fault {
   pooler,                  // the workers reach the server through a connection pooler
                            // (PgBouncer, transaction pooling); the holder is killed (-9)
                            // and SIGSTOPped past its TTL in turn
+  permit_holder,           // the workers contend for a semaphore of one permit (not a mutex:
+                           // the permit recipe, which must exclude alike); its holder is
+                           // killed (-9) and SIGSTOPped past its TTL in turn
   terminate_holder,        // the server terminates the holder's connection (PostgreSQL
                            // pg_terminate_backend, MariaDB KILL CONNECTION), three times in a
                            // row per injection, each after the next grant

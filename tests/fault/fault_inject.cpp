@@ -20,8 +20,10 @@ bool run::inject(int k) {
     for (auto& px : *links) fn(*px);
   };
   auto ns = monotonic_ns();
-  // Behind the pooler, the holder is killed and stopped in turn.
-  auto what = f_ == fault::pooler ? (k % 2 == 0 ? fault::kill_holder : fault::stop_holder) : f_;
+  // Behind the pooler, and holding a permit, the holder is killed and stopped in turn.
+  auto what = f_ == fault::pooler || f_ == fault::permit_holder
+                  ? (k % 2 == 0 ? fault::kill_holder : fault::stop_holder)
+                  : f_;
   switch (what) {
     case fault::none:
       return false;
@@ -134,6 +136,7 @@ bool run::inject(int k) {
       break;
     }
     case fault::pooler:  // mapped above
+    case fault::permit_holder:
     case fault::expire_waiter: {
       // The holder is held still (far less than its TTL) while the waiter's session ends,
       // so the waiter cannot be granted first and the fault stays an expiry while waiting.

@@ -2,7 +2,7 @@
 //
 //   dlock_fault_worker --url URL --lock NAME --register PATH --log PATH --id ID
 //                      [--threads N] [--max-ops N] [--max-seconds S] [--pause-ms MIN:MAX]
-//                      [--late-check] [--cancel-waits]
+//                      [--late-check] [--cancel-waits] [--permits N]
 //
 // Each contender loops: acquire -> read the fenced register with its fencing token -> pause ->
 // check its loss signal -> write value+1 with its token -> release, logging every step
@@ -10,6 +10,8 @@
 // With
 // --late-check the loss signal is checked BEFORE the pause instead of after it: the classic
 // "checked, then got paused" holder, whose stale write only the fence can stop.
+// With --permits N each contender takes one permit of a semaphore of N instead of the mutex
+// (N = 1: the permit recipe must exclude exactly as the lock does; the checker is the same).
 // With --cancel-waits 31 acquires in 32 are cancelled between their start and 120 us into
 // their wait (from a second thread, as an application's shutdown would), racing the wait's own
 // requests: the library must neither die of it (SIGPIPE is at its default disposition here) nor
@@ -28,6 +30,7 @@
 #include <dlock/dlock.hpp>
 #include <latch>
 #include <mutex>
+#include <optional>
 #include <random>
 #include <string>
 #include <thread>
@@ -54,6 +57,7 @@ struct config {
   int pause_min_ms{15}, pause_max_ms{40};
   bool late_check{false};
   bool cancel_waits{false};
+  std::uint32_t permits{0};
 };
 
 [[noreturn]] void usage(const char* why) {
@@ -89,6 +93,8 @@ config parse_args(int argc, char** argv) {
       c.late_check = true;
     else if (a == "--cancel-waits")
       c.cancel_waits = true;
+    else if (a == "--permits")
+      c.permits = static_cast<std::uint32_t>(std::stoul(value()));
     else if (a == "--pause-ms") {
       auto v = value();
       auto colon = v.find(':');
@@ -125,6 +131,37 @@ class event_log {
 };
 
 enum class outcome { stopped, lost, error };
+
+// The contender's lock: the mutex, or one permit of a semaphore (--permits).
+class grant {
+ public:
+  grant(const dlock::session& s, const std::string& name, std::uint32_t permits) {
+    if (permits == 0) {
+      mutex_.emplace(s, name);
+    } else {
+      sem_.emplace(s, name, permits);
+    }
+  }
+  bool try_until(std::chrono::steady_clock::time_point deadline, std::stop_token stop,
+                 std::error_code& ec) {
+    if (mutex_) return mutex_->try_lock_until(deadline, std::move(stop), ec);
+    permit_ = sem_->try_acquire_until(deadline, std::move(stop), ec);
+    return static_cast<bool>(permit_);
+  }
+  dlock::hold current_hold() const { return mutex_ ? mutex_->current_hold() : permit_.hold(); }
+  void unlock(std::error_code& ec) {
+    if (mutex_) {
+      mutex_->unlock(ec);
+    } else {
+      permit_.release(ec);
+    }
+  }
+
+ private:
+  std::optional<dlock::mutex> mutex_;
+  std::optional<dlock::semaphore> sem_;
+  dlock::permit permit_;
+};
 
 // Cancels one acquire at a time, `delay` after arm(): a thread of its own that spins the last
 // stretch, so the cancel lands within microseconds of the chosen moment.
@@ -191,7 +228,7 @@ class contender {
 
   outcome run(std::chrono::steady_clock::time_point until) {
     auto reg = dlock::test::fenced_register::open(c_.reg);
-    dlock::mutex m(session_, c_.lock);
+    grant m(session_, c_.lock, c_.permits);
     for (long op = 0; op < c_.max_ops; ++op) {
       if (stop_.stop_requested() || std::chrono::steady_clock::now() >= until)
         return outcome::stopped;
@@ -207,7 +244,7 @@ class contender {
         std::uniform_int_distribution<long> delay(0, enqueue_ns_ + 120'000);
         canceller_->arm(attempt, std::chrono::nanoseconds{delay(rng_)});
         auto t0 = std::chrono::steady_clock::now();
-        got = m.try_lock_until(t0 + 2s, attempt.get_token(), ec);
+        got = m.try_until(t0 + 2s, attempt.get_token(), ec);
         canceller_->settle();
         if (!got && ec == dlock::errc::cancelled) {
           ++cancelled_;
@@ -218,7 +255,7 @@ class contender {
           enqueue_ns_ = std::clamp<long>((7 * enqueue_ns_ + half) / 8, 0, 2'000'000);
         }
       } else {
-        got = m.try_lock_until(std::chrono::steady_clock::now() + 2s, stop_, ec);
+        got = m.try_until(std::chrono::steady_clock::now() + 2s, stop_, ec);
       }
       if (!got) {
         put(step::acquire_failed, 0, 0, false,
@@ -282,7 +319,7 @@ class contender {
   }
 
  private:
-  bool still_held(const dlock::hold& h, dlock::mutex& m) {
+  bool still_held(const dlock::hold& h, grant& m) {
     auto ns = monotonic_ns();  // before the check: a "held" answer was true at least until ns
     if (h.is_held() && !h.lost_token().stop_requested()) {
       put_at(ns, step::checked, h.token().value);
