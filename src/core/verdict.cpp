@@ -74,14 +74,20 @@ std::string permit_entry_id(std::string_view id, std::uint32_t limit) {
 }
 
 void read_permits(std::vector<entry>& queue) {
+  // From the end of each id: at most four digits after "~p", so a lock's entry costs a
+  // character or two, not a scan of its id (every listing runs this over the whole queue).
   for (auto& e : queue) {
-    auto at = e.id.rfind(permit_mark);
-    if (at == std::string::npos) continue;
-    const char* first = e.id.data() + at + permit_mark.size();
-    const char* last = e.id.data() + e.id.size();
+    const auto& id = e.id;
+    std::size_t digits = id.size();
+    while (digits > 0 && id.size() - digits < 5 && id[digits - 1] >= '0' && id[digits - 1] <= '9')
+      --digits;
+    if (digits == id.size() || id.size() - digits > 4 || digits < permit_mark.size() ||
+        id.compare(digits - permit_mark.size(), permit_mark.size(), permit_mark) != 0) {
+      continue;
+    }
     std::uint32_t n = 0;
-    auto [end, ec] = std::from_chars(first, last, n);
-    if (ec != std::errc{} || end != last || n == 0 || n > max_permits) continue;
+    std::from_chars(id.data() + digits, id.data() + id.size(), n);
+    if (n == 0 || n > max_permits) continue;
     e.kind = entry_kind::permit;
     e.limit = n;
   }

@@ -20,6 +20,9 @@ void add_bench_command(CLI::App& app, int& status) {
       ->capture_default_str();
   cmd->add_option("--waiters", o->waiters, "waiters: queued waiters")->capture_default_str();
   cmd->add_option("--lock", o->lock, "Lock name (prefix for many-locks)")->capture_default_str();
+  cmd->add_option("--permits", o->permits,
+                  "uncontended, waiters: a permit of a semaphore of N instead of the mutex")
+      ->capture_default_str();
   cmd->add_flag("--json", o->json, "One JSON object instead of text");
   cmd->callback([o, duration, &status] {
     auto d = dlock::detail::parse_duration(*duration);

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <dlock/inspect.hpp>
 #include <dlock/mutex.hpp>
+#include <dlock/semaphore.hpp>
 #include <map>
 #include <thread>
 
@@ -69,7 +70,8 @@ bench_report bench_contended(const bench_options& o) {
   } else {
     r.add_unknown("fairness_max_over_min");
   }
-  r.add("overlaps", static_cast<double>(g.overlaps));
+  // With N permits up to N hold at once by design: an overlap is not a fault there.
+  if (o.permits <= 1) r.add("overlaps", static_cast<double>(g.overlaps));
   r.notes.push_back(std::string(local ? "clients are threads (memory:// is process-local)"
                                       : "clients are separate processes") +
                     ", one session each; empty critical section");
@@ -80,8 +82,20 @@ bench_report bench_contended(const bench_options& o) {
 bench_report bench_waiters(const bench_options& o, dlock::session& s) {
   const bool local = process_local(o.url);
   backend_probe probe(o.url);
+  // The holder: the lock, or all N permits of the semaphore (released together below).
   dlock::mutex holder(s, o.lock);
-  if (!holder.try_lock_for(10s)) throw bench_failure("lock '" + o.lock + "' is held");
+  std::vector<dlock::permit> permits;
+  const auto n_permits = static_cast<std::uint32_t>(o.permits);
+  if (o.permits > 0) {
+    dlock::semaphore sem(s, o.lock, n_permits);
+    for (int i = 0; i < o.permits; ++i) {
+      permits.push_back(sem.try_acquire_for(10s));
+      if (!permits.back()) throw bench_failure("semaphore '" + o.lock + "' has permits held");
+    }
+  } else if (!holder.try_lock_for(10s)) {
+    throw bench_failure("lock '" + o.lock + "' is held");
+  }
+  const std::size_t holders = o.permits > 0 ? n_permits : 1;
 
   // Waiters share a session per process (as threads of an application would), so 1000
   // waiters do not need 1000 server connections.
@@ -90,7 +104,7 @@ bench_report bench_waiters(const bench_options& o, dlock::session& s) {
   worker_fleet fleet(local);
   for (int p = 0, first = 0; p < procs; ++p) {
     int n = o.waiters / procs + (p < o.waiters % procs ? 1 : 0);
-    worker_job job{"waiters", o.url, o.lock, first, n, 0, end, 1, {}};
+    worker_job job{"waiters", o.url, o.lock, first, n, 0, end, 1, {}, o.permits};
     first += n;
     std::string error;
     if (!fleet.start(std::move(job), error)) throw bench_failure(error);
@@ -100,12 +114,13 @@ bench_report bench_waiters(const bench_options& o, dlock::session& s) {
   const auto enqueue_deadline = steady::now() + 30s;
   while (steady::now() < enqueue_deadline) {
     queued = dlock::inspect(s, o.lock).size();
-    if (queued >= static_cast<std::size_t>(o.waiters) + 1) break;
+    if (queued >= static_cast<std::size_t>(o.waiters) + holders) break;
     std::this_thread::sleep_for(50ms);
   }
   const auto server0 = probe.read();
   const auto released = now_ns();
-  holder.unlock();
+  if (permits.empty()) holder.unlock();
+  for (auto& p : permits) p.release();
   std::vector<cycle_record> all;
   finish_or_throw(fleet, steady::now() + std::chrono::nanoseconds(end - now_ns()) + 30s, all);
   const auto server1 = probe.read();
@@ -116,19 +131,25 @@ bench_report bench_waiters(const bench_options& o, dlock::session& s) {
   const double drain = g.recs.empty() ? 0 : static_cast<double>(g.recs.back().granted - released);
   bench_report r{"waiters", o.url, {}, {}};
   r.add("waiters", o.waiters);
-  r.add("queued_before_release", static_cast<double>(queued) - 1);
+  r.add("queued_before_release", static_cast<double>(queued) - static_cast<double>(holders));
   r.add("grants", grants);
   r.add("timeouts", o.waiters - grants);
   r.add("releases_per_s", drain > 0 ? grants / (drain / 1e9) : 0, "releases/s");
   r.add("handoff_p50_us", percentile_us(g.handoff_ns, 50), "us");
   r.add("handoff_p99_us", percentile_us(g.handoff_ns, 99), "us");
-  r.add("overlaps", static_cast<double>(g.overlaps));
+  // With N permits up to N hold at once by design: an overlap is not a fault there.
+  if (o.permits <= 1) r.add("overlaps", static_cast<double>(g.overlaps));
   if (server0.requests && server1.requests && grants > 0) {
     r.add("requests_per_release", (*server1.requests - *server0.requests) / grants, "requests");
     r.notes.push_back("requests: " + probe.requests_name() +
                       ", including each waiter's grant, release and session close");
   } else {
     r.add_unknown("requests_per_release", "requests");
+  }
+  if (o.permits > 0) {
+    r.notes.push_back("a semaphore of " + std::to_string(o.permits) +
+                      " permits: the holder takes all of them and returns them together; each "
+                      "waiter takes one and returns it at once");
   }
   r.notes.push_back(std::to_string(procs) + (local ? " process" : " processes") +
                     ", one session each, one thread per waiter");

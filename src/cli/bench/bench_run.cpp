@@ -33,6 +33,10 @@ int run_bench(const bench_options& o) {
   if (o.count < 1 || o.count > bench_max_count) {
     return usage("--count must be 1.." + std::to_string(bench_max_count));
   }
+  if (o.permits < 0 || o.permits > 1000) return usage("--permits must be 0..1000 (0: the mutex)");
+  if (o.permits > 0 && o.scenario != "uncontended" && o.scenario != "waiters") {
+    return usage("--permits applies to the uncontended and waiters scenarios");
+  }
   if (o.duration.count() <= 0 || o.duration > bench_max_duration) {
     return usage("--duration must be more than 0 and at most 10m");
   }

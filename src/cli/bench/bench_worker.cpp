@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstdio>
 #include <dlock/mutex.hpp>
+#include <dlock/semaphore.hpp>
 #include <dlock/session.hpp>
 #include <fstream>
 #include <mutex>
@@ -48,11 +49,20 @@ void waiters_loop(const worker_job& job, dlock::session& s, std::vector<cycle_re
     ts.emplace_back([&, t] {
       cycle_record r{now_ns(), 0, 0, job.first_client + t};
       try {
-        dlock::mutex m(s, job.lock);
-        if (m.try_lock_until(at(job.end_ns))) {
-          r.granted = now_ns();
-          r.released = now_ns();
-          m.unlock();
+        if (job.permits > 0) {
+          dlock::semaphore sem(s, job.lock, static_cast<std::uint32_t>(job.permits));
+          if (auto p = sem.try_acquire_until(at(job.end_ns))) {
+            r.granted = now_ns();
+            r.released = now_ns();
+            p.release();
+          }
+        } else {
+          dlock::mutex m(s, job.lock);
+          if (m.try_lock_until(at(job.end_ns))) {
+            r.granted = now_ns();
+            r.released = now_ns();
+            m.unlock();
+          }
         }
       } catch (const std::exception& e) {
         std::lock_guard lk(mu);
@@ -109,11 +119,12 @@ std::vector<std::string> worker_args(const worker_job& j) {
           std::to_string(j.start_ns),
           std::to_string(j.end_ns),
           std::to_string(j.max_cycles),
-          j.out};
+          j.out,
+          std::to_string(j.permits)};
 }
 
 bool parse_worker_args(const std::vector<std::string>& a, worker_job& j) {
-  if (a.size() != 9) return false;
+  if (a.size() != 10) return false;
   try {
     j.role = a[0];
     j.url = a[1];
@@ -124,11 +135,12 @@ bool parse_worker_args(const std::vector<std::string>& a, worker_job& j) {
     j.end_ns = std::stoll(a[6]);
     j.max_cycles = std::stoll(a[7]);
     j.out = a[8];
+    j.permits = std::stoi(a[9]);
   } catch (const std::exception&) {
     return false;
   }
   return (j.role == "contended" || j.role == "waiters") && j.threads >= 1 &&
-         j.threads <= bench_max_waiters;
+         j.threads <= bench_max_waiters && j.permits >= 0 && j.permits <= 1000;
 }
 
 void write_records(const std::string& path, const std::vector<cycle_record>& recs,
