@@ -61,6 +61,13 @@ class CliBackends : public ::testing::Test {
     delete srv_;
     srv_ = nullptr;
   }
+  // Every server's URL, and the advisory modes of the SQL servers.
+  static std::vector<std::string> every_mode() {
+    auto urls = srv_->urls();
+    urls.push_back(srv_->pg->url("mode=advisory"));
+    urls.push_back(srv_->maria->url("mode=advisory"));
+    return urls;
+  }
   static servers* srv_;
 };
 servers* CliBackends::srv_ = nullptr;
@@ -231,9 +238,7 @@ TEST_F(CliBackends, AdvisoryHolderIsShownByStatusAndNeverListedAsFree) {
 // another client's session cannot be ended: ZooKeeper, and locks in mode=advisory.
 TEST_F(CliBackends, ForceUnlockBreaksALeaseAndRefusesWhereItCannot) {
   cli_sandbox box;
-  auto urls = srv_->urls();
-  urls.push_back(srv_->pg->url("mode=advisory"));
-  urls.push_back(srv_->maria->url("mode=advisory"));
+  auto urls = every_mode();
   for (const auto& url : urls) {
     SCOPED_TRACE(url);
     const bool refuses = url.starts_with("zk://") || url.find("mode=advisory") != std::string::npos;
@@ -264,9 +269,7 @@ TEST_F(CliBackends, ForceUnlockBreaksALeaseAndRefusesWhereItCannot) {
 // naming why where it has not (the README's table says which).
 TEST_F(CliBackends, PermitsRunWhereTheBackendHasSemaphoresAndAreRefusedElsewhere) {
   cli_sandbox box;
-  auto urls = srv_->urls();
-  urls.push_back(srv_->pg->url("mode=advisory"));
-  urls.push_back(srv_->maria->url("mode=advisory"));
+  auto urls = every_mode();
   for (const auto& url : urls) {
     SCOPED_TRACE(url);
     const bool refuses = url.starts_with("redis://") || url.starts_with("redlock://") ||

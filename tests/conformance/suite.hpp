@@ -63,6 +63,12 @@ class conformance : public ::testing::TestWithParam<fixture_param> {
   std::optional<dlock::backend_capabilities> caps_;
 };
 
+// The token of a dlock_test_worker's "granted TOKEN" line; 0 for anything else.
+inline std::uint64_t token_of(const std::optional<std::string>& line) {
+  if (!line || !line->starts_with("granted ")) return 0;
+  return std::stoull(line->substr(8));
+}
+
 inline std::string param_name(const ::testing::TestParamInfo<fixture_param>& info) {
   return info.param.name;
 }

@@ -8,15 +8,6 @@
 #include "conformance/suite.hpp"
 
 namespace dlock::test {
-namespace {
-
-std::uint64_t token_of(const std::optional<std::string>& line) {
-  if (!line || !line->starts_with("granted ")) return 0;
-  return std::stoull(line->substr(8));
-}
-
-}  // namespace
-
 TEST_P(conformance, a_killed_holder_is_replaced_within_its_ttl_with_a_larger_token) {
   DLOCK_REQUIRE_MULTI_PROCESS();
   auto w = worker({"hold", fx().url(), lock_name()});

@@ -11,15 +11,6 @@
 #include "core/session_core.hpp"
 
 namespace dlock::test {
-namespace {
-
-std::uint64_t token_of(const std::optional<std::string>& line) {
-  if (!line || !line->starts_with("granted ")) return 0;
-  return std::stoull(line->substr(8));
-}
-
-}  // namespace
-
 TEST_P(conformance, a_semaphore_admits_its_limit_and_the_next_one_when_a_permit_returns) {
   auto s = open();
   dlock::semaphore sem(s, lock_name(), 3);

@@ -29,6 +29,7 @@
 #include <cstdio>
 #include <dlock/dlock.hpp>
 #include <fstream>
+#include <functional>
 #include <iostream>
 #include <random>
 #include <string>
@@ -58,14 +59,9 @@ void say(const std::string& line) {
   std::cout << line << std::endl;  // endl: the test reads lines as they come
 }
 
-int hold(const std::string& url, const std::string& name, bool shared) {
-  auto s = dlock::session::open(url);
-  dlock::shared_mutex m(s, name);
-  if (shared)
-    m.lock_shared();
-  else
-    m.lock();
-  auto h = m.current_hold();
+// Announces the grant of `h`, then obeys stdin until EOF (see the header comment); `release`
+// gives the hold back.
+int obey(const dlock::hold& h, const std::function<void()>& release) {
   say("granted " + std::to_string(h.token().value));
   h.on_state_change([](dlock::hold_state st) {
     if (st == dlock::hold_state::lost) say("lost");
@@ -73,7 +69,7 @@ int hold(const std::string& url, const std::string& name, bool shared) {
   std::string cmd;
   while (std::getline(std::cin, cmd)) {
     if (cmd == "release") {
-      m.unlock();
+      release();
       say("released");
     } else if (cmd.starts_with("fence ")) {
       say(fenced_write(cmd.substr(6), h.token().value) ? "write accepted" : "write refused");
@@ -86,29 +82,21 @@ int hold(const std::string& url, const std::string& name, bool shared) {
   return 0;
 }
 
+int hold(const std::string& url, const std::string& name, bool shared) {
+  auto s = dlock::session::open(url);
+  dlock::shared_mutex m(s, name);
+  if (shared)
+    m.lock_shared();
+  else
+    m.lock();
+  return obey(m.current_hold(), [&] { m.unlock(); });
+}
+
 int permit(const std::string& url, const std::string& name, std::uint32_t n) {
   auto s = dlock::session::open(url);
   dlock::semaphore sem(s, name, n);
   auto p = sem.acquire();
-  auto h = p.hold();
-  say("granted " + std::to_string(p.token().value));
-  h.on_state_change([](dlock::hold_state st) {
-    if (st == dlock::hold_state::lost) say("lost");
-  });
-  std::string cmd;
-  while (std::getline(std::cin, cmd)) {
-    if (cmd == "release") {
-      p.release();
-      say("released");
-    } else if (cmd.starts_with("fence ")) {
-      say(fenced_write(cmd.substr(6), h.token().value) ? "write accepted" : "write refused");
-    } else if (cmd == "held") {
-      say(h.is_held() ? "held yes" : "held no");
-    } else if (cmd == "exit") {
-      std::_Exit(0);
-    }
-  }
-  return 0;
+  return obey(p.hold(), [&] { p.release(); });
 }
 
 int count(const std::string& url, const std::string& name, const std::string& file, int n) {
