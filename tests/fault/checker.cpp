@@ -28,7 +28,7 @@ std::string at(const event& e) {
 
 class checker {
  public:
-  explicit checker(const history& h) : h_(h) {}
+  checker(const history& h, std::uint32_t limit) : h_(h), limit_(limit) {}
 
   check_result run() {
     auto events = sorted_events();
@@ -38,8 +38,13 @@ class checker {
     std::sort(sections_.begin(), sections_.end(),
               [](const section& a, const section& b) { return a.start < b.start; });
     check_tokens();
-    check_overlaps();
-    check_register();
+    if (limit_ > 1) {
+      check_limit();
+      for (auto& s : sections_) out_.lost_seen += s.lost_seen ? 1 : 0;
+    } else {
+      check_overlaps();
+      check_register();
+    }
     out_.sections = sections_.size();
     return std::move(out_);
   }
@@ -155,7 +160,9 @@ class checker {
         add("fake_grant", "token " + std::to_string(s.token) + " granted to both " +
                               it->second->worker + " and " + s.worker);
       }
-      if (prev && s.token <= prev->token) {
+      // With N permits, N waiters are granted by one release each at their own moment: their
+      // logged grants may come in any order. Uniqueness (above) still holds.
+      if (prev && s.token <= prev->token && limit_ == 1) {
         add("token_order", "grant of token " + std::to_string(s.token) + " to " + s.worker +
                                " at " + std::to_string(s.start) + " ns follows token " +
                                std::to_string(prev->token) + " of " + prev->worker);
@@ -192,6 +199,37 @@ class checker {
                     std::to_string(b.token) + " at " + std::to_string(b.start) +
                     " ns, and the resource accepted it");
           }
+        }
+      }
+    }
+  }
+
+  // Sections that ended normally and were open at `t` (granted before, ended after), other
+  // than `skip`.
+  std::size_t live_at(std::int64_t t, const section* skip) const {
+    std::size_t n = 0;
+    for (const auto& s : sections_) {
+      if (&s != skip && s.how == ending::released && s.start <= t && s.end > t) ++n;
+    }
+    return n;
+  }
+
+  void check_limit() {
+    for (const auto& b : sections_) {
+      if (b.how == ending::released && live_at(b.start, &b) >= limit_) {
+        add("overlap", b.worker + " (token " + std::to_string(b.token) + ") was granted at " +
+                           std::to_string(b.start) + " ns while " + std::to_string(limit_) +
+                           " other holders of " + std::to_string(limit_) +
+                           " permits held theirs to a normal release");
+      }
+      if (b.how == ending::released) continue;
+      for (auto t : b.checks) {
+        if (live_at(t, &b) >= limit_) {
+          add("held_after_regrant", b.worker + " (token " + std::to_string(b.token) +
+                                        ") was told it held at " + std::to_string(t) +
+                                        " ns, while " + std::to_string(limit_) +
+                                        " live holders held all the permits");
+          break;
         }
       }
     }
@@ -250,13 +288,14 @@ class checker {
 
   static constexpr std::size_t none = static_cast<std::size_t>(-1);
   const history& h_;
+  const std::uint32_t limit_;
   std::vector<section> sections_;
   check_result out_;
 };
 
 }  // namespace
 
-check_result check(const history& h) { return checker(h).run(); }
+check_result check(const history& h, std::uint32_t limit) { return checker(h, limit).run(); }
 
 std::string describe(const std::vector<violation>& v, std::size_t max_lines) {
   std::string out;

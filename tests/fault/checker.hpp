@@ -21,8 +21,19 @@
 //  - log_mismatch: a logged write the register did not see, or a register write no log
 //    shows (allowed only for a worker killed before it could log it).
 // A critical section runs from `granted` to the first of lost / released / killed / exited.
+//
+// With limit N > 1 (a semaphore of N permits, no fenced register: N holders at once are
+// allowed) the register rules and token_order do not apply (several waiters granted by one
+// release log their grants in any order; tokens stay unique), and the lock-level rules become:
+//  - overlap: more than N sections at once that all ended normally (released, no loss seen):
+//    the service granted an N+1th permit while N live holders held theirs.
+//  - held_after_regrant: a section that did not end normally was told "held" at an instant
+//    when N other sections that did end normally were open: it was the stale one, and was
+//    told so too late. (Sections that ended by loss or kill are otherwise excused: without a
+//    fence, which of several of them was stale cannot be told apart.)
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -44,7 +55,7 @@ struct check_result {
   std::size_t lost_seen{0};       // sections that ended by the holder seeing its loss
 };
 
-check_result check(const history& h);
+check_result check(const history& h, std::uint32_t limit = 1);
 
 // One line per violation, for test output and the run report.
 std::string describe(const std::vector<violation>& v, std::size_t max_lines = 20);

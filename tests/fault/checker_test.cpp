@@ -285,5 +285,55 @@ TEST(History, LinesRoundTrip) {
   EXPECT_FALSE(parse("12x w1 7 acquire_start"));  // bad timestamp
 }
 
+// A semaphore of 2 permits, no register: two holders at once are fine, a third live one is
+// an overlap, and a stale (later lost) holder told "held" while two live ones held is caught.
+TEST(Checker, WithTwoPermitsTwoHoldersPassAndAThirdIsCaught) {
+  auto grant = [](builder& b, const std::string& w, std::uint64_t token) {
+    b.ev(w, step::acquire_start);
+    b.ev(w, step::granted, token);
+  };
+  builder ok;
+  grant(ok, "w1", 1);
+  grant(ok, "w2", 2);
+  ok.ev("w1", step::checked, 1);
+  ok.ev("w2", step::checked, 2);
+  ok.ev("w1", step::released, 1);
+  grant(ok, "w3", 3);  // w1 gave its permit back first
+  ok.ev("w3", step::released, 3);
+  ok.ev("w2", step::released, 2);
+  EXPECT_TRUE(check(ok.h, 2).violations.empty()) << describe(check(ok.h, 2).violations);
+  EXPECT_EQ(rules(check(ok.h, 1)), (R{"held_after_regrant", "overlap"}))
+      << "the same history is two holders of a lock";
+
+  builder three;
+  grant(three, "w1", 1);
+  grant(three, "w2", 2);
+  grant(three, "w3", 3);
+  for (auto* w : {"w1", "w2", "w3"}) three.ev(w, step::released);
+  EXPECT_EQ(rules(check(three.h, 2)), R{"overlap"});
+
+  builder stale;  // w1 paused past its lease: w2 and w3 hold both permits when w1 checks
+  grant(stale, "w1", 1);
+  stale.ev("w1", step::stopped);
+  grant(stale, "w2", 2);
+  grant(stale, "w3", 3);
+  stale.ev("w1", step::checked, 1);
+  stale.ev("w1", step::lost, 1);
+  stale.ev("w1", step::released, 1);
+  stale.ev("w2", step::released, 2);
+  stale.ev("w3", step::released, 3);
+  EXPECT_EQ(rules(check(stale.h, 2)), R{"held_after_regrant"});
+
+  builder told;  // the same, but w1 learns of its loss at its check: legal
+  grant(told, "w1", 1);
+  grant(told, "w2", 2);
+  grant(told, "w3", 3);
+  told.ev("w1", step::lost, 1);
+  told.ev("w1", step::released, 1);
+  told.ev("w2", step::released, 2);
+  told.ev("w3", step::released, 3);
+  EXPECT_TRUE(check(told.h, 2).violations.empty()) << describe(check(told.h, 2).violations);
+}
+
 }  // namespace
 }  // namespace dlock::fault

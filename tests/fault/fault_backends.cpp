@@ -149,6 +149,8 @@ const char* to_string(fault f) noexcept {
       return "server terminates";
     case fault::permit_holder:
       return "permit holder";
+    case fault::permits_two:
+      return "2 permits holder";
   }
   return "?";
 }
@@ -160,9 +162,12 @@ bool needs_proxy(fault f) noexcept {
 
 bool needs_pooler(fault f) noexcept { return f == fault::pooler; }
 
+std::uint32_t holders_allowed(fault f) noexcept { return f == fault::permits_two ? 2 : 1; }
+
 // Where the backend has semaphores (capabilities().permits).
 std::vector<fault> with_permits(std::vector<fault> base) {
   base.push_back(fault::permit_holder);
+  base.push_back(fault::permits_two);
   return base;
 }
 

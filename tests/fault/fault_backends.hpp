@@ -47,6 +47,8 @@ enum class fault {
   permit_holder,           // the workers contend for a semaphore of one permit (not a mutex:
                            // the permit recipe, which must exclude alike); its holder is
                            // killed (-9) and SIGSTOPped past its TTL in turn
+  permits_two,             // the same with a semaphore of two permits (no register: two hold
+                           // at once), judged by the checker's limit rules
   terminate_holder,        // the server terminates the holder's connection (PostgreSQL
                            // pg_terminate_backend, MariaDB KILL CONNECTION), three times in a
                            // row per injection, each after the next grant
@@ -56,6 +58,8 @@ const char* to_string(fault f) noexcept;
 bool needs_proxy(fault f) noexcept;
 // The workers' URLs point at the backend's pooler_ports() instead of its server_ports().
 bool needs_pooler(fault f) noexcept;
+// How many holders the cell's workers may have at once (its semaphore's permits; 1 for a lock).
+std::uint32_t holders_allowed(fault f) noexcept;
 
 // What a worker reports about its session, for server-side expiry.
 struct worker_session {

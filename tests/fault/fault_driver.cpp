@@ -37,7 +37,8 @@ run_report run::go() {
   }
   while (steady::now() < t0 + p_.min_duration) pump(50ms);
   stop_all();
-  judge_input in{{}, std::move(driver_events_), reg_path_, faults_, lock_, in_process_orphans_};
+  judge_input in{{},    std::move(driver_events_), reg_path_,          faults_,
+                 lock_, in_process_orphans_,       holders_allowed(f_)};
   for (auto& w : all_) in.logs.push_back(w.log);
   judge(in, b_, r_);
   r_.orphans += stray_entries_;

@@ -58,6 +58,7 @@ struct judge_input {
   std::vector<std::pair<std::int64_t, std::string>> faults;  // when, and which worker ("" all)
   std::string lock;
   std::size_t in_process_orphans{0};
+  std::uint32_t limit{1};  // holders allowed at once (a semaphore's permits)
 };
 void judge(const judge_input& in, fault_backend& b, run_report& r);
 

@@ -21,7 +21,7 @@ bool run::inject(int k) {
   };
   auto ns = monotonic_ns();
   // Behind the pooler, and holding a permit, the holder is killed and stopped in turn.
-  auto what = f_ == fault::pooler || f_ == fault::permit_holder
+  auto what = f_ == fault::pooler || f_ == fault::permit_holder || f_ == fault::permits_two
                   ? (k % 2 == 0 ? fault::kill_holder : fault::stop_holder)
                   : f_;
   switch (what) {
@@ -45,7 +45,11 @@ bool run::inject(int k) {
       bool granted = pump_until(b_.ttl() + 3s,
                                 [&] { return view_.first_grant_after(ns, target).has_value(); });
       if (!granted) note("stop " + std::to_string(k) + ": no newer grant within TTL + 3 s");
-      if (granted && !pump_until(1s, [&] { return view_.newer_write_accepted(h->token, ns); }))
+      // With two permits the other one is granted on at once: stay stopped past the lease
+      // anyway, so both permits go on without the stopped holder before it resumes.
+      if (f_ == fault::permits_two) pump(b_.ttl() + 500ms);
+      if (granted && f_ != fault::permits_two &&
+          !pump_until(1s, [&] { return view_.newer_write_accepted(h->token, ns); }))
         note("stop " + std::to_string(k) +
              ": newer holder could not write (stopped in the "
              "register's transaction?)");
@@ -137,6 +141,7 @@ bool run::inject(int k) {
     }
     case fault::pooler:  // mapped above
     case fault::permit_holder:
+    case fault::permits_two:
     case fault::expire_waiter: {
       // The holder is held still (far less than its TTL) while the waiter's session ends,
       // so the waiter cannot be granted first and the fault stays an expiry while waiting.

@@ -20,7 +20,7 @@ void judge(const judge_input& in, fault_backend& b, run_report& r) {
   auto reg = test::fenced_register::open(in.reg_path);
   h.writes = reg.writes();
   h.final_value = reg.read();
-  auto c = check(h);
+  auto c = check(h, in.limit);
   r.sections = c.sections;
   r.refused = c.refused_writes + c.refused_reads;
   r.lost = c.lost_seen;

@@ -2,7 +2,7 @@
 //
 //   dlock_fault_worker --url URL --lock NAME --register PATH --log PATH --id ID
 //                      [--threads N] [--max-ops N] [--max-seconds S] [--pause-ms MIN:MAX]
-//                      [--late-check] [--cancel-waits] [--permits N]
+//                      [--late-check] [--cancel-waits] [--permits N [--no-register]]
 //
 // Each contender loops: acquire -> read the fenced register with its fencing token -> pause ->
 // check its loss signal -> write value+1 with its token -> release, logging every step
@@ -12,6 +12,8 @@
 // "checked, then got paused" holder, whose stale write only the fence can stop.
 // With --permits N each contender takes one permit of a semaphore of N instead of the mutex
 // (N = 1: the permit recipe must exclude exactly as the lock does; the checker is the same).
+// --no-register: no fenced register (N > 1 holders share no one resource): acquire -> pause
+// -> check its loss signal -> release, judged by the checker's limit rules.
 // With --cancel-waits 31 acquires in 32 are cancelled between their start and 120 us into
 // their wait (from a second thread, as an application's shutdown would), racing the wait's own
 // requests: the library must neither die of it (SIGPIPE is at its default disposition here) nor
@@ -58,6 +60,7 @@ struct config {
   bool late_check{false};
   bool cancel_waits{false};
   std::uint32_t permits{0};
+  bool no_register{false};
 };
 
 [[noreturn]] void usage(const char* why) {
@@ -93,6 +96,8 @@ config parse_args(int argc, char** argv) {
       c.late_check = true;
     else if (a == "--cancel-waits")
       c.cancel_waits = true;
+    else if (a == "--no-register")
+      c.no_register = true;
     else if (a == "--permits")
       c.permits = static_cast<std::uint32_t>(std::stoul(value()));
     else if (a == "--pause-ms") {
@@ -268,6 +273,22 @@ class contender {
       auto h = m.current_hold();
       auto token = h.token().value;
       put(step::granted, token);
+      if (c_.no_register) {
+        // The read's place in the log marks "in its critical section's pause" for the driver
+        // (which picks a holder to kill or stop there); there is no resource to read.
+        put(step::read, 0, 0, true);
+        pause();
+        if (!still_held(h, m)) return outcome::lost;
+        auto release_ns = monotonic_ns();
+        m.unlock(ec);
+        if (ec == dlock::errc::lock_lost) {
+          put_at(release_ns, step::lost, token, 0, false, "unlock");
+          put_at(release_ns, step::released, token);
+          return outcome::lost;
+        }
+        put_at(release_ns, step::released, token, 0, false, ec ? ec.message() : "");
+        continue;
+      }
       auto value = reg.read(token);
       put(step::read, 0, value.value_or(0), value.has_value());
       if (!value) {
