@@ -36,6 +36,9 @@ struct statements {
   static const std::string close_session;   // (session)
   static const std::string lock_names;      // (prefix length, prefix) -> names
   static const std::string alive;           // (entry id) -> lease_ms, if alive and connected
+  // (n entry ids) -> how many of them are alive and connected, in one round trip (a
+  // semaphore's waiter watches the n entries ahead of it).
+  static std::string alive_count(std::size_t n);
 };
 // Queue rows: id, kind, token, created_ms, owner, lease_ms -- live entries in token order.
 

@@ -131,10 +131,18 @@ class mysql_session final : public backend_session {
       std::unique_lock sl(m);
       cv.wait_until(sl, stop, std::min(deadline, steady::now() + nap), [] { return false; });
       if (stop.stop_requested()) break;
-      for (const auto& e : awaited) {
-        auto r = run(stmts::alive, {e.id});
+      if (awaited.size() == 1) {
+        auto r = run(stmts::alive, {awaited.front().id});
         if (!r) return fail(r.error());
         if (r->rows.empty()) return {};
+      } else {
+        // A semaphore's waiter: all n entries in one round trip; fewer alive: one has gone.
+        std::vector<my::param> ids;
+        for (const auto& e : awaited) ids.emplace_back(e.id);
+        const auto sql = stmts::alive_count(ids.size());
+        auto r = run(sql, std::move(ids));
+        if (!r) return fail(r.error());
+        if (r->rows.empty() || r->i64(0, 0) < static_cast<std::int64_t>(awaited.size())) return {};
       }
       pause = std::min(pause * 2, max_pause);
     }

@@ -106,6 +106,37 @@ result<std::optional<listener::liveness>> listener::alive(const std::string& id)
   return std::optional{liveness{std::chrono::milliseconds{r->i64(0, 0)}, r->text(0, 1) == "t"}};
 }
 
+result<std::vector<std::optional<listener::liveness>>> listener::alive_all(
+    const std::vector<std::string>& ids) {
+  // A text[] literal: every element quoted, so no id can be read as anything but itself.
+  std::string array = "{";
+  for (const auto& id : ids) {
+    if (array.size() > 1) array += ',';
+    array += '"';
+    for (char c : id) {
+      if (c == '"' || c == '\\') array += '\\';
+      array += c;
+    }
+    array += '"';
+  }
+  array += '}';
+  std::lock_guard lk(mu_);
+  if (auto r = connect_locked(); !r) return fail(r.error());
+  auto r = conn_->run(stmts_.alive_any, {array});
+  after_request_locked();
+  if (!r) return fail(r.error());
+  std::vector<std::optional<liveness>> out(ids.size());
+  for (int row = 0; row < r->count(); ++row) {
+    auto id = r->text(row, 0);
+    for (std::size_t i = 0; i < ids.size(); ++i) {
+      if (ids[i] == id) {
+        out[i] = liveness{std::chrono::milliseconds{r->i64(row, 1)}, r->text(row, 2) == "t"};
+      }
+    }
+  }
+  return out;
+}
+
 bool listener::wait(const ticket& t, std::chrono::steady_clock::time_point until,
                     std::stop_token stop) {
   return wait_any(std::span<const ticket>(&t, 1), until, std::move(stop));

@@ -15,6 +15,7 @@
 #include <stop_token>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "backends/postgres/pg_conn.hpp"
 #include "backends/postgres/pg_schema.hpp"
@@ -42,6 +43,8 @@ class listener {
   };
   // Entry `id`'s session, or nullopt if the entry is gone or its lease lapsed.
   result<std::optional<liveness>> alive(const std::string& id);
+  // The same for several entries in one round trip, in the order of `ids`.
+  result<std::vector<std::optional<liveness>>> alive_all(const std::vector<std::string>& ids);
   // Blocks until the entry's channel is notified, the connection breaks, `until` passes or
   // `stop` is requested; false if only `until` passed.
   bool wait(const ticket& t, std::chrono::steady_clock::time_point until, std::stop_token stop);

@@ -188,6 +188,11 @@ statements make_statements(const std::string& schema) {
         " @S.conn_alive(s.pid, s.started)"
         " FROM @S.entries e JOIN @S.sessions s ON s.id = e.session"
         " WHERE e.id = $1 AND s.expires > clock_timestamp()"),
+      s("alive_any",
+        "SELECT e.id, (extract(epoch FROM (s.expires - clock_timestamp())) * 1000)::bigint,"
+        " @S.conn_alive(s.pid, s.started)"
+        " FROM @S.entries e JOIN @S.sessions s ON s.id = e.session"
+        " WHERE e.id = ANY($1::text[]) AND s.expires > clock_timestamp()"),
       s("listen", "SELECT @S.listen($1, $2::boolean)"),
       // ?mode=advisory; $1 is "schema:name", hashed to the 64-bit lock key by the server.
       s("adv_try_x",

@@ -31,6 +31,8 @@ struct statements {
   statement lock_names;  // (prefix) -> names
   statement alive;       // (entry id) -> lease_ms of the entry's session and whether its
                          // connection still exists; no row if the entry is gone or lapsed
+  statement alive_any;   // (text[] of entry ids) -> per live entry: id, lease_ms, connection
+                         // exists (as alive, for a semaphore's waiter watching N entries)
   statement listen;      // (entry id, reset) -> channel; LISTENs on it
   // ?mode=advisory (pg_advisory.hpp); the key is the server's 64-bit hash of "schema:name".
   statement adv_try_x;     // (schema:name) -> token, or NULL if another connection holds it

@@ -135,6 +135,8 @@ class postgres_session final : public backend_session {
                         steady::time_point deadline, std::stop_token stop) override {
     // Subscribe before checking, so a removal between the two is not missed.
     std::vector<pg::listener::ticket> tickets;
+    std::vector<std::string> ids;
+    for (const auto& e : awaited) ids.push_back(e.id);
     result<void> out;
     for (const auto& e : awaited) {
       auto t = listener_.subscribe(e.id);
@@ -151,19 +153,17 @@ class postgres_session final : public backend_session {
       auto now = steady::now();
       auto until = std::min(deadline, now + nap);
       bool gone = false, disconnected = false, at_lease_end = false;
-      for (const auto& e : awaited) {
-        auto alive = listener_.alive(e.id);
+      // One entry (a lock's waiter): as before; several (a semaphore's): one round trip.
+      auto lives = ids.size() == 1 ? one_alive(ids.front()) : listener_.alive_all(ids);
+      if (!lives) out = fail(lives.error());
+      for (std::size_t i = 0; out && i < ids.size(); ++i) {
+        const auto& alive = (*lives)[i];
         if (!alive) {
-          out = fail(alive.error());
-          break;
-        }
-        if (!*alive) {
           gone = true;
           break;
         }
-        disconnected |= !(*alive)->connected;
-        auto lease_end =
-            now + std::clamp((*alive)->lease, milliseconds{1}, max_nap) + milliseconds{5};
+        disconnected |= !alive->connected;
+        auto lease_end = now + std::clamp(alive->lease, milliseconds{1}, max_nap) + milliseconds{5};
         if (lease_end <= until) {
           until = lease_end;
           at_lease_end = true;
@@ -182,6 +182,12 @@ class postgres_session final : public backend_session {
     }
     for (const auto& t : tickets) listener_.unsubscribe(t);
     return out;
+  }
+
+  result<std::vector<std::optional<pg::listener::liveness>>> one_alive(const std::string& id) {
+    auto a = listener_.alive(id);
+    if (!a) return fail(a.error());
+    return std::vector<std::optional<pg::listener::liveness>>{std::move(*a)};
   }
 
   result<steady::time_point> keep_alive() override {
