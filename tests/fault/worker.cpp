@@ -279,14 +279,7 @@ class contender {
         put(step::read, 0, 0, true);
         pause();
         if (!still_held(h, m)) return outcome::lost;
-        auto release_ns = monotonic_ns();
-        m.unlock(ec);
-        if (ec == dlock::errc::lock_lost) {
-          put_at(release_ns, step::lost, token, 0, false, "unlock");
-          put_at(release_ns, step::released, token);
-          return outcome::lost;
-        }
-        put_at(release_ns, step::released, token, 0, false, ec ? ec.message() : "");
+        if (!release(m, token)) return outcome::lost;
         continue;
       }
       auto value = reg.read(token);
@@ -305,17 +298,9 @@ class contender {
       auto write_ns = monotonic_ns();
       bool accepted = reg.try_write(token, *value + 1);
       put_at(write_ns, step::write, token, *value + 1, accepted);
-      auto release_ns = monotonic_ns();
-      m.unlock(ec);
-      if (ec == dlock::errc::lock_lost) {
-        // The hold lapsed somewhere before unlock: the section ends as lost.
-        put_at(release_ns, step::lost, token, 0, false, "unlock");
-        put_at(release_ns, step::released, token);
-        return outcome::lost;
-      }
+      if (!release(m, token)) return outcome::lost;
       // A refused write while the library still says "held" is left for the checker to
       // judge (it is an overlap); either way a stale holder stops here.
-      put_at(release_ns, step::released, token, 0, false, ec ? ec.message() : "");
       if (!accepted) return outcome::lost;
     }
     return outcome::stopped;
@@ -340,6 +325,21 @@ class contender {
   }
 
  private:
+  // Releases and logs the section's end; false if the hold had lapsed somewhere before the
+  // unlock (the section then ends as lost).
+  bool release(grant& m, std::uint64_t token) {
+    std::error_code ec;
+    auto release_ns = monotonic_ns();
+    m.unlock(ec);
+    if (ec == dlock::errc::lock_lost) {
+      put_at(release_ns, step::lost, token, 0, false, "unlock");
+      put_at(release_ns, step::released, token);
+      return false;
+    }
+    put_at(release_ns, step::released, token, 0, false, ec ? ec.message() : "");
+    return true;
+  }
+
   bool still_held(const dlock::hold& h, grant& m) {
     auto ns = monotonic_ns();  // before the check: a "held" answer was true at least until ns
     if (h.is_held() && !h.lost_token().stop_requested()) {
