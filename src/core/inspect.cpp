@@ -3,17 +3,31 @@
 #include <dlock/inspect.hpp>
 
 #include "core/names.hpp"
+#include "core/retry.hpp"
 #include "core/session_core.hpp"
 #include "core/verdict.hpp"
 
 namespace dlock {
+namespace {
+
+// One backend request of an operator call, with the session's retries of transient faults
+// (a server that picked the request as a deadlock victim, a dropped connection), as every
+// other operation has them; within request_timeout, as a try-lock.
+template <class F>
+auto retried(const detail::session_core& core, F&& f) {
+  auto until = std::chrono::steady_clock::now() + core.options().request_timeout;
+  return detail::with_retry(core.options().retry, until, {}, std::forward<F>(f));
+}
+
+}  // namespace
 
 std::vector<queue_entry> inspect(const session& s, std::string_view name) {
   if (!s)
     throw system_error(make_error_code(errc::invalid_argument),
                        "dlock: inspect on an empty session");
   if (auto v = detail::validate_lock_name(name); !v) detail::raise(v.error(), "dlock");
-  auto q = s.core()->backend().list(name);
+  auto& core = *s.core();
+  auto q = retried(core, [&] { return core.backend().list(name); });
   if (!q) detail::raise(q.error(), "dlock: inspect '" + std::string(name) + "'");
   detail::read_permits(q->entries);
   std::vector<queue_entry> out;
@@ -40,7 +54,7 @@ std::vector<queue_entry> force_unlock(const session& s, std::string_view name) {
   }
   auto& core = *s.core();
   if (core.options().observe_only) refuse(errc::invalid_argument, "this session only observes");
-  auto q = core.backend().list(name);
+  auto q = retried(core, [&] { return core.backend().list(name); });
   if (!q) detail::raise(q.error(), "dlock: force unlock '" + std::string(name) + "'");
   detail::read_permits(q->entries);
   std::vector<queue_entry> ended;
@@ -52,7 +66,8 @@ std::vector<queue_entry> force_unlock(const session& s, std::string_view name) {
     auto sid = e.id.substr(0, e.id.rfind('-'));
     if (sid == core.info().id) refuse(errc::invalid_argument, "held by this session: unlock it");
     if (std::find(sessions.begin(), sessions.end(), sid) == sessions.end()) {
-      if (auto r = core.backend().end_session(sid); !r) {
+      // Idempotent: a retry after a lost reply finds the session already gone.
+      if (auto r = retried(core, [&] { return core.backend().end_session(sid); }); !r) {
         detail::raise(r.error(), "dlock: force unlock '" + std::string(name) + "'");
       }
       sessions.push_back(sid);
@@ -72,7 +87,8 @@ std::vector<std::string> list_locks(const session& s, std::string_view prefix) {
                            " cannot list lock names (its capabilities); ask about one name: "
                            "inspect(), dlock status NAME");
   }
-  auto r = s.core()->backend().lock_names(prefix);
+  auto& core = *s.core();
+  auto r = retried(core, [&] { return core.backend().lock_names(prefix); });
   if (!r) detail::raise(r.error(), "dlock: list locks");
   return std::move(*r);
 }

@@ -322,6 +322,37 @@ TEST_F(sql_faults, a_cut_off_advisory_poller_logging_in_anew_is_told_session_exp
                                                 partition::contender::polling_reconnecting);
 }
 
+// A server aborts one of two transactions that wait for each other; the one it picks must try
+// again (MySQL's manual: "always be prepared to re-issue a transaction if it fails due to
+// deadlock"). An operator's force unlock racing the holder's own statements was picked in a
+// CI run and failed outright: operator calls, like acquiring, retry transient faults.
+TEST_F(sql_faults, a_force_unlock_picked_as_a_deadlock_victim_is_retried) {
+  auto url = admin().url("dlock", "secret", "ttl=60s");  // no renewal joins the cycle
+  auto holder = session::open(url);
+  auto op = session::open(url, {.request_timeout = 10s});
+  auto lock = name("victim");
+  mutex m(holder, lock);
+  m.lock();
+  auto maker = admin().deadlock_end_of(holder.id());
+  maker->lock_first();
+  std::vector<queue_entry> ended;
+  std::string failed;
+  std::thread breaker([&] {
+    try {
+      ended = force_unlock(op, lock);
+    } catch (const std::exception& e) {
+      failed = e.what();
+    }
+  });
+  bool waited = eventually([] { return admin().lock_waits() > 0; }, 10s);
+  maker->close_cycle();  // throws if the server picked this transaction instead
+  breaker.join();
+  ASSERT_TRUE(waited) << "the force unlock never waited for the row lock: " << failed;
+  EXPECT_EQ(failed, "");
+  ASSERT_EQ(ended.size(), 1u);
+  EXPECT_TRUE(inspect(op, lock).empty()) << "the holder's entry outlived its session";
+}
+
 // The host returns from main() while its release is retried in the background on a slow link
 // (a fault-run worker crashed so, in OpenSSL's cleanup, with a remover logging in anew): by
 // the time the atexit handlers registered before libdlock's run, no dlock thread is inside a

@@ -1,9 +1,51 @@
 // The MariaDB side of the SQL fault tests.
+#include <mysql.h>
+
+#include <stdexcept>
+
 #include "sql/sql_admin.hpp"
 #include "support/mariadb_server.hpp"
 
 namespace dlock::test {
 namespace {
+
+// InnoDB aborts the transaction that has done less (rows changed, locks held): rows inserted
+// into a ballast table make this one the heavier, so dlock's statement is the victim.
+class mysql_deadlock_maker final : public deadlock_maker {
+ public:
+  mysql_deadlock_maker(std::uint16_t port, std::string session_id) : id_(std::move(session_id)) {
+    m_ = mysql_init(nullptr);
+    if (!mysql_real_connect(m_, "127.0.0.1", "dlock", "secret", "dlock", port, nullptr, 0)) {
+      check(false, "connect");
+    }
+  }
+  ~mysql_deadlock_maker() override { mysql_close(m_); }
+
+  void lock_first() override {
+    exec("CREATE TABLE IF NOT EXISTS dlock_test_ballast(i INT) ENGINE=InnoDB");
+    exec("START TRANSACTION");
+    std::string rows;
+    for (int i = 0; i < 200; ++i) rows += (i ? ",(" : "(") + std::to_string(i) + ")";
+    exec("INSERT INTO dlock_test_ballast VALUES " + rows);
+    exec("SELECT id FROM dlock_sessions WHERE id = '" + id_ + "' LOCK IN SHARE MODE");
+  }
+  void close_cycle() override {
+    exec("UPDATE dlock_sessions SET owner = owner WHERE id = '" + id_ + "'");
+    exec("COMMIT");
+  }
+
+ private:
+  void check(bool ok, const std::string& what) {
+    if (!ok) throw std::runtime_error("deadlock maker: " + what + ": " + mysql_error(m_));
+  }
+  void exec(const std::string& sql) {
+    check(mysql_query(m_, sql.c_str()) == 0, sql);
+    if (MYSQL_RES* r = mysql_store_result(m_)) mysql_free_result(r);
+  }
+
+  MYSQL* m_;
+  std::string id_;
+};
 
 class mysql_admin final : public sql_admin {
  public:
@@ -37,6 +79,16 @@ class mysql_admin final : public sql_admin {
   }
   std::size_t session_rows() override {
     return std::stoul(db_.query("SELECT count(*) FROM dlock.dlock_sessions").at(0));
+  }
+  std::unique_ptr<deadlock_maker> deadlock_end_of(const std::string& session_id) override {
+    return std::make_unique<mysql_deadlock_maker>(db_.port(), session_id);
+  }
+  // InnoDB lists a waiting autocommit statement's transaction nowhere (information_schema
+  // shows only started ones), so: statements of the test users busy for over 200 ms.
+  int lock_waits() override {
+    return std::stoi(db_.query("SELECT count(*) FROM information_schema.processlist"
+                               " WHERE db = 'dlock' AND command = 'Execute' AND time_ms > 200")
+                         .at(0));
   }
 
  private:

@@ -1,9 +1,55 @@
 // The PostgreSQL side of the SQL fault tests.
+#include <libpq-fe.h>
+
+#include <stdexcept>
+
 #include "sql/sql_admin.hpp"
 #include "support/postgres_server.hpp"
 
 namespace dlock::test {
 namespace {
+
+// dlock's statement deletes the session row, then its entries (a data-modifying WITH that
+// the main query does not read runs last). This transaction holds the entries, then asks for
+// the session row; the statement, waiting longer, runs the deadlock check first and is the
+// one aborted.
+class postgres_deadlock_maker final : public deadlock_maker {
+ public:
+  postgres_deadlock_maker(std::uint16_t port, std::string session_id) : id_(std::move(session_id)) {
+    auto info = "host=127.0.0.1 port=" + std::to_string(port) +
+                " user=dlock password=secret dbname=dlock connect_timeout=10";
+    c_ = PQconnectdb(info.c_str());
+    if (PQstatus(c_) != CONNECTION_OK) {
+      std::string msg = PQerrorMessage(c_);
+      PQfinish(c_);
+      throw std::runtime_error("deadlock maker: connect: " + msg);
+    }
+  }
+  ~postgres_deadlock_maker() override { PQfinish(c_); }
+
+  void lock_first() override {
+    exec("BEGIN");
+    exec("SELECT 1 FROM dlock.entries WHERE session = '" + id_ + "' FOR UPDATE");
+  }
+  void close_cycle() override {
+    exec("UPDATE dlock.sessions SET owner = owner WHERE id = '" + id_ + "'");
+    exec("COMMIT");
+  }
+
+ private:
+  void exec(const std::string& sql) {
+    PGresult* r = PQexec(c_, sql.c_str());
+    auto st = PQresultStatus(r);
+    std::string msg = PQresultErrorMessage(r);
+    PQclear(r);
+    if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK) {
+      throw std::runtime_error("deadlock maker: " + sql + ": " + msg);
+    }
+  }
+
+  PGconn* c_;
+  std::string id_;
+};
 
 class postgres_admin final : public sql_admin {
  public:
@@ -39,6 +85,15 @@ class postgres_admin final : public sql_admin {
   }
   std::size_t session_rows() override {
     return std::stoul(pg_.query("SELECT count(*) FROM dlock.sessions").at(0));
+  }
+  std::unique_ptr<deadlock_maker> deadlock_end_of(const std::string& session_id) override {
+    return std::make_unique<postgres_deadlock_maker>(pg_.port(), session_id);
+  }
+  int lock_waits() override {
+    return std::stoi(pg_.query("SELECT count(*) FROM pg_stat_activity"
+                               " WHERE datname = 'dlock' AND wait_event_type = 'Lock'",
+                               {}, "postgres")
+                         .at(0));
   }
 
  private:

@@ -5,10 +5,24 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
 namespace dlock::test {
+
+// An open transaction on its own connection that makes the statement ending a session (what
+// force_unlock runs) the server's deadlock victim: lock_first() takes a row lock that
+// statement will wait for; once it waits, close_cycle() asks for a lock that statement holds
+// or queues for, the server aborts the statement (MySQL error 1213, PostgreSQL 40P01), and
+// close_cycle() returns with the transaction committed. Throws std::runtime_error if the
+// server aborted this transaction instead (the set-up failed, not dlock).
+class deadlock_maker {
+ public:
+  virtual ~deadlock_maker() = default;
+  virtual void lock_first() = 0;
+  virtual void close_cycle() = 0;
+};
 
 class sql_admin {
  public:
@@ -33,6 +47,10 @@ class sql_admin {
   virtual std::size_t entry_rows(const std::string& lock) = 0;
   // Rows of the sessions table.
   virtual std::size_t session_rows() = 0;
+  // For session `session_id` (dlock::session::id()); see deadlock_maker.
+  virtual std::unique_ptr<deadlock_maker> deadlock_end_of(const std::string& session_id) = 0;
+  // Statements of the test database now waiting for a row lock.
+  virtual int lock_waits() = 0;
 };
 
 // The server of this test executable, started on first use.
