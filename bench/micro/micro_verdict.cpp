@@ -53,7 +53,7 @@ void BM_decide_permit(benchmark::State& state) {
     q[i].id = dlock::detail::permit_entry_id("session-0123456789abcdef-" + std::to_string(i), 5);
     q[i].token = i + 1;
   }
-  dlock::detail::read_permits(q);
+  dlock::detail::read_recipes(q);
   for (auto _ : state) {
     benchmark::DoNotOptimize(dlock::detail::decide(q, q.size() - 1));
   }
@@ -62,17 +62,17 @@ void BM_decide_permit(benchmark::State& state) {
 
 // What every listing now costs the engine besides the verdict: reading the permits' limits out
 // of their ids (a lock's entries have none; the scan is the same).
-void BM_read_permits(benchmark::State& state) {
+void BM_read_recipes(benchmark::State& state) {
   auto q = queue_of(static_cast<std::size_t>(state.range(0)), false);
   for (auto _ : state) {
-    dlock::detail::read_permits(q);
+    dlock::detail::read_recipes(q);
     benchmark::DoNotOptimize(q.data());
   }
   state.SetComplexityN(state.range(0));
 }
 
 BENCHMARK(BM_decide_permit)->RangeMultiplier(10)->Range(1, 1000)->Complexity();
-BENCHMARK(BM_read_permits)->RangeMultiplier(10)->Range(1, 1000)->Complexity();
+BENCHMARK(BM_read_recipes)->RangeMultiplier(10)->Range(1, 1000)->Complexity();
 BENCHMARK(BM_decide_exclusive)->RangeMultiplier(10)->Range(1, 1000)->Complexity();
 BENCHMARK(BM_decide_shared)->RangeMultiplier(10)->Range(1, 1000)->Complexity();
 BENCHMARK(BM_find_and_decide)->RangeMultiplier(10)->Range(1, 1000)->Complexity();

@@ -101,6 +101,9 @@ struct backend_capabilities {
   /// dlock::semaphore works (a queue the engine decides over, and one wait on many entries);
   /// else acquiring a permit fails with errc::unsupported.
   bool permits{false};
+  /// dlock::election works: entries carry a value their owner may change (proclaim), and a
+  /// change wakes observers; else campaigning and observing fail with errc::unsupported.
+  bool values{false};
 };
 
 /// A shared handle to one session. Copies refer to the same session; the session is closed

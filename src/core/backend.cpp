@@ -1,6 +1,8 @@
 #include "core/backend.hpp"
 
 #include <algorithm>
+#include <condition_variable>
+#include <mutex>
 
 namespace dlock::detail {
 
@@ -19,6 +21,17 @@ result<void> backend_session::wait_any(std::string_view lock, std::span<const en
     if (i % awaited.size() == awaited.size() - 1)
       slice = std::min(slice * 2, std::chrono::milliseconds{500});
   }
+  return {};
+}
+
+result<void> backend_session::wait_change(std::string_view lock, const queue_view& seen,
+                                          steady::time_point deadline, std::stop_token stop) {
+  auto until = std::min(deadline, steady::now() + std::chrono::milliseconds{250});
+  if (!seen.entries.empty()) return wait(lock, seen.entries.front(), until, std::move(stop));
+  std::mutex mu;
+  std::condition_variable_any cv;
+  std::unique_lock lk(mu);
+  cv.wait_until(lk, stop, until, [] { return false; });
   return {};
 }
 

@@ -44,9 +44,14 @@ namespace dlock::detail {
 
 using steady = std::chrono::steady_clock;
 
-// Backends store exclusive and shared; a permit is stored as exclusive, its limit in its id
-// (verdict.hpp: permit_entry_id), and the engine reads it back from the id.
-enum class entry_kind : std::uint8_t { exclusive, shared, permit };
+// Backends store exclusive and shared; a permit and an election's candidate are stored as
+// exclusive, what they are in their id (verdict.hpp: permit_entry_id, candidate_entry_id),
+// and the engine reads it back from the id.
+enum class entry_kind : std::uint8_t { exclusive, shared, permit, candidate };
+
+// The largest value an entry may carry (capabilities::values): a leader's address or a small
+// record, as etcd's election values are, not a payload store.
+inline constexpr std::size_t max_value_size = 16 * 1024;
 
 struct entry {
   std::string id;  // the client-chosen entry id (session id + attempt counter)
@@ -56,6 +61,10 @@ struct entry {
   std::optional<std::chrono::system_clock::time_point> since;  // creation time, if known
   std::optional<std::chrono::milliseconds> lease_left;         // if known
   std::uint32_t limit{0};  // a permit's semaphore limit (engine-side, from the id)
+  // Set by its owner with set_value() (capabilities::values): the version counts the sets
+  // (0: never set, so no value), etcd's Proclaim over the leader key.
+  std::string value{};
+  std::uint64_t version{0};
 };
 
 // A snapshot of one lock's queue. sent_at is the steady time at which the request that
@@ -65,6 +74,17 @@ struct queue_view {
   std::vector<entry> entries;
   steady::time_point sent_at{};
 };
+
+// Whether two listings of one lock show the same entries with the same values (ids and
+// versions): what wait_change() compares, after it registers for a wake-up, against the
+// caller's view, so a change between the caller's listing and the wait is not missed.
+inline bool same_entries(const std::vector<entry>& a, const std::vector<entry>& b) noexcept {
+  if (a.size() != b.size()) return false;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    if (a[i].id != b[i].id || a[i].version != b[i].version) return false;
+  }
+  return true;
+}
 
 // What a backend provides, as data the engine, the CLI and the conformance suite read
 // (public: dlock::backend_capabilities, session::capabilities()).
@@ -132,6 +152,24 @@ class backend_session {
   // capabilities::permits overrides it with one wait on all of them.
   virtual result<void> wait_any(std::string_view lock, std::span<const entry> awaited,
                                 steady::time_point deadline, std::stop_token stop);
+
+  // Blocks until `lock`'s queue may differ from `seen` -- an entry joined or left, or a value
+  // was set -- or `deadline` or `stop`; may return spuriously (the caller lists again).
+  // Election observers wait here. The default waits on the first entry of `seen` (or sleeps,
+  // if there is none) in slices of at most 250 ms, so a change that pushes no wake-up is
+  // seen within a slice; a backend with capabilities::values wakes on every change.
+  virtual result<void> wait_change(std::string_view lock, const queue_view& seen,
+                                   steady::time_point deadline, std::stop_token stop);
+
+  // Sets the value of this session's entry `entry_id` of `lock` (at most max_value_size
+  // bytes) and returns its new version (1 for the first value, one more per set). lock_lost
+  // if the entry is gone or its session's lease ended; unsupported without
+  // capabilities::values (the default).
+  virtual result<std::uint64_t> set_value(std::string_view lock, std::string_view entry_id,
+                                          std::string_view value) {
+    (void)lock, (void)entry_id, (void)value;
+    return fail(errc::unsupported, "this backend stores no values with its entries");
+  }
 
   // wait(), and whether the backend knows for certain that `awaited` has left the queue (a
   // ZooKeeper watch saw its node deleted, not a timeout or a spurious wake-up) AND that the

@@ -29,7 +29,7 @@ std::vector<queue_entry> inspect(const session& s, std::string_view name) {
   auto& core = *s.core();
   auto q = retried(core, [&] { return core.backend().list(name); });
   if (!q) detail::raise(q.error(), "dlock: inspect '" + std::string(name) + "'");
-  detail::read_permits(q->entries);
+  detail::read_recipes(q->entries);
   std::vector<queue_entry> out;
   for (std::size_t i = 0; i < q->entries.size(); ++i) {
     const auto& e = q->entries[i];
@@ -56,7 +56,7 @@ std::vector<queue_entry> force_unlock(const session& s, std::string_view name) {
   if (core.options().observe_only) refuse(errc::invalid_argument, "this session only observes");
   auto q = retried(core, [&] { return core.backend().list(name); });
   if (!q) detail::raise(q.error(), "dlock: force unlock '" + std::string(name) + "'");
-  detail::read_permits(q->entries);
+  detail::read_recipes(q->entries);
   std::vector<queue_entry> ended;
   std::vector<std::string> sessions;
   for (std::size_t i = 0; i < q->entries.size(); ++i) {

@@ -83,8 +83,10 @@ result<void> lock_handle::acquire_impl(entry_kind kind, steady::time_point deadl
   joined_stop joined(stop, session_->ended_token());
   auto id = session_->next_entry_id();
   if (kind == entry_kind::permit) id = permit_entry_id(id, permits_);
-  // Backends store a permit as an exclusive entry; its id carries the rest (verdict.hpp).
-  const auto stored = kind == entry_kind::permit ? entry_kind::exclusive : kind;
+  if (kind == entry_kind::candidate) id = candidate_entry_id(id);
+  // Backends store a permit or a candidate as an exclusive entry; its id carries the rest
+  // (verdict.hpp).
+  const auto stored = kind == entry_kind::shared ? kind : entry_kind::exclusive;
   const auto& policy = session_->options().retry;
   // A retry after a lost reply finds the entry it created: enqueue is idempotent on `id`.
   auto retry_until = std::max(deadline, steady::now() + session_->options().request_timeout);
@@ -95,7 +97,22 @@ result<void> lock_handle::acquire_impl(entry_kind kind, steady::time_point deadl
     if (session_->ended_token().stop_requested()) return fail(session_->ended_failure());
     return fail(q.error());
   }
-  read_permits(q->entries);
+  read_recipes(q->entries);
+  if (kind == entry_kind::candidate) {
+    // Before the wait: a leader is never seen without its value by the caller it returns to
+    // (observers skip the moment between the two requests: version 0).
+    auto v = with_retry(policy, retry_until, joined.token(),
+                        [&] { return session_->backend().set_value(name_, id, value_); });
+    if (!v) {
+      abandon(id);
+      if (session_->ended_token().stop_requested()) return fail(session_->ended_failure());
+      return fail(v.error());
+    }
+    if (auto pos = find_entry(q->entries, id)) {
+      q->entries[*pos].value = value_;
+      q->entries[*pos].version = *v;
+    }
+  }
   auto granted = wait_for_grant(id, std::move(*q), deadline, one_try, joined.token());
   if (!granted) {
     abandon(id);
@@ -121,7 +138,7 @@ result<void> lock_handle::acquire_impl(entry_kind kind, steady::time_point deadl
 }
 
 std::string lock_handle::what() const {
-  return (permits_ ? "semaphore '" : "lock '") + name_ + "'";
+  return (election_ ? "election '" : permits_ ? "semaphore '" : "lock '") + name_ + "'";
 }
 
 result<void> lock_handle::check_recipe(entry_kind kind) const {
@@ -130,6 +147,17 @@ result<void> lock_handle::check_recipe(entry_kind kind) const {
     return fail(errc::unsupported, session_->redacted_url() +
                                        ": this backend has no shared locks (its capabilities); "
                                        "see its page in docs/ for a mode that has them");
+  }
+  if (kind == entry_kind::candidate && !caps.values) {
+    return fail(errc::unsupported, session_->redacted_url() +
+                                       ": this backend has no elections (its entries carry no "
+                                       "values: its capabilities); see the README's backend "
+                                       "table for those that have");
+  }
+  if (value_.size() > max_value_size) {
+    return fail(errc::invalid_argument, what() + ": a value of " + std::to_string(value_.size()) +
+                                            " bytes is over the " + std::to_string(max_value_size) +
+                                            "-byte limit");
   }
   if (kind == entry_kind::permit && !caps.permits) {
     return fail(errc::unsupported, session_->redacted_url() +
@@ -143,6 +171,7 @@ failure lock_handle::conflict_failure(const entry& mine, const entry& other) con
   auto what = [](const entry& e) {
     if (e.kind == entry_kind::permit)
       return "a semaphore of " + std::to_string(e.limit) + " permits";
+    if (e.kind == entry_kind::candidate) return std::string("an election");
     return std::string(e.kind == entry_kind::shared ? "a shared lock" : "a lock");
   };
   auto owner = other.owner.empty() ? std::string() : " by " + other.owner;
@@ -166,8 +195,9 @@ result<queue_view> lock_handle::wait_for_grant(const std::string& id, queue_view
     if (v.conflict) return fail(conflict_failure(q.entries[*pos], q.entries[*v.conflict]));
     if (v.holds) return q;
     if (one_try) {
-      return fail(errc::would_block,
-                  permits_ ? what() + ": all its permits are held" : what() + " is held");
+      return fail(errc::would_block, permits_    ? what() + ": all its permits are held"
+                                     : election_ ? what() + " has a leader"
+                                                 : what() + " is held");
     }
     if (stop.stop_requested()) return fail(errc::cancelled, "wait for " + what() + " cancelled");
     if (steady::now() >= deadline) {
@@ -207,7 +237,7 @@ result<queue_view> lock_handle::wait_for_grant(const std::string& id, queue_view
       return fail(next.error());
     }
     q = std::move(*next);
-    read_permits(q.entries);
+    read_recipes(q.entries);
   }
 }
 

@@ -36,6 +36,13 @@ class lock_handle {
   const std::shared_ptr<session_core>& session() const noexcept { return session_; }
   lock_type type() const noexcept { return type_; }
   std::uint32_t permits() const noexcept { return permits_; }
+  // An election's handle: its acquires campaign with `value`, set on the entry before it
+  // can be seen leading by its own caller.
+  void campaign_with(std::string value) {
+    election_ = true;
+    value_ = std::move(value);
+  }
+  bool election() const noexcept { return election_; }
 
  private:
   result<void> acquire_impl(entry_kind kind, steady::time_point deadline, std::stop_token stop);
@@ -51,6 +58,8 @@ class lock_handle {
   std::string name_;
   lock_type type_;
   std::uint32_t permits_{0};
+  bool election_{false};
+  std::string value_;
   std::shared_ptr<hold_core> hold_;
   entry_kind kind_{entry_kind::exclusive};
   std::size_t count_{0};

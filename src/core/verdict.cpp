@@ -7,10 +7,22 @@ namespace dlock::detail {
 namespace {
 
 constexpr std::string_view permit_mark = "~p";
+constexpr std::string_view candidate_mark = "~e";
+
+// Locks (exclusive and shared entries mix by design), semaphores of one limit, elections.
+int recipe_of(const entry& e) noexcept {
+  switch (e.kind) {
+    case entry_kind::permit:
+      return 1;
+    case entry_kind::candidate:
+      return 2;
+    default:
+      return 0;
+  }
+}
 
 bool same_recipe(const entry& a, const entry& b) noexcept {
-  bool pa = a.kind == entry_kind::permit, pb = b.kind == entry_kind::permit;
-  return pa == pb && (!pa || a.limit == b.limit);
+  return recipe_of(a) == recipe_of(b) && (a.kind != entry_kind::permit || a.limit == b.limit);
 }
 
 }  // namespace
@@ -34,6 +46,7 @@ verdict decide(std::span<const entry> queue, std::size_t mine) {
   };
   switch (me.kind) {
     case entry_kind::exclusive:
+    case entry_kind::candidate:  // the leader is the candidate at the head
       // It holds only at the head, so a stranger further ahead cannot make it overlap: the
       // head and its predecessor are enough to refuse a mixed queue (O(1) per decision).
       if (mine > 0 && (refuse_if_mixed(0, 1) || refuse_if_mixed(mine - 1, mine))) return v;
@@ -73,11 +86,19 @@ std::string permit_entry_id(std::string_view id, std::uint32_t limit) {
   return std::string(id) + std::string(permit_mark) + std::to_string(limit);
 }
 
-void read_permits(std::vector<entry>& queue) {
-  // From the end of each id: at most four digits after "~p", so a lock's entry costs a
-  // character or two, not a scan of its id (every listing runs this over the whole queue).
+std::string candidate_entry_id(std::string_view id) {
+  return std::string(id) + std::string(candidate_mark);
+}
+
+void read_recipes(std::vector<entry>& queue) {
+  // From the end of each id: "~e", or at most four digits after "~p", so a lock's entry costs
+  // a character or two, not a scan of its id (every listing runs this over the whole queue).
   for (auto& e : queue) {
     const auto& id = e.id;
+    if (id.ends_with(candidate_mark)) {
+      e.kind = entry_kind::candidate;
+      continue;
+    }
     std::size_t digits = id.size();
     while (digits > 0 && id.size() - digits < 5 && id[digits - 1] >= '0' && id[digits - 1] <= '9')
       --digits;

@@ -11,6 +11,9 @@
 //    (FIFO). Otherwise it waits on the N entries just ahead of it: the entry N places ahead
 //    is what keeps it out, and that changes exactly when one of those N leaves. So a release
 //    wakes at most N waiters, however many wait (Curator's InterProcessSemaphoreV2 wakes all).
+//  - candidate entry of an election: an exclusive entry; the leader is the head (ZooKeeper's
+//    leader election recipe; etcd's concurrency.Election: the oldest key leads, each other
+//    candidate waits for the deletion of the one just before it).
 //  A queue mixes recipes only by mistake (a mutex and a semaphore of one name, or two limits):
 //  the entry that finds a different recipe or limit ahead of it is refused, naming it.
 
@@ -50,7 +53,11 @@ inline constexpr std::uint32_t max_permits = 1000;
 // and lists it unchanged, and a client of another dlock version sees an exclusive entry (it
 // waits behind all of them: never an overlap).
 std::string permit_entry_id(std::string_view id, std::uint32_t limit);
-// Marks the permit entries of a listed queue (kind permit, their limit) from their ids.
-void read_permits(std::vector<entry>& queue);
+// An election candidate's entry id ("<id>~e"): a client of an older dlock sees an exclusive
+// entry, so it never holds the name as a lock beside a leader.
+std::string candidate_entry_id(std::string_view id);
+// Marks the permit entries (kind permit, their limit) and the candidates of a listed queue
+// from their ids.
+void read_recipes(std::vector<entry>& queue);
 
 }  // namespace dlock::detail

@@ -76,7 +76,7 @@ std::vector<entry> permits(std::size_t n, std::uint32_t limit) {
     q[i].id = permit_entry_id("s-" + std::to_string(i), limit);
     q[i].token = i + 1;
   }
-  read_permits(q);
+  read_recipes(q);
   return q;
 }
 
@@ -206,7 +206,7 @@ TEST(verdict, permit_ids_carry_the_limit_and_nothing_else_is_read_as_one) {
   q[3].id = "abc-4~p1001";
   q[4].id = "abc-5~p7x";
   q[5].id = "abc-6~p1000";
-  read_permits(q);
+  read_recipes(q);
   EXPECT_EQ(q[0].kind, entry_kind::permit);
   EXPECT_EQ(q[0].limit, 5u);
   for (int i = 1; i <= 4; ++i) EXPECT_EQ(q[i].kind, entry_kind::exclusive) << q[i].id;

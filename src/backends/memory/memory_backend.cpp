@@ -18,6 +18,7 @@ class memory_session final : public backend_session {
   capabilities caps() const noexcept override {
     capabilities c{reach::process, /*push_wakeups=*/true, /*durable_tokens=*/false};
     c.permits = true;
+    c.values = true;
     return c;
   }
 
@@ -32,6 +33,7 @@ class memory_session final : public backend_session {
       q.push_back(
           {entry{std::string(id), kind, token, info_.owner, std::chrono::system_clock::now(), {}},
            info_.id});
+      store_->queue_changed.notify_all();
     }
     return snapshot(q, sent);
   }
@@ -60,6 +62,48 @@ class memory_session final : public backend_session {
     if (it->second.empty()) store_->queues.erase(it);
     if (n == 0) return gone();
     store_->changed.notify_all();
+    store_->queue_changed.notify_all();
+    return {};
+  }
+
+  result<std::uint64_t> set_value(std::string_view lock, std::string_view id,
+                                  std::string_view value) override {
+    std::lock_guard lk(store_->mu);
+    if (closed_) return fail(errc::session_closed, "memory session closed");
+    store_->purge();
+    auto it = store_->queues.find(lock);
+    if (it != store_->queues.end()) {
+      for (auto& m : it->second) {
+        if (m.e.id != id || m.session != info_.id) continue;
+        m.e.value = value;
+        ++m.e.version;
+        store_->queue_changed.notify_all();
+        return m.e.version;
+      }
+    }
+    return fail(errc::lock_lost,
+                "memory entry " + std::string(id) + " of '" + std::string(lock) + "' is gone");
+  }
+
+  result<void> wait_change(std::string_view lock, const queue_view& seen,
+                           steady::time_point deadline, std::stop_token stop) override {
+    std::unique_lock lk(store_->mu);
+    auto differs = [&] {
+      store_->purge();
+      auto it = store_->queues.find(lock);
+      if (it == store_->queues.end()) return !seen.entries.empty();
+      if (it->second.size() != seen.entries.size()) return true;
+      for (std::size_t i = 0; i < seen.entries.size(); ++i) {
+        const auto& e = it->second[i].e;
+        if (e.id != seen.entries[i].id || e.version != seen.entries[i].version) return true;
+      }
+      return false;
+    };
+    // 50 ms steps, as wait_any's, so an injected clock's jumps end leases.
+    while (!stop.stop_requested() && steady::now() < deadline) {
+      auto until = std::min(deadline, steady::now() + std::chrono::milliseconds{50});
+      if (store_->queue_changed.wait_until(lk, stop, until, differs)) return {};
+    }
     return {};
   }
 
@@ -106,6 +150,7 @@ class memory_session final : public backend_session {
       it = it->second.empty() ? store_->queues.erase(it) : std::next(it);
     }
     store_->changed.notify_all();
+    store_->queue_changed.notify_all();
   }
 
   result<std::vector<std::string>> lock_names(std::string_view prefix) override {

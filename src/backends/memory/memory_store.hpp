@@ -20,7 +20,8 @@ struct memory_entry {
 
 struct memory_store {
   std::mutex mu;
-  std::condition_variable_any changed;
+  std::condition_variable_any changed;        // an entry left (waiters of entries)
+  std::condition_variable_any queue_changed;  // an entry joined, left or got a value
   std::function<steady::time_point()> clock = [] { return steady::now(); };
   std::map<std::string, std::vector<memory_entry>, std::less<>> queues;
   std::map<std::string, std::uint64_t, std::less<>> tokens;  // kept forever: tokens never repeat
