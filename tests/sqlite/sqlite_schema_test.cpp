@@ -1,6 +1,6 @@
-// The SQLite schema's upgrade in place (version 1, wall-clock leases -> version 2, leases on
-// CLOCK_BOOTTIME with the boot id), and what the boot id means: a lease of another boot is
-// over.
+// The SQLite schema's upgrades in place (version 1, wall-clock leases -> version 2, leases on
+// CLOCK_BOOTTIME with the boot id -> version 3, entries with values), and what the boot id
+// means: a lease of another boot is over.
 #include <gtest/gtest.h>
 #include <sqlite3.h>
 #include <time.h>
@@ -29,6 +29,21 @@ CREATE TABLE IF NOT EXISTS dlock_entries(
   kind INTEGER NOT NULL, token INTEGER NOT NULL, session TEXT NOT NULL,
   created_ms INTEGER NOT NULL, UNIQUE(name, token));
 CREATE INDEX IF NOT EXISTS dlock_entries_session ON dlock_entries(session);
+)sql";
+
+// dlock's version-2 schema, verbatim (every file created by dlock before elections).
+constexpr const char* schema_v2 = R"sql(
+CREATE TABLE IF NOT EXISTS dlock_meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS dlock_sessions(
+  id TEXT PRIMARY KEY, owner TEXT NOT NULL, host TEXT NOT NULL, pid INTEGER NOT NULL,
+  pid_start INTEGER NOT NULL, boot_id TEXT NOT NULL, expires_boot_ms INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS dlock_fences(name TEXT PRIMARY KEY, fence INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS dlock_entries(
+  seq INTEGER PRIMARY KEY AUTOINCREMENT, name TEXT NOT NULL, id TEXT NOT NULL UNIQUE,
+  kind INTEGER NOT NULL, token INTEGER NOT NULL, session TEXT NOT NULL,
+  created_ms INTEGER NOT NULL, UNIQUE(name, token));
+CREATE INDEX IF NOT EXISTS dlock_entries_session ON dlock_entries(session);
+INSERT INTO dlock_meta(key, value) VALUES ('schema_version', '2');
 )sql";
 
 std::int64_t wall_ms() {
@@ -117,7 +132,7 @@ TEST_F(sqlite_schema, a_version_1_file_is_upgraded_in_place_keeping_live_holds_a
   freed.unlock();
 
   raw_db db(path_);
-  EXPECT_EQ(db.one("SELECT value FROM dlock_meta WHERE key = 'schema_version'"), "2");
+  EXPECT_EQ(db.one("SELECT value FROM dlock_meta WHERE key = 'schema_version'"), "3");
   EXPECT_EQ(db.one("SELECT boot_id FROM dlock_sessions WHERE id = 'live'"), boot_id());
   auto left_ms =
       std::stoll(db.one("SELECT expires_boot_ms FROM dlock_sessions WHERE id = 'live'")) -
@@ -135,10 +150,52 @@ TEST_F(sqlite_schema, a_version_1_file_is_upgraded_in_place_keeping_live_holds_a
   EXPECT_FALSE(held2.try_lock());
 }
 
+// A version-2 file with a live hold, opened by today's code: upgraded in place (entries gain a
+// value and its version), the hold and the counters kept; a version-2 process already using
+// the file goes on writing its entries (it names its columns, the new ones have defaults);
+// elections then work on the file.
+TEST_F(sqlite_schema, a_version_2_file_is_upgraded_in_place_and_version_2_writers_go_on) {
+  const auto v2_entry = [&](const std::string& name, const std::string& id, int token) {
+    return "INSERT INTO dlock_entries(name, id, kind, token, session, created_ms) VALUES ('" +
+           name + "', '" + id + "', 0, " + std::to_string(token) + ", 'live', " +
+           std::to_string(wall_ms()) + ");";
+  };
+  {
+    raw_db old(path_);
+    ASSERT_EQ(old.exec(schema_v2), "");
+    ASSERT_EQ(old.exec("INSERT INTO dlock_sessions VALUES ('live', 'old holder', 'h', 0, 0, '" +
+                       boot_id() + "', " + std::to_string(boot_ms() + 60'000) +
+                       ");"
+                       "INSERT INTO dlock_fences VALUES ('held', 7);" +
+                       v2_entry("held", "e1", 7)),
+              "");
+  }
+  auto s = dlock::session::open(url());
+  dlock::mutex held(s, "held");
+  EXPECT_FALSE(held.try_lock()) << "the live version-2 hold was lost in the upgrade";
+  raw_db db(path_);
+  EXPECT_EQ(db.one("SELECT value FROM dlock_meta WHERE key = 'schema_version'"), "3");
+  EXPECT_EQ(db.one("SELECT version FROM dlock_entries WHERE id = 'e1'"), "0");
+  // The version-2 process's insert, as its enqueue writes it.
+  ASSERT_EQ(db.exec("INSERT INTO dlock_fences VALUES ('other', 1);" + v2_entry("other", "e2", 1)),
+            "");
+  auto q = dlock::inspect(s, "other");
+  ASSERT_EQ(q.size(), 1u);
+  EXPECT_TRUE(q[0].holds);
+
+  dlock::election e(s, "primary");
+  auto lead = e.try_campaign_for("here", std::chrono::seconds{5});
+  ASSERT_TRUE(lead);
+  auto l = e.leader();
+  ASSERT_TRUE(l);
+  EXPECT_EQ(l->value, "here");
+  EXPECT_EQ(l->version, 1u);
+}
+
 // A lease written during another boot is over, however far its end lies on this boot's clock.
 TEST_F(sqlite_schema, a_lease_of_another_boot_is_over) {
   {
-    auto s = dlock::session::open(url());  // creates the file (version 2)
+    auto s = dlock::session::open(url());  // creates the file (version 3)
   }
   {
     raw_db db(path_);
@@ -161,7 +218,7 @@ TEST_F(sqlite_schema, a_newer_schema_is_refused) {
   { auto s = dlock::session::open(url()); }
   {
     raw_db db(path_);
-    ASSERT_EQ(db.exec("UPDATE dlock_meta SET value = '3' WHERE key = 'schema_version'"), "");
+    ASSERT_EQ(db.exec("UPDATE dlock_meta SET value = '4' WHERE key = 'schema_version'"), "");
   }
   std::error_code ec;
   auto s = dlock::session::open(url(), {}, ec);

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <vector>
@@ -39,6 +40,16 @@ local_wake::local_wake(const std::string& db_path) {
     std::snprintf(buf, sizeof buf, "dlock/unknown/");
   }
   scope_ = buf;
+}
+
+std::string local_wake::changed_key(std::string_view lock) {
+  // FNV-1a: the same in every process and build (std::hash promises neither). A collision
+  // only wakes another lock's observers, who look and wait again.
+  std::uint64_t h = 0xcbf29ce484222325ULL;
+  for (unsigned char c : lock) h = (h ^ c) * 0x100000001b3ULL;
+  char buf[24];
+  std::snprintf(buf, sizeof buf, "~q%016llx", static_cast<unsigned long long>(h));
+  return buf;
 }
 
 std::string local_wake::address(std::string_view entry_id, int slot) const {

@@ -44,8 +44,14 @@ class local_wake {
   // Starts listening for `entry_id` before the caller re-checks the queue (no lost wake-up).
   listener listen(std::string_view entry_id) const;
 
+  // The same for any change of lock `name`'s queue or values (election observers): a
+  // hash of the name stands for it, as a name may be longer than a socket address.
+  void notify_changed(std::string_view lock) const { notify(changed_key(lock)); }
+  listener listen_changed(std::string_view lock) const { return listen(changed_key(lock)); }
+
  private:
   std::string address(std::string_view entry_id, int slot) const;
+  static std::string changed_key(std::string_view lock);
   std::string scope_;
 };
 

@@ -31,7 +31,7 @@ using sqlite::db;
 // session of another boot (or none) reads as a lease that ended at 0.
 constexpr const char* queue_sql = R"sql(
 SELECT e.id, e.kind, e.token, e.created_ms, e.session, s.owner, s.host, s.pid, s.pid_start,
-       CASE WHEN s.boot_id = ?2 THEN s.expires_boot_ms ELSE 0 END
+       CASE WHEN s.boot_id = ?2 THEN s.expires_boot_ms ELSE 0 END, e.value, e.version
 FROM dlock_entries e LEFT JOIN dlock_sessions s ON s.id = e.session
 WHERE e.name = ?1 ORDER BY e.token)sql";
 
@@ -82,7 +82,8 @@ class sqlite_session final : public backend_session {
             .durable_tokens = true,
             .frees_dead_process_at_once = true,
             .ends_other_sessions = true,
-            .permits = true};
+            .permits = true,
+            .values = true};
   }
 
   result<queue_view> enqueue(std::string_view lock, entry_kind kind, std::string_view id) override {
@@ -124,6 +125,7 @@ class sqlite_session final : public backend_session {
       return {};
     });
     if (!r) return fail(r.error());
+    wake_.notify_changed(lock);
     view.sent_at = sent;
     return view;
   }
@@ -147,7 +149,10 @@ class sqlite_session final : public backend_session {
     if (!s) return fail(s.error());
     if (auto r = s->bind(1, lock).bind(2, id).bind(3, info_.id).run(); !r) return r;
     bool removed = db_.changes() > 0;
-    if (removed) wake_.notify(id);
+    if (removed) {
+      wake_.notify(id);
+      wake_.notify_changed(lock);
+    }
     if (!removed || !live) {
       return fail(errc::lock_lost, "sqlite entry " + std::string(id) + " of '" + std::string(lock) +
                                        "' is gone (lease ended)");
@@ -195,6 +200,63 @@ class sqlite_session final : public backend_session {
         cv.wait_for(sl, stop, timeout, [] { return false; });
       }
       pause = std::min(pause * 2, cap);
+    }
+    return {};
+  }
+
+  result<std::uint64_t> set_value(std::string_view lock, std::string_view id,
+                                  std::string_view value) override {
+    std::lock_guard lk(mu_);
+    std::int64_t version = 0;
+    auto r = write_txn([&]() -> result<void> {
+      if (auto live = session_live(); !live) {
+        if (live.error().code == make_error_code(errc::session_expired)) {
+          return fail(errc::lock_lost, live.error().message);
+        }
+        return live;
+      }
+      auto s = db_.prepare(
+          "UPDATE dlock_entries SET value = ?4, version = version + 1 "
+          "WHERE name = ?1 AND id = ?2 AND session = ?3 RETURNING version");
+      if (!s) return fail(s.error());
+      auto row = s->bind(1, lock).bind(2, id).bind(3, info_.id).bind_blob(4, value).step();
+      if (!row) return fail(row.error());
+      if (!*row) {
+        return fail(errc::lock_lost,
+                    "sqlite entry " + std::string(id) + " of '" + std::string(lock) + "' is gone");
+      }
+      version = s->i64(0);
+      return s->run();
+    });
+    if (!r) return fail(r.error());
+    wake_.notify_changed(lock);
+    return static_cast<std::uint64_t>(version);
+  }
+
+  result<void> wait_change(std::string_view lock, const queue_view& seen,
+                           steady::time_point deadline, std::stop_token stop) override {
+    // Pushed by enqueue, remove and set_value of this host; a leader that crashed or whose
+    // lease ended is found by the next look, at most a slice later.
+    std::vector<local_wake::listener> listeners;  // before the look: no lost wake-up
+    listeners.push_back(wake_.listen_changed(lock));
+    if (!seen.entries.empty()) listeners.push_back(wake_.listen(seen.entries.front().id));
+    {
+      std::lock_guard lk(mu_);
+      auto now = read_queue(lock);
+      if (!now) return fail(now.error());
+      if (!same_entries(now->entries, seen.entries)) return {};
+    }
+    const bool pushed = listeners.front().bound();
+    auto slice = std::chrono::milliseconds{pushed ? 200 : 32};
+    auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - steady::now());
+    auto timeout = std::max(std::chrono::milliseconds{0}, std::min(slice, left));
+    if (std::any_of(listeners.begin(), listeners.end(), [](auto& l) { return l.bound(); })) {
+      (void)local_wake::listener::wait_any(listeners, timeout, stop);
+    } else {
+      std::mutex m;
+      std::condition_variable_any cv;
+      std::unique_lock sl(m);
+      cv.wait_for(sl, stop, timeout, [] { return false; });
     }
     return {};
   }

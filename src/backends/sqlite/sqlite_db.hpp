@@ -32,6 +32,11 @@ class stmt {
     sqlite3_bind_text(s_, i, v.data(), static_cast<int>(v.size()), SQLITE_TRANSIENT);
     return *this;
   }
+  // Bytes, not text: a value may hold any byte, NUL included.
+  stmt& bind_blob(int i, std::string_view v) {
+    sqlite3_bind_blob(s_, i, v.data(), static_cast<int>(v.size()), SQLITE_TRANSIENT);
+    return *this;
+  }
   stmt& bind(int i, std::int64_t v) {
     sqlite3_bind_int64(s_, i, v);
     return *this;
@@ -40,6 +45,11 @@ class stmt {
   result<bool> step();
   result<void> run();  // step to the end, ignoring rows
   std::int64_t i64(int col) const { return sqlite3_column_int64(s_, col); }
+  std::string blob(int col) const {
+    auto p = sqlite3_column_blob(s_, col);
+    return p ? std::string(static_cast<const char*>(p), sqlite3_column_bytes(s_, col))
+             : std::string{};
+  }
   std::string text(int col) const {
     auto p = sqlite3_column_text(s_, col);
     return p ? std::string(reinterpret_cast<const char*>(p), sqlite3_column_bytes(s_, col))

@@ -1,5 +1,7 @@
 #include "backends/sqlite/sqlite_rows.hpp"
 
+#include <algorithm>
+
 #include "backends/common/wire_time.hpp"
 
 namespace dlock::detail::sqlite {
@@ -12,7 +14,9 @@ queue_row read_queue_row(const stmt& s) {
           s.text(4),
           s.text(5),
           {s.text(6), s.i64(7), s.i64(8)},
-          s.i64(9)};
+          s.i64(9),
+          s.blob(10),
+          s.i64(11)};
 }
 
 entry row_entry(const queue_row& r, std::int64_t now_ms) {
@@ -25,6 +29,8 @@ entry row_entry(const queue_row& r, std::int64_t now_ms) {
   e.since = unix_ms_time(r.created_ms);
   // The caller checked lease_runs, so this neither overflows nor goes negative.
   e.lease_left = std::chrono::milliseconds{r.expires_ms - now_ms};
+  e.value = r.value;
+  e.version = static_cast<std::uint64_t>(std::max<std::int64_t>(r.version, 0));
   return e;
 }
 

@@ -23,6 +23,8 @@ struct queue_row {
   // When the lease ends on this boot's CLOCK_BOOTTIME (ms); 0 when the session row is gone or
   // was written during another boot.
   std::int64_t expires_ms{0};
+  std::string value;  // schema version 3
+  std::int64_t version{0};
 };
 
 // The current row of a stepped queue_sql statement.

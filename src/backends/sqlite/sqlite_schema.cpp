@@ -11,9 +11,10 @@ CREATE TABLE IF NOT EXISTS dlock_fences(name TEXT PRIMARY KEY, fence INTEGER NOT
 CREATE TABLE IF NOT EXISTS dlock_entries(
   seq INTEGER PRIMARY KEY AUTOINCREMENT, name TEXT NOT NULL, id TEXT NOT NULL UNIQUE,
   kind INTEGER NOT NULL, token INTEGER NOT NULL, session TEXT NOT NULL,
-  created_ms INTEGER NOT NULL, UNIQUE(name, token));
+  created_ms INTEGER NOT NULL, value BLOB NOT NULL DEFAULT x'',
+  version INTEGER NOT NULL DEFAULT 0, UNIQUE(name, token));
 CREATE INDEX IF NOT EXISTS dlock_entries_session ON dlock_entries(session);
-INSERT INTO dlock_meta(key, value) VALUES ('schema_version', '2');
+INSERT INTO dlock_meta(key, value) VALUES ('schema_version', '3');
 )sql";
 
 // Version 1 -> 2: the sessions table is rebuilt without its wall-clock column, so a version-1
@@ -38,6 +39,15 @@ DELETE FROM dlock_entries WHERE session NOT IN (SELECT id FROM dlock_sessions);
 UPDATE dlock_meta SET value = '2' WHERE key = 'schema_version';
 )sql";
 
+// Version 2 -> 3: entries gain a value and its version (elections). Columns are added with
+// defaults, so a version-2 process already using the file goes on working unchanged (it
+// names its columns); a version-2 process opening the file anew refuses version 3.
+constexpr const char* upgrade_2 = R"sql(
+ALTER TABLE dlock_entries ADD COLUMN value BLOB NOT NULL DEFAULT x'';
+ALTER TABLE dlock_entries ADD COLUMN version INTEGER NOT NULL DEFAULT 0;
+UPDATE dlock_meta SET value = '3' WHERE key = 'schema_version';
+)sql";
+
 }  // namespace
 
 result<void> prepare_schema(db& d, const std::string& boot, std::int64_t boot_now_ms,
@@ -55,16 +65,19 @@ result<void> prepare_schema(db& d, const std::string& boot, std::int64_t boot_no
   auto text = v->text(0);
   if (auto done = v->run(); !done) return done;
   if (text == std::to_string(schema_version)) return {};
-  if (text != "1") {
+  if (text != "1" && text != "2") {
     return fail(errc::unsupported, "schema version '" + text + "' is not " +
                                        std::to_string(schema_version) +
                                        " (a newer dlock created this file?)");
   }
-  if (auto r = d.exec(upgrade_1_rename); !r) return r;
-  auto copy = d.prepare(upgrade_1_copy);
-  if (!copy) return fail(copy.error());
-  if (auto r = copy->bind(1, boot).bind(2, boot_now_ms).bind(3, wall_now_ms).run(); !r) return r;
-  return d.exec(upgrade_1_finish);
+  if (text == "1") {
+    if (auto r = d.exec(upgrade_1_rename); !r) return r;
+    auto copy = d.prepare(upgrade_1_copy);
+    if (!copy) return fail(copy.error());
+    if (auto r = copy->bind(1, boot).bind(2, boot_now_ms).bind(3, wall_now_ms).run(); !r) return r;
+    if (auto r = d.exec(upgrade_1_finish); !r) return r;
+  }
+  return d.exec(upgrade_2);
 }
 
 }  // namespace dlock::detail::sqlite
