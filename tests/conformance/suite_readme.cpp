@@ -63,6 +63,7 @@ TEST_P(conformance, the_readme_backend_table_states_these_capabilities) {
       {"FIFO", caps().fifo},
       {"shared locks", caps().shared_locks},
       {"semaphores", caps().permits},
+      {"elections", caps().values},
       {"`unlock --force`", caps().ends_other_sessions}};
   int checked = 0;
   for (const auto& [column, value] : caps_by_column) {

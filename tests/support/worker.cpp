@@ -7,6 +7,9 @@
 //      and print "lost" as soon as the hold's loss signal fires.
 //   dlock_test_worker permit URL NAME N         take a permit of semaphore NAME (limit N), print
 //        "granted TOKEN", then obey stdin as `hold` does (release, fence PATH, held, exit).
+//   dlock_test_worker lead URL NAME VALUE      campaign in election NAME with VALUE, print
+//        "granted TOKEN" once leading, then obey stdin as `hold` does, and also:
+//        proclaim V     -> proclaim V; print "proclaimed" or "proclaim refused <error code>"
 //   dlock_test_worker count URL LOCK FILE N    N times: lock, read the integer in FILE, pause,
 //        write it + 1, unlock; print "done".
 //   dlock_test_worker try URL LOCK MS          print "trying", try_lock_for(MS), then print
@@ -61,7 +64,8 @@ void say(const std::string& line) {
 
 // Announces the grant of `h`, then obeys stdin until EOF (see the header comment); `release`
 // gives the hold back.
-int obey(const dlock::hold& h, const std::function<void()>& release) {
+int obey(const dlock::hold& h, const std::function<void()>& release,
+         const std::function<void(const std::string&)>& proclaim = {}) {
   say("granted " + std::to_string(h.token().value));
   h.on_state_change([](dlock::hold_state st) {
     if (st == dlock::hold_state::lost) say("lost");
@@ -73,6 +77,8 @@ int obey(const dlock::hold& h, const std::function<void()>& release) {
       say("released");
     } else if (cmd.starts_with("fence ")) {
       say(fenced_write(cmd.substr(6), h.token().value) ? "write accepted" : "write refused");
+    } else if (proclaim && cmd.starts_with("proclaim ")) {
+      proclaim(cmd.substr(9));
     } else if (cmd == "held") {
       say(h.is_held() ? "held yes" : "held no");
     } else if (cmd == "exit") {
@@ -97,6 +103,23 @@ int permit(const std::string& url, const std::string& name, std::uint32_t n) {
   dlock::semaphore sem(s, name, n);
   auto p = sem.acquire();
   return obey(p.hold(), [&] { p.release(); });
+}
+
+int lead(const std::string& url, const std::string& name, const std::string& value) {
+  auto s = dlock::session::open(url);
+  dlock::election e(s, name);
+  auto l = e.campaign(value);
+  return obey(
+      l.hold(), [&] { l.resign(); },
+      [&](const std::string& v) {
+        try {
+          l.proclaim(v);
+          say("proclaimed");
+        } catch (const dlock::system_error& err) {
+          say("proclaim refused " + (err.code() == dlock::errc::lock_lost ? std::string("lock_lost")
+                                                                          : err.code().message()));
+        }
+      });
 }
 
 int count(const std::string& url, const std::string& name, const std::string& file, int n) {
@@ -174,6 +197,7 @@ int main(int argc, char** argv) {
       return hold(argv[2], argv[3], argc > 4 && std::string(argv[4]) == "shared");
     if (mode == "permit" && argc == 5)
       return permit(argv[2], argv[3], static_cast<std::uint32_t>(std::stoul(argv[4])));
+    if (mode == "lead" && argc == 5) return lead(argv[2], argv[3], argv[4]);
     if (mode == "count" && argc == 6) return count(argv[2], argv[3], argv[4], std::stoi(argv[5]));
     if (mode == "clocks") {
       say("clocks " + std::to_string(clock_ms(CLOCK_REALTIME)) + " " +
@@ -182,9 +206,11 @@ int main(int argc, char** argv) {
     }
     if (mode == "try" && argc == 5) return try_for(argv[2], argv[3], std::stoi(argv[4]));
     if (mode == "signals" && argc == 4) return signals_untouched(argv[2], argv[3]);
-    std::cerr << "usage: dlock_test_worker hold URL LOCK [shared] | permit URL NAME N | count URL "
-                 "LOCK FILE N | try "
-                 "URL LOCK MS | signals URL LOCK | clocks\n";
+    std::cerr
+        << "usage: dlock_test_worker hold URL LOCK [shared] | permit URL NAME N | lead URL NAME "
+           "VALUE | count URL "
+           "LOCK FILE N | try "
+           "URL LOCK MS | signals URL LOCK | clocks\n";
     return 64;
   } catch (const std::exception& e) {
     std::cerr << "dlock_test_worker: " << e.what() << "\n";

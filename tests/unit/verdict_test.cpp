@@ -213,5 +213,38 @@ TEST(verdict, permit_ids_carry_the_limit_and_nothing_else_is_read_as_one) {
   EXPECT_EQ(q[5].limit, 1000u);
 }
 
+// An election's candidates: the head leads, every other waits on the one just ahead (no
+// herd), and a candidate never shares a queue with a lock's or a semaphore's entries.
+TEST(verdict, the_head_candidate_leads_and_each_other_waits_on_its_predecessor) {
+  std::vector<entry> q(4);
+  for (std::size_t i = 0; i < q.size(); ++i) {
+    q[i].id = candidate_entry_id("s-" + std::to_string(i));
+    q[i].token = i + 1;
+  }
+  read_recipes(q);
+  for (std::size_t i = 0; i < q.size(); ++i) {
+    EXPECT_EQ(q[i].kind, entry_kind::candidate);
+    auto v = decide(q, i);
+    EXPECT_EQ(v.holds, i == 0);
+    EXPECT_FALSE(v.conflict);
+    if (i > 0) {
+      EXPECT_EQ(v.wait_first, i - 1);
+      EXPECT_EQ(v.wait_count, 1u);
+    }
+  }
+}
+
+TEST(verdict, candidates_and_other_recipes_refuse_each_other) {
+  for (auto other : {std::string("lock-1"), permit_entry_id("sem-1", 3)}) {
+    std::vector<entry> q(2);
+    q[0].id = other;
+    q[1].id = candidate_entry_id("cand-1");
+    read_recipes(q);
+    EXPECT_EQ(decide(q, 1).conflict, 0u) << other << " ahead of a candidate";
+    std::swap(q[0], q[1]);
+    EXPECT_EQ(decide(q, 1).conflict, 0u) << "a candidate ahead of " << other;
+  }
+}
+
 }  // namespace
 }  // namespace dlock::detail
