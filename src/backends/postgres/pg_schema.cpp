@@ -21,6 +21,10 @@ CREATE INDEX IF NOT EXISTS entries_session ON @S.entries(session);
 -- waiters treat its entries as dead without waiting out the lease.
 ALTER TABLE @S.sessions ADD COLUMN IF NOT EXISTS pid integer,
   ADD COLUMN IF NOT EXISTS started timestamptz;
+-- Entry values (key entry_values): an election candidate's value and how many times it was
+-- set. Defaults make the columns free to add and leave older clients' inserts valid.
+ALTER TABLE @S.entries ADD COLUMN IF NOT EXISTS value bytea NOT NULL DEFAULT '',
+  ADD COLUMN IF NOT EXISTS version bigint NOT NULL DEFAULT 0;
 
 -- Whether the server process behind a session still runs. backend_start is visible only
 -- to the same role (or pg_read_all_stats); where it is hidden the pid alone decides.
@@ -71,9 +75,9 @@ END $$;
 -- is gone, are deleted on the way (with those sessions, so they can never be renewed); the
 -- caller's own session (p_session) is known to be alive, so an uncontended call never
 -- looks at the server's process list.
-CREATE OR REPLACE FUNCTION @S.queue(p_name text, p_session text)
+CREATE OR REPLACE FUNCTION @S.queue_values(p_name text, p_session text)
 RETURNS TABLE(r_id text, r_kind smallint, r_token bigint, r_created_ms bigint, r_owner text,
-              r_lease_ms bigint)
+              r_lease_ms bigint, r_value text, r_version bigint)
 LANGUAGE plpgsql AS $$
 DECLARE t timestamptz := clock_timestamp();
 BEGIN
@@ -92,17 +96,29 @@ BEGIN
   END IF;
   RETURN QUERY
     SELECT e.id, e.kind, e.token, (extract(epoch FROM e.created) * 1000)::bigint, s.owner,
-           (extract(epoch FROM (s.expires - t)) * 1000)::bigint
+           (extract(epoch FROM (s.expires - t)) * 1000)::bigint, encode(e.value, 'hex'),
+           e.version
     FROM @S.entries e JOIN @S.sessions s ON s.id = e.session
     WHERE e.name = p_name AND s.expires > t ORDER BY e.token;
 END $$;
 
+-- What clients before entry values call (the same rows without the value): kept so that they
+-- go on working beside this version. One body, in queue_values.
+CREATE OR REPLACE FUNCTION @S.queue(p_name text, p_session text)
+RETURNS TABLE(r_id text, r_kind smallint, r_token bigint, r_created_ms bigint, r_owner text,
+              r_lease_ms bigint)
+LANGUAGE sql AS $$
+  SELECT r_id, r_kind, r_token, r_created_ms, r_owner, r_lease_ms
+  FROM @S.queue_values(p_name, p_session)
+$$;
+
 -- Idempotent on the entry id: a retry after a lost reply finds the entry it created. The
 -- fence row stays locked until commit, so tokens commit in order and queue order is token
 -- order.
-CREATE OR REPLACE FUNCTION @S.enqueue(p_session text, p_name text, p_id text, p_kind smallint)
+CREATE OR REPLACE FUNCTION @S.enqueue_values(p_session text, p_name text, p_id text,
+                                             p_kind smallint)
 RETURNS TABLE(r_id text, r_kind smallint, r_token bigint, r_created_ms bigint, r_owner text,
-              r_lease_ms bigint)
+              r_lease_ms bigint, r_value text, r_version bigint)
 LANGUAGE plpgsql AS $$
 DECLARE t bigint;
 BEGIN
@@ -116,13 +132,35 @@ BEGIN
     INSERT INTO @S.entries(id, name, kind, token, session, created)
       VALUES (p_id, p_name, p_kind, t, p_session, clock_timestamp());
   END IF;
-  RETURN QUERY SELECT * FROM @S.queue(p_name, p_session);
+  RETURN QUERY SELECT * FROM @S.queue_values(p_name, p_session);
 END $$;
+
+CREATE OR REPLACE FUNCTION @S.enqueue(p_session text, p_name text, p_id text, p_kind smallint)
+RETURNS TABLE(r_id text, r_kind smallint, r_token bigint, r_created_ms bigint, r_owner text,
+              r_lease_ms bigint)
+LANGUAGE sql AS $$
+  SELECT r_id, r_kind, r_token, r_created_ms, r_owner, r_lease_ms
+  FROM @S.enqueue_values(p_session, p_name, p_id, p_kind)
+$$;
+
+-- Election observers LISTEN on one channel per lock ("changed:" || name): a candidate that
+-- joins or sets its value NOTIFYs it. Only candidates (ids ending in "~e"), so locks and
+-- semaphores pay nothing; a candidate's removal already NOTIFYs its own channel.
+CREATE OR REPLACE FUNCTION @S.candidate_changed() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  PERFORM pg_notify(@S.channel('changed:' || NEW.name), '');
+  RETURN NULL;
+END $$;
+DROP TRIGGER IF EXISTS candidate_changed ON @S.entries;
+CREATE TRIGGER candidate_changed AFTER INSERT OR UPDATE OF value ON @S.entries
+  FOR EACH ROW WHEN (NEW.id LIKE '%~e') EXECUTE FUNCTION @S.candidate_changed();
 
 INSERT INTO @S.meta(key, value) VALUES ('schema_version', '3')
   ON CONFLICT (key) DO UPDATE SET value = '3';
 -- Still version 3 (older dlock versions keep working): own_session accepts pooled sessions.
 INSERT INTO @S.meta(key, value) VALUES ('pooled_sessions', '1') ON CONFLICT (key) DO NOTHING;
+-- Still version 3: entries carry values (elections); older clients use queue and enqueue.
+INSERT INTO @S.meta(key, value) VALUES ('entry_values', '1') ON CONFLICT (key) DO NOTHING;
 COMMIT;
 )sql";
 
@@ -157,8 +195,15 @@ statements make_statements(const std::string& schema) {
         " SELECT $1, $2, clock_timestamp() + $3::float8 * interval '1 millisecond',"
         " a.pid, a.backend_start FROM pg_stat_get_activity(pg_backend_pid()) a"
         " ON CONFLICT (id) DO NOTHING"),
-      s("enqueue", "SELECT * FROM @S.enqueue($1, $2, $3, $4::smallint)"),
-      s("list", "SELECT * FROM @S.queue($1, $2)"),
+      s("enqueue", "SELECT * FROM @S.enqueue_values($1, $2, $3, $4::smallint)"),
+      s("list", "SELECT * FROM @S.queue_values($1, $2)"),
+      // Only a live session's own entry, on its own connection (as enqueue); the value comes
+      // hex-encoded (parameters are text).
+      s("set_value",
+        "UPDATE @S.entries e SET value = decode($4, 'hex'), version = e.version + 1"
+        " FROM @S.sessions s WHERE e.name = $1 AND e.id = $2 AND e.session = $3"
+        " AND s.id = e.session AND s.expires > clock_timestamp()"
+        " AND (s.pid IS NULL OR s.pid = pg_backend_pid()) RETURNING e.version"),
       // How many removed entries still belonged to a live session: 0 means the entry was
       // gone or its lease had ended (lock_lost).
       s("remove",
@@ -224,6 +269,7 @@ result<void> ensure_schema(conn& c, const std::string& schema) {
   // A missing schema or table is an error here, and the reason to run the DDL below.
   auto check = c.exec(
       with_schema("SELECT value, EXISTS (SELECT 1 FROM @S.meta WHERE key = 'pooled_sessions')"
+                  " AND EXISTS (SELECT 1 FROM @S.meta WHERE key = 'entry_values')"
                   " FROM @S.meta WHERE key = 'schema_version'",
                   schema));
   if (check && check->count() == 1) {

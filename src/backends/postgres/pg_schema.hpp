@@ -4,7 +4,8 @@
 //   sessions(id, owner, expires, pid, started)  -- one lease row per session and its
 //                                  connection's server process: the connection is the session
 //   fences(name, fence)           -- per-lock fencing counter, never reset
-//   entries(id, name, kind, token, session, created)  -- the queue, ordered by token
+//   entries(id, name, kind, token, session, created, value, version)  -- the queue, ordered
+//                                  by token; value and version: an election candidate's
 // with every expiry computed by the database's clock_timestamp() (now() would be the
 // transaction's start), and server-side functions so that uncontended acquire and release
 // are one round trip each.
@@ -22,6 +23,8 @@ struct statements {
   statement open_session;         // (session, owner, ttl_ms); also purges lapsed sessions
   statement enqueue;              // (session, name, entry id, kind) -> queue rows
   statement list;                 // (name, session) -> queue rows
+  statement set_value;            // (name, entry id, session, hex value) -> new version; no
+                                  // row if the entry is gone or the lease lapsed
   statement remove;               // (name, entry id, session); the trigger notifies waiters
   statement open_pooled_session;  // (as open_session) for a session behind a transaction
                                   // pooler: no server process of its own, only the lease
@@ -44,7 +47,8 @@ struct statements {
   statement adv_unmark;    // (schema:name)
   statement ping;          // () -> 1
 };
-// Queue rows: id, kind, token, created_ms, owner, lease_ms -- live entries in token order.
+// Queue rows: id, kind, token, created_ms, owner, lease_ms, hex value, version -- live
+// entries in token order.
 
 // `schema` must already be a valid identifier (see valid_schema_name).
 statements make_statements(const std::string& schema);

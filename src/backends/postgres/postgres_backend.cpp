@@ -89,7 +89,8 @@ class postgres_session final : public backend_session {
             .push_wakeups = true,
             .durable_tokens = true,
             .ends_other_sessions = true,
-            .permits = true};
+            .permits = true,
+            .values = true};
   }
 
   result<queue_view> enqueue(std::string_view lock, entry_kind kind, std::string_view id) override {
@@ -99,14 +100,64 @@ class postgres_session final : public backend_session {
             {info_.id, std::string(lock), std::string(id), kind == entry_kind::shared ? "1" : "0"},
             true);
     if (!r) return fail(r.error());
-    return rows_to_queue(*r, static_cast<std::size_t>(r->count()), sent);
+    return with_values(rows_to_queue(*r, static_cast<std::size_t>(r->count()), sent, true));
   }
 
   result<queue_view> list(std::string_view lock) override {
     auto sent = steady::now();
     auto r = run(stmts_.list, {std::string(lock), info_.id}, false, 1);
     if (!r) return fail(r.error());
-    return rows_to_queue(*r, static_cast<std::size_t>(r->count()), sent);
+    return with_values(rows_to_queue(*r, static_cast<std::size_t>(r->count()), sent, true));
+  }
+
+  result<std::uint64_t> set_value(std::string_view lock, std::string_view id,
+                                  std::string_view value) override {
+    if (expired_) {
+      return fail(errc::lock_lost, "postgres entry " + std::string(id) + " of '" +
+                                       std::string(lock) + "' is gone (the session expired)");
+    }
+    auto r =
+        run(stmts_.set_value, {std::string(lock), std::string(id), info_.id, hex(value)}, true);
+    if (!r) {
+      if (r.error().code == make_error_code(errc::session_expired)) {
+        return fail(errc::lock_lost, r.error().message);
+      }
+      return fail(r.error());
+    }
+    if (r->count() != 1) {
+      return fail(errc::lock_lost, "postgres entry " + std::string(id) + " of '" +
+                                       std::string(lock) + "' is gone (lease ended)");
+    }
+    return static_cast<std::uint64_t>(r->i64(0, 0));
+  }
+
+  result<void> wait_change(std::string_view lock, const queue_view& seen,
+                           steady::time_point deadline, std::stop_token stop) override {
+    // Subscribed before the look, so a change between the two is not missed: a candidate
+    // joining or setting its value NOTIFYs the lock's channel, the head leaving its own. A
+    // leader whose connection ended NOTIFYs nothing: the next look (a slice later) reaps it.
+    std::vector<pg::listener::ticket> tickets;
+    std::vector<std::string> ids{"changed:" + std::string(lock)};
+    if (!seen.entries.empty()) ids.push_back(seen.entries.front().id);
+    result<void> out;
+    for (const auto& id : ids) {
+      auto t = listener_.subscribe(id);
+      if (!t) {
+        out = fail(t.error());
+        break;
+      }
+      tickets.push_back(std::move(*t));
+    }
+    if (out) {
+      auto now = list(lock);
+      if (!now) {
+        out = fail(now.error());
+      } else if (same_entries(now->entries, seen.entries)) {
+        listener_.wait_any(tickets, std::min(deadline, steady::now() + max_check), stop);
+      }
+    }
+    for (const auto& t : tickets) listener_.unsubscribe(t);
+    return out;
   }
 
   result<void> remove(std::string_view lock, std::string_view id) override {
@@ -236,6 +287,29 @@ class postgres_session final : public backend_session {
   }
 
  private:
+  // Bytes as hex digits (statement parameters are text); and back, for listed values.
+  static std::string hex(std::string_view bytes) {
+    static constexpr char digits[] = "0123456789abcdef";
+    std::string out;
+    out.reserve(bytes.size() * 2);
+    for (unsigned char c : bytes) {
+      out += digits[c >> 4];
+      out += digits[c & 15];
+    }
+    return out;
+  }
+  static queue_view with_values(queue_view v) {
+    auto nibble = [](char c) { return c <= '9' ? c - '0' : (c | 0x20) - 'a' + 10; };
+    for (auto& e : v.entries) {
+      std::string bytes(e.value.size() / 2, '\0');
+      for (std::size_t i = 0; i < bytes.size(); ++i) {
+        bytes[i] = static_cast<char>(nibble(e.value[2 * i]) << 4 | nibble(e.value[2 * i + 1]));
+      }
+      e.value = std::move(bytes);
+    }
+    return v;
+  }
+
   static constexpr milliseconds max_nap{30'000};
   // How soon, and then how often at most, a waiter re-checks that its predecessor's
   // connection still exists.

@@ -1,0 +1,115 @@
+// PostgreSQL's schema change for entry values (elections) is additive: a schema created by a
+// dlock from before it, with a live hold, is extended in place when today's dlock opens it,
+// keeps the hold and its tokens, and what the older clients run goes on working beside it.
+#include <gtest/gtest.h>
+#include <libpq-fe.h>
+
+#include <algorithm>
+#include <chrono>
+#include <dlock/dlock.hpp>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "support/net.hpp"
+#include "support/postgres_server.hpp"
+
+namespace dlock::test {
+namespace {
+
+using namespace std::chrono_literals;
+
+postgres_server& server() {
+  static postgres_server s;
+  return s;
+}
+
+// A connection as user "dlock"; exec() runs one or more statements (simple protocol) and
+// returns each row's columns joined by '|'.
+class raw_pg {
+ public:
+  explicit raw_pg(const std::string& url) : c_(PQconnectdb(url.c_str())) {
+    if (PQstatus(c_) != CONNECTION_OK) throw std::runtime_error(PQerrorMessage(c_));
+  }
+  ~raw_pg() { PQfinish(c_); }
+  std::vector<std::string> exec(const std::string& sql) {
+    PGresult* r = PQexec(c_, sql.c_str());
+    auto st = PQresultStatus(r);
+    if (st != PGRES_TUPLES_OK && st != PGRES_COMMAND_OK) {
+      std::string msg = PQresultErrorMessage(r);
+      PQclear(r);
+      throw std::runtime_error(sql.substr(0, 80) + ": " + msg);
+    }
+    std::vector<std::string> out;
+    for (int i = 0; i < PQntuples(r); ++i) {
+      std::string row;
+      for (int c = 0; c < PQnfields(r); ++c)
+        row += (c ? "|" : "") + std::string(PQgetvalue(r, i, c));
+      out.push_back(row);
+    }
+    PQclear(r);
+    return out;
+  }
+
+ private:
+  PGconn* c_;
+};
+
+std::string old_ddl(const std::string& schema) {
+  std::ifstream in(DLOCK_SOURCE_DIR "/tests/sql/data/pg_schema_3_before_values.sql");
+  if (!in) throw std::runtime_error("pg_schema_3_before_values.sql not found");
+  std::stringstream text;
+  text << in.rdbuf();
+  auto sql = text.str();
+  for (auto at = sql.find("@S"); at != std::string::npos; at = sql.find("@S", at)) {
+    sql.replace(at, 2, "\"" + schema + "\"");
+  }
+  return sql;
+}
+
+TEST(postgres_schema, a_schema_from_before_values_is_extended_and_older_clients_go_on) {
+  const std::string schema = "before_values";
+  const std::string s = "\"" + schema + "\"";
+  raw_pg old(server().url());
+  old.exec(old_ddl(schema));
+  // A live hold as the older dlock leaves it (no server process recorded: only the lease).
+  old.exec("INSERT INTO " + s +
+           ".sessions(id, owner, expires) VALUES ('old', 'old holder', clock_timestamp() + "
+           "interval '60 seconds');"
+           "SELECT * FROM " +
+           s + ".enqueue('old', 'held', 'old-1', 0::smallint)");
+  auto url = server().url("schema=" + schema);
+  auto now = session::open(url);
+  dlock::mutex held(now, "held");
+  EXPECT_FALSE(held.try_lock()) << "the older client's hold was lost when the schema was extended";
+  auto q = inspect(now, "held");
+  ASSERT_EQ(q.size(), 1u);
+  EXPECT_EQ(q[0].owner, "old holder");
+  EXPECT_EQ(old.exec("SELECT value FROM " + s + ".meta WHERE key = 'schema_version'"),
+            std::vector<std::string>{"3"})
+      << "older clients refuse a newer version: the change must stay additive";
+
+  // What the older client runs: the same six columns as before.
+  auto rows = old.exec("SELECT * FROM " + s + ".enqueue('old', 'other', 'old-2', 0::smallint)");
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(std::count(rows[0].begin(), rows[0].end(), '|'), 5) << rows[0];
+  rows = old.exec("SELECT * FROM " + s + ".queue('held', 'old')");
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(std::count(rows[0].begin(), rows[0].end(), '|'), 5) << rows[0];
+
+  dlock::election e(now, "primary");
+  auto lead = e.try_campaign_for("here", 5s);
+  ASSERT_TRUE(lead);
+  auto l = e.leader();
+  ASSERT_TRUE(l);
+  EXPECT_EQ(l->value, "here");
+  EXPECT_EQ(l->version, 1u);
+  // Opening again finds everything in place (no DDL: one query).
+  auto again = session::open(url);
+  EXPECT_EQ(dlock::election(again, "primary").leader()->value, "here");
+}
+
+}  // namespace
+}  // namespace dlock::test
