@@ -151,6 +151,8 @@ const char* to_string(fault f) noexcept {
       return "permit holder";
     case fault::permits_two:
       return "2 permits holder";
+    case fault::leader:
+      return "leader";
   }
   return "?";
 }
@@ -168,6 +170,12 @@ std::uint32_t holders_allowed(fault f) noexcept { return f == fault::permits_two
 std::vector<fault> with_permits(std::vector<fault> base) {
   base.push_back(fault::permit_holder);
   base.push_back(fault::permits_two);
+  return base;
+}
+
+// Where the backend has elections (capabilities().values).
+std::vector<fault> with_elections(std::vector<fault> base) {
+  base.push_back(fault::leader);
   return base;
 }
 
@@ -224,7 +232,7 @@ const std::vector<backend_row>& backend_table() {
        {fault::none, fault::cancel_wait}},
       {"sqlite",
        [](const std::string& dir) { return std::make_unique<sqlite_fault>(dir); },
-       with_permits(process_faults),
+       with_elections(with_permits(process_faults)),
        {lease_cut_short}},
       {"zk",
        make_zk_fault,
@@ -250,9 +258,10 @@ const std::vector<backend_row>& backend_table() {
       // mode runs behind the pooler.
       {"postgres",
        make_postgres_fault,
-       with_permits(plus(plus(with_proxy_faults(plus(process_faults, fault::server_restart)),
-                              fault::terminate_holder),
-                         fault::pooler)),
+       with_elections(
+           with_permits(plus(plus(with_proxy_faults(plus(process_faults, fault::server_restart)),
+                                  fault::terminate_holder),
+                             fault::pooler))),
        {lease_cut_short}},
       {"postgres-advisory",
        make_postgres_advisory_fault,

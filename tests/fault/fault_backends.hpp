@@ -49,6 +49,9 @@ enum class fault {
                            // killed (-9) and SIGSTOPped past its TTL in turn
   permits_two,             // the same with a semaphore of two permits (no register: two hold
                            // at once), judged by the checker's limit rules
+  leader,                  // the workers campaign in an election (the candidate recipe and
+                           // values); the leader writes the register, and is killed (-9) and
+                           // SIGSTOPped past its TTL in turn
   terminate_holder,        // the server terminates the holder's connection (PostgreSQL
                            // pg_terminate_backend, MariaDB KILL CONNECTION), three times in a
                            // row per injection, each after the next grant

@@ -20,8 +20,9 @@ bool run::inject(int k) {
     for (auto& px : *links) fn(*px);
   };
   auto ns = monotonic_ns();
-  // Behind the pooler, and holding a permit, the holder is killed and stopped in turn.
-  auto what = f_ == fault::pooler || f_ == fault::permit_holder || f_ == fault::permits_two
+  // Behind the pooler, holding a permit and leading, the holder is killed and stopped in turn.
+  auto what = f_ == fault::pooler || f_ == fault::permit_holder || f_ == fault::permits_two ||
+                      f_ == fault::leader
                   ? (k % 2 == 0 ? fault::kill_holder : fault::stop_holder)
                   : f_;
   switch (what) {
@@ -142,6 +143,7 @@ bool run::inject(int k) {
     case fault::pooler:  // mapped above
     case fault::permit_holder:
     case fault::permits_two:
+    case fault::leader:
     case fault::expire_waiter: {
       // The holder is held still (far less than its TTL) while the waiter's session ends,
       // so the waiter cannot be granted first and the fault stays an expiry while waiting.

@@ -47,6 +47,7 @@ void run::start_worker(std::size_t slot) {
   if (f_ == fault::cancel_wait) argv.push_back("--cancel-waits");
   if (f_ == fault::permit_holder) argv.insert(argv.end(), {"--permits", "1"});
   if (f_ == fault::permits_two) argv.insert(argv.end(), {"--permits", "2", "--no-register"});
+  if (f_ == fault::leader) argv.push_back("--elect");
   test::child_process::options opt;
   std::shared_ptr<test::stepped_clock> clock;
   if (f_ == fault::client_clock_step) {

@@ -3,6 +3,7 @@
 //   dlock_fault_worker --url URL --lock NAME --register PATH --log PATH --id ID
 //                      [--threads N] [--max-ops N] [--max-seconds S] [--pause-ms MIN:MAX]
 //                      [--late-check] [--cancel-waits] [--permits N [--no-register]]
+//                      [--elect]
 //
 // Each contender loops: acquire -> read the fenced register with its fencing token -> pause ->
 // check its loss signal -> write value+1 with its token -> release, logging every step
@@ -12,6 +13,8 @@
 // "checked, then got paused" holder, whose stale write only the fence can stop.
 // With --permits N each contender takes one permit of a semaphore of N instead of the mutex
 // (N = 1: the permit recipe must exclude exactly as the lock does; the checker is the same).
+// With --elect each contender campaigns in an election of that name instead (its value: its
+// id), leads while it holds, and resigns; the checker is the mutex's.
 // --no-register: no fenced register (N > 1 holders share no one resource): acquire -> pause
 // -> check its loss signal -> release, judged by the checker's limit rules.
 // With --cancel-waits 31 acquires in 32 are cancelled between their start and 120 us into
@@ -60,6 +63,7 @@ struct config {
   bool late_check{false};
   bool cancel_waits{false};
   std::uint32_t permits{0};
+  bool elect{false};
   bool no_register{false};
 };
 
@@ -98,6 +102,8 @@ config parse_args(int argc, char** argv) {
       c.cancel_waits = true;
     else if (a == "--no-register")
       c.no_register = true;
+    else if (a == "--elect")
+      c.elect = true;
     else if (a == "--permits")
       c.permits = static_cast<std::uint32_t>(std::stoul(value()));
     else if (a == "--pause-ms") {
@@ -137,11 +143,16 @@ class event_log {
 
 enum class outcome { stopped, lost, error };
 
-// The contender's lock: the mutex, or one permit of a semaphore (--permits).
+// The contender's lock: the mutex, one permit of a semaphore (--permits), or leadership of
+// an election (--elect).
 class grant {
  public:
-  grant(const dlock::session& s, const std::string& name, std::uint32_t permits) {
-    if (permits == 0) {
+  grant(const dlock::session& s, const std::string& name, std::uint32_t permits, bool elect,
+        std::string value)
+      : value_(std::move(value)) {
+    if (elect) {
+      election_.emplace(s, name);
+    } else if (permits == 0) {
       mutex_.emplace(s, name);
     } else {
       sem_.emplace(s, name, permits);
@@ -150,22 +161,33 @@ class grant {
   bool try_until(std::chrono::steady_clock::time_point deadline, std::stop_token stop,
                  std::error_code& ec) {
     if (mutex_) return mutex_->try_lock_until(deadline, std::move(stop), ec);
+    if (election_) {
+      lead_ = election_->campaign(value_, deadline, std::move(stop), ec);
+      return static_cast<bool>(lead_);
+    }
     permit_ = sem_->try_acquire_until(deadline, std::move(stop), ec);
     return static_cast<bool>(permit_);
   }
-  dlock::hold current_hold() const { return mutex_ ? mutex_->current_hold() : permit_.hold(); }
+  dlock::hold current_hold() const {
+    return mutex_ ? mutex_->current_hold() : election_ ? lead_.hold() : permit_.hold();
+  }
   void unlock(std::error_code& ec) {
     if (mutex_) {
       mutex_->unlock(ec);
+    } else if (election_) {
+      lead_.resign(ec);
     } else {
       permit_.release(ec);
     }
   }
 
  private:
+  std::string value_;
   std::optional<dlock::mutex> mutex_;
   std::optional<dlock::semaphore> sem_;
+  std::optional<dlock::election> election_;
   dlock::permit permit_;
+  dlock::leadership lead_;
 };
 
 // Cancels one acquire at a time, `delay` after arm(): a thread of its own that spins the last
@@ -233,7 +255,7 @@ class contender {
 
   outcome run(std::chrono::steady_clock::time_point until) {
     auto reg = dlock::test::fenced_register::open(c_.reg);
-    grant m(session_, c_.lock, c_.permits);
+    grant m(session_, c_.lock, c_.permits, c_.elect, id_);
     for (long op = 0; op < c_.max_ops; ++op) {
       if (stop_.stop_requested() || std::chrono::steady_clock::now() >= until)
         return outcome::stopped;

@@ -26,7 +26,8 @@ struct bench_options {
   std::size_t count{100000};        // many-locks: locks held; uncontended: cycle cap
   int waiters{1000};                // waiters: queued waiters behind one holder
   std::string lock{"dlock-bench"};  // lock name (prefix for many-locks)
-  int permits{0};  // uncontended, waiters: one permit of a semaphore of N instead of the mutex
+  int permits{0};     // uncontended, waiters: one permit of a semaphore of N instead of the mutex
+  bool elect{false};  // uncontended, waiters: a candidate of an election instead of the mutex
 };
 
 inline constexpr int bench_exit_usage = 64;

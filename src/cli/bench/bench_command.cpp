@@ -23,6 +23,8 @@ void add_bench_command(CLI::App& app, int& status) {
   cmd->add_option("--permits", o->permits,
                   "uncontended, waiters: a permit of a semaphore of N instead of the mutex")
       ->capture_default_str();
+  cmd->add_flag("--elect", o->elect,
+                "uncontended, waiters: campaign in an election (and resign) instead of the mutex");
   cmd->add_flag("--json", o->json, "One JSON object instead of text");
   cmd->callback([o, duration, &status] {
     auto d = dlock::detail::parse_duration(*duration);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <dlock/election.hpp>
 #include <dlock/inspect.hpp>
 #include <dlock/mutex.hpp>
 #include <dlock/semaphore.hpp>
@@ -85,8 +86,12 @@ bench_report bench_waiters(const bench_options& o, dlock::session& s) {
   // The holder: the lock, or all N permits of the semaphore (released together below).
   dlock::mutex holder(s, o.lock);
   std::vector<dlock::permit> permits;
+  dlock::leadership leader;
   const auto n_permits = static_cast<std::uint32_t>(o.permits);
-  if (o.permits > 0) {
+  if (o.elect) {
+    leader = dlock::election(s, o.lock).try_campaign_for("dlock bench holder", 10s);
+    if (!leader) throw bench_failure("election '" + o.lock + "' has a leader");
+  } else if (o.permits > 0) {
     dlock::semaphore sem(s, o.lock, n_permits);
     for (int i = 0; i < o.permits; ++i) {
       permits.push_back(sem.try_acquire_for(10s));
@@ -104,7 +109,7 @@ bench_report bench_waiters(const bench_options& o, dlock::session& s) {
   worker_fleet fleet(local);
   for (int p = 0, first = 0; p < procs; ++p) {
     int n = o.waiters / procs + (p < o.waiters % procs ? 1 : 0);
-    worker_job job{"waiters", o.url, o.lock, first, n, 0, end, 1, {}, o.permits};
+    worker_job job{"waiters", o.url, o.lock, first, n, 0, end, 1, {}, o.permits, o.elect};
     first += n;
     std::string error;
     if (!fleet.start(std::move(job), error)) throw bench_failure(error);
@@ -119,7 +124,11 @@ bench_report bench_waiters(const bench_options& o, dlock::session& s) {
   }
   const auto server0 = probe.read();
   const auto released = now_ns();
-  if (permits.empty()) holder.unlock();
+  if (o.elect) {
+    leader.resign();
+  } else if (permits.empty()) {
+    holder.unlock();
+  }
   for (auto& p : permits) p.release();
   std::vector<cycle_record> all;
   finish_or_throw(fleet, steady::now() + std::chrono::nanoseconds(end - now_ns()) + 30s, all);
@@ -145,6 +154,9 @@ bench_report bench_waiters(const bench_options& o, dlock::session& s) {
                       ", including each waiter's grant, release and session close");
   } else {
     r.add_unknown("requests_per_release", "requests");
+  }
+  if (o.elect) {
+    r.notes.push_back("an election: each waiter is a candidate that resigns as soon as it leads");
   }
   if (o.permits > 0) {
     r.notes.push_back("a semaphore of " + std::to_string(o.permits) +

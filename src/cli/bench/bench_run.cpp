@@ -37,6 +37,10 @@ int run_bench(const bench_options& o) {
   if (o.permits > 0 && o.scenario != "uncontended" && o.scenario != "waiters") {
     return usage("--permits applies to the uncontended and waiters scenarios");
   }
+  if (o.elect && o.permits > 0) return usage("--elect and --permits: one recipe at a time");
+  if (o.elect && o.scenario != "uncontended" && o.scenario != "waiters") {
+    return usage("--elect applies to the uncontended and waiters scenarios");
+  }
   if (o.duration.count() <= 0 || o.duration > bench_max_duration) {
     return usage("--duration must be more than 0 and at most 10m");
   }

@@ -1,6 +1,7 @@
 // The one-client scenarios: uncontended (latency of a free lock) and many-locks (the cost of
 // holding very many locks at once).
 #include <chrono>
+#include <dlock/election.hpp>
 #include <dlock/mutex.hpp>
 #include <dlock/semaphore.hpp>
 #include <memory>
@@ -18,7 +19,15 @@ bench_report bench_uncontended(const bench_options& o, dlock::session& s) {
   dlock::mutex m(s, o.lock);
   std::optional<dlock::semaphore> sem;
   if (o.permits > 0) sem.emplace(s, o.lock, static_cast<std::uint32_t>(o.permits));
+  std::optional<dlock::election> election;
+  if (o.elect) election.emplace(s, o.lock);
   auto take = [&] {
+    if (election) {
+      auto l = election->try_campaign_for("dlock bench", o.duration + 5s);
+      if (!l) throw bench_failure("election '" + o.lock + "' has another leader");
+      l.resign();
+      return;
+    }
     // Bounded: a lock somebody else holds ends the run instead of hanging it.
     if (sem) {
       auto p = sem->try_acquire_for(o.duration + 5s);
@@ -52,10 +61,11 @@ bench_report bench_uncontended(const bench_options& o, dlock::session& s) {
   r.add("p99_us", percentile_us(lat, 99), "us");
   r.add("p999_us", percentile_us(lat, 99.9), "us");
   r.add("max_us", percentile_us(lat, 100), "us");
-  r.notes.push_back(o.permits > 0 ? "one cycle = try_acquire_for() + release() of one permit of "
-                                    "a semaphore of " +
-                                        std::to_string(o.permits) + " on one session"
-                                  : "one cycle = lock() + unlock() of one mutex on one session");
+  r.notes.push_back(o.elect ? "one cycle = campaign() + resign() in one election on one session"
+                    : o.permits > 0 ? "one cycle = try_acquire_for() + release() of one permit of "
+                                      "a semaphore of " +
+                                          std::to_string(o.permits) + " on one session"
+                                    : "one cycle = lock() + unlock() of one mutex on one session");
   return r;
 }
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <dlock/election.hpp>
 #include <dlock/mutex.hpp>
 #include <dlock/semaphore.hpp>
 #include <dlock/session.hpp>
@@ -49,7 +50,14 @@ void waiters_loop(const worker_job& job, dlock::session& s, std::vector<cycle_re
     ts.emplace_back([&, t] {
       cycle_record r{now_ns(), 0, 0, job.first_client + t};
       try {
-        if (job.permits > 0) {
+        if (job.elect) {
+          dlock::election e(s, job.lock);
+          if (auto l = e.try_campaign_until("dlock bench", at(job.end_ns))) {
+            r.granted = now_ns();
+            r.released = now_ns();
+            l.resign();
+          }
+        } else if (job.permits > 0) {
           dlock::semaphore sem(s, job.lock, static_cast<std::uint32_t>(job.permits));
           if (auto p = sem.try_acquire_until(at(job.end_ns))) {
             r.granted = now_ns();
@@ -120,11 +128,12 @@ std::vector<std::string> worker_args(const worker_job& j) {
           std::to_string(j.end_ns),
           std::to_string(j.max_cycles),
           j.out,
-          std::to_string(j.permits)};
+          std::to_string(j.permits),
+          j.elect ? "elect" : "lock"};
 }
 
 bool parse_worker_args(const std::vector<std::string>& a, worker_job& j) {
-  if (a.size() != 10) return false;
+  if (a.size() != 11) return false;
   try {
     j.role = a[0];
     j.url = a[1];
@@ -136,6 +145,7 @@ bool parse_worker_args(const std::vector<std::string>& a, worker_job& j) {
     j.max_cycles = std::stoll(a[7]);
     j.out = a[8];
     j.permits = std::stoi(a[9]);
+    j.elect = a[10] == "elect";
   } catch (const std::exception&) {
     return false;
   }

@@ -31,6 +31,7 @@ struct worker_job {
   std::int64_t max_cycles{0};  // contended: per client
   std::string out;             // result file (process mode)
   int permits{0};              // waiters: a permit of a semaphore of N instead of the lock
+  bool elect{false};           // waiters: a candidate of an election instead of the lock
 };
 
 // Runs the job in this process. Errors (a session that would not open, a failing backend)
