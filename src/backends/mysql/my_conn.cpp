@@ -229,6 +229,7 @@ result<outcome> conn::read_results(MYSQL_STMT* s) {
     unsigned n = mysql_stmt_field_count(s);
     if (n == 0) {
       out.affected = mysql_stmt_affected_rows(s);
+      out.insert_id = mysql_stmt_insert_id(s);
     } else {
       MYSQL_RES* meta = mysql_stmt_result_metadata(s);
       std::vector<MYSQL_BIND> b(n);
@@ -305,6 +306,7 @@ result<outcome> conn::exec(const std::string& sql) {
     return fail(error(mysql_errno(m_), mysql_sqlstate(m_), mysql_error(m_)));
   } else {
     out.affected = mysql_affected_rows(m_);
+    out.insert_id = mysql_insert_id(m_);
   }
   return out;
 }

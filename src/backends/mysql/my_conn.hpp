@@ -43,10 +43,12 @@ struct target {
 
 using param = std::variant<std::string, std::int64_t>;
 
-// The rows of the first result set that had columns, as text, and the affected-row count.
+// The rows of the first result set that had columns, as text, the affected-row count, and
+// the insert id (also what LAST_INSERT_ID(expr) set in the statement).
 struct outcome {
   std::vector<std::vector<std::optional<std::string>>> rows;
   std::uint64_t affected{0};
+  std::uint64_t insert_id{0};
 
   std::int64_t i64(std::size_t row, std::size_t col) const;
   std::string text(std::size_t row, std::size_t col) const { return rows[row][col].value_or(""); }

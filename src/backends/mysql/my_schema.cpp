@@ -2,6 +2,8 @@
 
 #include <mysqld_error.h>
 
+#include <string_view>
+
 namespace dlock::detail::my {
 namespace {
 
@@ -23,10 +25,20 @@ const char* const ddl[] = {
     "ALTER TABLE dlock_sessions ADD COLUMN conn BIGINT NULL",
     "CREATE TABLE IF NOT EXISTS dlock_fences(name VARBINARY(1024) PRIMARY KEY,"
     " fence BIGINT NOT NULL) ENGINE=InnoDB",
+    // value and version: an election candidate's value (at most max_value_size bytes) and
+    // how many times it was set.
     "CREATE TABLE IF NOT EXISTS dlock_entries(id VARBINARY(255) PRIMARY KEY,"
     " name VARBINARY(1024) NOT NULL, kind TINYINT NOT NULL, token BIGINT NOT NULL,"
     " session VARBINARY(64) NOT NULL, created_ms BIGINT NOT NULL,"
+    " value VARBINARY(16384) NOT NULL DEFAULT '', version BIGINT NOT NULL DEFAULT 0,"
     " UNIQUE KEY name_token(name, token), KEY by_session(session)) ENGINE=InnoDB",
+    // Version 2 tables lack them. With defaults, a version-2 client still running goes on
+    // unchanged: its statements and the procedures' inserts name their columns.
+    "ALTER TABLE dlock_entries ADD COLUMN value VARBINARY(16384) NOT NULL DEFAULT ''",
+    "ALTER TABLE dlock_entries ADD COLUMN version BIGINT NOT NULL DEFAULT 0",
+    // The procedures keep their parameters across versions, and their rows only gain
+    // columns at the end: an older client still running calls them as before and reads the
+    // columns it knows by position. (Replaced in one step on MariaDB: see for_server.)
     "DROP PROCEDURE IF EXISTS dlock_queue",
     // The live queue of one lock. Entries of lapsed sessions, and of sessions whose
     // connection is gone, are deleted on the way (with those sessions); the caller's own
@@ -44,7 +56,8 @@ const char* const ddl[] = {
     "    DELETE e FROM dlock_entries e LEFT JOIN dlock_sessions s ON s.id = e.session\n"
     "    WHERE e.name = p_name AND (s.id IS NULL OR s.expires_ms <= t);\n"
     "  END IF;\n"
-    "  SELECT e.id, e.kind, e.token, e.created_ms, s.owner, s.expires_ms - t\n"
+    "  SELECT e.id, e.kind, e.token, e.created_ms, s.owner, s.expires_ms - t, e.value,\n"
+    "         e.version\n"
     "  FROM dlock_entries e JOIN dlock_sessions s ON s.id = e.session\n"
     "  WHERE e.name = p_name AND s.expires_ms > t ORDER BY e.token;\n"
     "END",
@@ -73,8 +86,22 @@ const char* const ddl[] = {
     "  END IF;\n"
     "  CALL dlock_queue(p_name, p_session);\n"
     "END",
-    "INSERT INTO dlock_meta(k, v) VALUES ('schema_version', '2') ON DUPLICATE KEY UPDATE v = '2'",
+    "INSERT INTO dlock_meta(k, v) VALUES ('schema_version', '3') ON DUPLICATE KEY UPDATE v = '3'",
 };
+
+// A procedure replaced by DROP and CREATE is missing in between, and an older client calling
+// it then fails (error 1305, final for it). MariaDB replaces one in a single statement that
+// such a call waits for; MySQL has no such statement, so there the window stays (one round
+// trip per procedure, once per upgrade).
+std::string for_server(std::string_view sql, bool mariadb) {
+  if (!mariadb) return std::string(sql);
+  if (sql.starts_with("DROP PROCEDURE")) return {};
+  constexpr std::string_view create = "CREATE PROCEDURE";
+  if (sql.starts_with(create)) {
+    return "CREATE OR REPLACE PROCEDURE" + std::string(sql.substr(create.size()));
+  }
+  return std::string(sql);
+}
 
 // The stored version, 0 if there is none yet.
 result<long long> stored_version(conn& c) {
@@ -113,6 +140,14 @@ const std::string statements::keep_alive = "UPDATE dlock_sessions SET expires_ms
                                            " AND " DLOCK_CONNECTED("dlock_sessions");
 const std::string statements::close_entries = "DELETE FROM dlock_entries WHERE session = ?";
 const std::string statements::close_session = "DELETE FROM dlock_sessions WHERE id = ?";
+// As remove, and only on the session's own live connection (as keep_alive): a session
+// whose connection ended must not speak any more. LAST_INSERT_ID(expr) hands the new
+// version back in the reply to this statement, so no second statement can see another's.
+const std::string statements::set_value =
+    "UPDATE dlock_entries e JOIN dlock_sessions s ON s.id = e.session"
+    " SET e.value = ?, e.version = LAST_INSERT_ID(e.version + 1)"
+    " WHERE e.name = ? AND e.id = ? AND e.session = ? AND s.expires_ms > " DLOCK_NOW
+    " AND s.conn = CONNECTION_ID() AND " DLOCK_CONNECTED("s");
 const std::string statements::lock_names =
     "SELECT DISTINCT e.name FROM dlock_entries e JOIN dlock_sessions s ON s.id = e.session"
     " WHERE s.expires_ms > " DLOCK_NOW
@@ -130,6 +165,15 @@ std::string statements::alive_count(std::size_t n) {
          marks + ") AND s.expires_ms > " DLOCK_NOW " AND " DLOCK_CONNECTED("s");
 }
 
+// The live entries as dlock_queue lists them. Tokens only grow and versions only count up,
+// so an entry joining changes the largest token, one leaving (and none joining) the count,
+// and a value set (the entries the same) the sum of versions: three integers stand for the
+// ids and versions same_entries compares, without reading a value.
+const std::string statements::change_mark =
+    "SELECT COUNT(*), IFNULL(MAX(e.token), 0), IFNULL(SUM(e.version), 0)"
+    " FROM dlock_entries e JOIN dlock_sessions s ON s.id = e.session"
+    " WHERE e.name = ? AND s.expires_ms > " DLOCK_NOW " AND " DLOCK_CONNECTED("s");
+
 result<void> ensure_schema(conn& c) {
   auto check = [&]() -> result<bool> {
     auto v = stored_version(c);
@@ -143,7 +187,7 @@ result<void> ensure_schema(conn& c) {
   };
   auto done = check();
   if (!done || *done) return done ? result<void>{} : fail(done.error());
-  auto locked = c.exec("SELECT GET_LOCK('dlock_schema', 30)");
+  auto locked = c.exec("SELECT GET_LOCK('dlock_schema', 30), VERSION()");
   if (!locked) return fail(locked.error());
   if (locked->rows.empty() || locked->i64(0, 0) != 1) {
     return fail(errc::backend_unavailable, c.where() + ": another client is creating the schema");
@@ -152,7 +196,10 @@ result<void> ensure_schema(conn& c) {
   if (done = check(); !done) {
     out = fail(done.error());
   } else if (!*done) {
-    for (const char* sql : ddl) {
+    const bool mariadb = locked->text(0, 1).find("MariaDB") != std::string::npos;
+    for (const char* text : ddl) {
+      auto sql = for_server(text, mariadb);
+      if (sql.empty()) continue;
       auto r = c.exec(sql);
       if (!r && r.error().message.find("(error " + std::to_string(ER_DUP_FIELDNAME)) !=
                     std::string::npos) {

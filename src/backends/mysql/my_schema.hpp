@@ -3,7 +3,8 @@
 // the backend runs. The design is SQLite's (sqlite_backend.cpp) and PostgreSQL's
 // (pg_schema.hpp): dlock_sessions (one lease row per session, with its connection's id),
 // dlock_fences (per-lock
-// fencing counter), dlock_entries (the queue, ordered by token). Expiries are UTC
+// fencing counter), dlock_entries (the queue, ordered by token; since version 3 each entry
+// carries a value and its version, for elections). Expiries are UTC
 // milliseconds computed by the server's clock (NOW(6)) in the same statement. Names and ids
 // are VARBINARY: stored and compared byte for byte, whatever the server's collation.
 //
@@ -19,7 +20,7 @@
 
 namespace dlock::detail::my {
 
-inline constexpr int schema_version = 2;
+inline constexpr int schema_version = 3;
 
 std::string session_lock_name(const std::string& session);
 
@@ -39,11 +40,18 @@ struct statements {
   // (n entry ids) -> how many of them are alive and connected, in one round trip (a
   // semaphore's waiter watches the n entries ahead of it).
   static std::string alive_count(std::size_t n);
+  // (value, name, entry id, session) -> affected 0 or 1; the new version as the insert id.
+  static const std::string set_value;
+  // (name) -> how many entries are alive and connected, their largest token and the sum of
+  // their versions: what an election observer polls (see mysql_backend.cpp's wait_change).
+  static const std::string change_mark;
 };
-// Queue rows: id, kind, token, created_ms, owner, lease_ms -- live entries in token order.
+// Queue rows: id, kind, token, created_ms, owner, lease_ms, value, version -- live entries in
+// token order.
 
-// Creates tables and procedures on first use; concurrent first uses are serialized by
-// GET_LOCK. backend_error if the stored schema is newer than this dlock understands.
+// Creates tables and procedures on first use, or upgrades older ones in place; concurrent
+// first uses are serialized by GET_LOCK. backend_error if the stored schema is newer than
+// this dlock understands.
 result<void> ensure_schema(conn& c);
 
 }  // namespace dlock::detail::my

@@ -5,7 +5,7 @@
 // the holder is told lost as soon as its socket shows the end (conn_watch) or its next
 // request fails; the lease stays the backstop for a connection the server has not yet
 // noticed is gone. MySQL has no LISTEN/NOTIFY: waiters poll the one entry they wait for,
-// backing off with jitter up to a cap.
+// and election observers a mark of the whole queue, backing off with jitter up to a cap.
 #include "backends/mysql/mysql_backend.hpp"
 
 #include <algorithm>
@@ -77,7 +77,8 @@ class mysql_session final : public backend_session {
     return {.scope = reach::network,
             .durable_tokens = true,
             .ends_other_sessions = true,
-            .permits = true};
+            .permits = true,
+            .values = true};
   }
 
   result<queue_view> enqueue(std::string_view lock, entry_kind kind, std::string_view id) override {
@@ -87,14 +88,14 @@ class mysql_session final : public backend_session {
                   std::int64_t{kind == entry_kind::shared ? 1 : 0}},
                  true);
     if (!r) return fail(r.error());
-    return rows_to_queue(*r, r->rows.size(), sent);
+    return rows_to_queue(*r, r->rows.size(), sent, true);
   }
 
   result<queue_view> list(std::string_view lock) override {
     auto sent = steady::now();
     auto r = run(stmts::list, {std::string(lock), info_.id}, false, 1);
     if (!r) return fail(r.error());
-    return rows_to_queue(*r, r->rows.size(), sent);
+    return rows_to_queue(*r, r->rows.size(), sent, true);
   }
 
   result<void> remove(std::string_view lock, std::string_view id) override {
@@ -114,6 +115,27 @@ class mysql_session final : public backend_session {
     return {};
   }
 
+  // Only this session's live entry, on the session's own connection: a session whose
+  // connection ended has ended, and its leader must not speak.
+  result<std::uint64_t> set_value(std::string_view lock, std::string_view id,
+                                  std::string_view value) override {
+    auto gone = [&](const std::string& why) {
+      return fail(errc::lock_lost, "mysql entry " + std::string(id) + " of '" + std::string(lock) +
+                                       "' is gone (" + why + ")");
+    };
+    if (expired_) return gone("the session expired");
+    auto r = run(stmts::set_value,
+                 {std::string(value), std::string(lock), std::string(id), info_.id}, true);
+    if (!r) {
+      if (r.error().code == make_error_code(errc::session_expired)) {
+        return fail(errc::lock_lost, r.error().message);
+      }
+      return fail(r.error());
+    }
+    if (r->affected == 0) return gone("lease ended");
+    return r->insert_id;
+  }
+
   result<void> wait(std::string_view lock, const entry& awaited, steady::time_point deadline,
                     std::stop_token stop) override {
     return wait_any(lock, std::span<const entry>(&awaited, 1), deadline, std::move(stop));
@@ -121,32 +143,42 @@ class mysql_session final : public backend_session {
 
   result<void> wait_any(std::string_view, std::span<const entry> awaited,
                         steady::time_point deadline, std::stop_token stop) override {
-    thread_local std::minstd_rand rng{std::random_device{}()};
-    auto pause = first_pause;
-    while (!stop.stop_requested() && steady::now() < deadline) {
-      auto nap = std::chrono::microseconds{
-          std::uniform_int_distribution<long long>(pause.count() / 2, pause.count())(rng)};
-      std::mutex m;
-      std::condition_variable_any cv;
-      std::unique_lock sl(m);
-      cv.wait_until(sl, stop, std::min(deadline, steady::now() + nap), [] { return false; });
-      if (stop.stop_requested()) break;
+    return poll(deadline, stop, [&]() -> result<bool> {
       if (awaited.size() == 1) {
         auto r = run(stmts::alive, {awaited.front().id});
         if (!r) return fail(r.error());
-        if (r->rows.empty()) return {};
-      } else {
-        // A semaphore's waiter: all n entries in one round trip; fewer alive: one has gone.
-        std::vector<my::param> ids;
-        for (const auto& e : awaited) ids.emplace_back(e.id);
-        const auto sql = stmts::alive_count(ids.size());
-        auto r = run(sql, std::move(ids));
-        if (!r) return fail(r.error());
-        if (r->rows.empty() || r->i64(0, 0) < static_cast<std::int64_t>(awaited.size())) return {};
+        return r->rows.empty();
       }
-      pause = std::min(pause * 2, max_pause);
+      // A semaphore's waiter: all n entries in one round trip; fewer alive: one has gone.
+      std::vector<my::param> ids;
+      for (const auto& e : awaited) ids.emplace_back(e.id);
+      const auto sql = stmts::alive_count(ids.size());
+      auto r = run(sql, std::move(ids));
+      if (!r) return fail(r.error());
+      return r->rows.empty() || r->i64(0, 0) < static_cast<std::int64_t>(awaited.size());
+    });
+  }
+
+  // Election observers poll the queue's mark (my_schema.cpp, change_mark) against the mark
+  // of `seen`: three integers per poll instead of the listing with its values.
+  result<void> wait_change(std::string_view lock, const queue_view& seen,
+                           steady::time_point deadline, std::stop_token stop) override {
+    std::int64_t top = 0, versions = 0;
+    for (const auto& e : seen.entries) {
+      top = std::max(top, static_cast<std::int64_t>(e.token));
+      versions += static_cast<std::int64_t>(e.version);
     }
-    return {};
+    const auto count = static_cast<std::int64_t>(seen.entries.size());
+    // An observer may watch for hours: its polls back off further than a waiter's.
+    return poll(
+        deadline, stop,
+        [&]() -> result<bool> {
+          auto r = run(stmts::change_mark, {std::string(lock)});
+          if (!r) return fail(r.error());
+          return r->rows.empty() || r->i64(0, 0) != count || r->i64(0, 1) != top ||
+                 r->i64(0, 2) != versions;
+        },
+        max_observer_pause);
   }
 
   result<steady::time_point> keep_alive() override {
@@ -202,6 +234,30 @@ class mysql_session final : public backend_session {
   // costs one query per ~max_pause.
   static constexpr std::chrono::microseconds first_pause{1'000};
   static constexpr std::chrono::microseconds max_pause{16'000};
+  static constexpr std::chrono::microseconds max_observer_pause{100'000};
+
+  // Calls `changed` after each jittered pause until it says so (or fails), `deadline` passes
+  // or `stop` is requested.
+  result<void> poll(steady::time_point deadline, const std::stop_token& stop,
+                    const std::function<result<bool>()>& changed,
+                    std::chrono::microseconds cap = max_pause) {
+    thread_local std::minstd_rand rng{std::random_device{}()};
+    auto pause = first_pause;
+    while (!stop.stop_requested() && steady::now() < deadline) {
+      auto nap = std::chrono::microseconds{
+          std::uniform_int_distribution<long long>(pause.count() / 2, pause.count())(rng)};
+      std::mutex m;
+      std::condition_variable_any cv;
+      std::unique_lock sl(m);
+      cv.wait_until(sl, stop, std::min(deadline, steady::now() + nap), [] { return false; });
+      if (stop.stop_requested()) break;
+      auto r = changed();
+      if (!r) return fail(r.error());
+      if (*r) return {};
+      pause = std::min(pause * 2, cap);
+    }
+    return {};
+  }
 
   // The session's connection; once it is lost, `bound` requests (those that act for the
   // session: enqueue, renew) fail with session_expired, and the others (list, remove,
