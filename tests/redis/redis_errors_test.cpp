@@ -88,6 +88,30 @@ TEST(redis_errors, a_wrong_password_is_permission_denied_and_creates_nothing) {
   }
 }
 
+// A server that may evict keys would drop a held lock's key with no signal: refused at open,
+// for Redis and for any Redlock master, naming the policy; noeviction (the default) is fine,
+// and a policy changed at runtime is seen by the next open.
+TEST(redis_errors, a_server_that_evicts_keys_is_refused_naming_its_policy) {
+  redis_server lru({.password = {},
+                    .extra_args = {"--maxmemory", "100mb", "--maxmemory-policy", "allkeys-lru"}});
+  std::string what;
+  EXPECT_EQ(open_error("redis://" + lru.address(), &what), dlock::errc::unsupported);
+  EXPECT_NE(what.find("allkeys-lru"), std::string::npos) << what;
+  EXPECT_NE(what.find(lru.address()), std::string::npos) << what;
+  EXPECT_TRUE(lru.keys("*").empty()) << "a refused open left keys behind";
+
+  redis_server a, b;
+  EXPECT_EQ(open_error("redlock://" + a.address() + "," + b.address() + "," + lru.address(), &what),
+            dlock::errc::unsupported);
+  EXPECT_NE(what.find(lru.address()), std::string::npos) << what;
+  EXPECT_TRUE(a.keys("*").empty() && b.keys("*").empty()) << "a refused open left keys behind";
+
+  EXPECT_EQ(open_error("redis://" + a.address()), std::error_code{});
+  a.command({"CONFIG", "SET", "maxmemory-policy", "volatile-ttl"});
+  EXPECT_EQ(open_error("redis://" + a.address(), &what), dlock::errc::unsupported)
+      << "dlock's keys carry a TTL: the volatile policies evict them too";
+}
+
 TEST(redis_errors, nothing_listening_is_backend_unavailable_naming_the_address) {
   auto port = free_port();
   std::string what;

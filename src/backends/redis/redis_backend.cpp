@@ -26,6 +26,17 @@ std::string glob_escape(std::string_view s) {
   return out;
 }
 
+// The `maxmemory_policy:` field of an INFO memory reply; empty if absent.
+std::string eviction_policy(const redisReply* r) {
+  if (!r || r->type != REDIS_REPLY_STRING) return {};  // RESP2: INFO is a bulk string
+  std::string_view info(r->str, r->len);
+  constexpr std::string_view field = "maxmemory_policy:";
+  auto at = info.find(field);
+  if (at == std::string_view::npos) return {};
+  auto value = info.substr(at + field.size());
+  return std::string(value.substr(0, value.find_first_of("\r\n")));
+}
+
 void sleep_interruptibly(std::chrono::milliseconds d, std::stop_token stop) {
   std::mutex m;
   std::condition_variable_any cv;
@@ -89,6 +100,23 @@ failure session::quorum_failure(std::string_view what,
 }
 
 result<void> session::start() {
+  // A server that evicts keys under memory pressure drops a lock key with no signal to its
+  // holder: a lost lock nobody is told of. Every policy but noeviction may evict dlock's keys
+  // (they carry a TTL, so the volatile-* policies too). A server that hides INFO is not
+  // judged (managed services may; docs/redis.md says to check the policy there by hand).
+  std::vector<request> info(nodes_.size(), request{nullptr, {"INFO", "memory"}});
+  auto policies = run_all(nodes_, info);
+  for (std::size_t i = 0; i < policies.size(); ++i) {
+    if (!policies[i]) continue;
+    auto policy = eviction_policy(policies[i]->get());
+    if (policy.empty() || policy == "noeviction") continue;
+    return fail(errc::unsupported,
+                cfg_.servers[i].where + " evicts keys under memory pressure (maxmemory-policy " +
+                    policy +
+                    "): an evicted lock key is a lock lost with no signal. Use a server with "
+                    "maxmemory-policy noeviction (CONFIG SET maxmemory-policy noeviction, or a "
+                    "Redis of its own for locks)");
+  }
   std::vector<request> reqs(nodes_.size(), request{nullptr,
                                                    {"SET", key('s', info_.id), info_.owner, "PX",
                                                     std::to_string(info_.ttl.count())}});
