@@ -22,7 +22,7 @@ int request_type(const std::string& chunk) {
   auto b = [&](std::size_t i) { return static_cast<unsigned char>(chunk[i]); };
   return static_cast<int>((b(8) << 24) | (b(9) << 16) | (b(10) << 8) | b(11));
 }
-constexpr int op_create = 1, op_create2 = 15;
+constexpr int op_create = 1, op_set_data = 5, op_create2 = 15;
 
 bool poll_until(auto done, std::chrono::milliseconds timeout = 20s) {
   auto until = clock::now() + timeout;
@@ -103,6 +103,46 @@ TEST(zk_lost_reply, enqueue_retried_after_a_successful_create_reuses_the_node) {
   EXPECT_EQ(again->entries[0].token, first->entries[0].token);
   ASSERT_TRUE(b.remove(name, id).has_value());
   EXPECT_TRUE(raw.children(lock_node(name)).empty());
+}
+
+// The same ambiguity for a leader's setData: the retry finds its own value already in place
+// (the set is conditional on the version it last wrote) and takes that version, so one
+// proclaim counts once however many tries it took.
+TEST(zk_lost_reply, a_proclaim_whose_reply_is_lost_counts_once) {
+  tcp_proxy proxy(shared_zk().port());
+  const auto via_proxy = "127.0.0.1:" + std::to_string(proxy.port());
+  auto observer = dlock::session::open(zk_url(4s));
+  int sets_hit = 0;
+  // As above: an idle ping may take the drop; repeat until the setData was hit a few times.
+  for (int round = 0; round < 8 && sets_hit < 3; ++round) {
+    SCOPED_TRACE("round " + std::to_string(round));
+    const auto name = "lost-set/" + random_suffix();
+    auto s = dlock::session::open(zk_url(10s, via_proxy));
+    auto lead = dlock::election(s, name).try_campaign_for("first", 10s);
+    ASSERT_TRUE(lead);
+    auto before = proxy.dropped_replies();
+    proxy.drop_next_reply();
+    std::string failed;
+    std::jthread leader([&] {
+      try {
+        lead.proclaim("second");
+      } catch (const dlock::system_error& e) {
+        failed = e.what();
+      }
+    });
+    ASSERT_TRUE(poll_until([&] { return proxy.dropped_replies() > before; }));
+    proxy.pass();
+    leader.join();
+    ASSERT_EQ(failed, "");
+    if (request_type(proxy.last_dropped_request()) == op_set_data) ++sets_hit;
+    auto l = dlock::election(observer, name).leader();
+    ASSERT_TRUE(l);
+    EXPECT_EQ(l->value, "second");
+    EXPECT_EQ(l->version, 2u) << "a retried set counted twice";
+    lead.resign();
+    s.close();
+  }
+  EXPECT_GE(sets_hit, 3) << "the dropped reply was rarely the setData's";
 }
 
 }  // namespace

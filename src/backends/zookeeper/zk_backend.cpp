@@ -11,6 +11,12 @@
 // notification to the next waiter (the engine needs no getChildren after a certain
 // deletion). The czxids of other entries are read only by list() (status tools, or a waiter
 // whose wake-up was not a deletion), pipelined, and cached by node name.
+//
+// Values (elections): an entry's value lives in its node's data after the owner, its version
+// is the node's stat.version (zk_value.hpp), so nodes written before values, and Curator's,
+// read as they always did, at version 0. list() reads the value of the head alone, and only
+// when it is a candidate: the leader's, pipelined with its other reads; enqueue() reads none.
+// Observers wait on a child watch on the lock node and a data watch on the head.
 #include "backends/zookeeper/zk_backend.hpp"
 
 #include <algorithm>
@@ -24,6 +30,7 @@
 #include "backends/zookeeper/zk_fetch.hpp"
 #include "backends/zookeeper/zk_names.hpp"
 #include "backends/zookeeper/zk_queue.hpp"
+#include "backends/zookeeper/zk_value.hpp"
 
 namespace dlock::detail {
 namespace {
@@ -53,7 +60,8 @@ class zk_session final : public backend_session {
             .push_wakeups = true,
             .durable_tokens = true,
             .bounded_remove = true,
-            .permits = true};
+            .permits = true,
+            .values = true};
   }
 
   std::optional<std::chrono::milliseconds> granted_ttl() const override {
@@ -136,6 +144,58 @@ class zk_session final : public backend_session {
     return {};
   }
 
+  // Election observers: the lock node's children and the head's stat, each read with a watch
+  // set (zk_queue_watch.cpp), compared with `seen` as list() would have shown them (ids, and
+  // the version of the head when it is a candidate). A value set on another entry -- a
+  // candidate's own, before it leads -- changes nothing an observer sees, so nothing wakes it.
+  result<void> wait_change(std::string_view lock, const queue_view& seen,
+                           steady::time_point deadline, std::stop_token stop) override {
+    auto pick = [](const std::vector<std::string>& names) -> std::optional<std::string> {
+      auto items = zk::dlock_children(names, [](const std::string&) { return std::nullopt; });
+      auto head = zk::head_candidate(items);
+      if (!head) return std::nullopt;
+      return items[*head].name;
+    };
+    auto unchanged = [&](const zk::watched_queue& now) {
+      return same_entries(
+          zk::compared_entries(now.children, static_cast<std::uint64_t>(now.head_version)),
+          seen.entries);
+    };
+    return conn_->await_queue_change(lock_path(lock), pick, unchanged, deadline, std::move(stop));
+  }
+
+  // setData on this session's own node: only the owner sets its value, and ZooKeeper refuses
+  // it once the node went with the session. Conditional on the version this session last gave
+  // it, so a set whose reply was lost, retried by the engine, is not counted twice: the retry
+  // finds its own value in place and takes that version.
+  result<std::uint64_t> set_value(std::string_view, std::string_view entry_id,
+                                  std::string_view value) override {
+    const std::string id(entry_id);
+    auto path = cache_.own_path(id);
+    if (!path) return fail(errc::lock_lost, "zookeeper entry " + id + " is gone");
+    const auto data = zk::encode_value(info_.owner, value);
+    auto expected = cache_.own_version(id);
+    for (int attempt = 0;; ++attempt) {
+      struct Stat st {};
+      int rc = conn_->set_until(*path, data, expected, backstop(), st);
+      if (rc == ZOK) {
+        cache_.set_own_version(id, st.version);
+        return static_cast<std::uint64_t>(st.version);
+      }
+      if (rc != ZBADVERSION || attempt == 2) return fail(value_failure(rc, *path, id));
+      // Someone set it since our last write: our own lost reply, or an operator's zkCli.
+      auto reads = fetch({*path});
+      if (!reads) return fail(value_failure(reads.error(), id));
+      auto& r = reads->front();
+      if (r.rc == ZNONODE) return fail(value_failure(ZNONODE, *path, id));
+      expected = r.stat.version;
+      if (zk::decode_data(std::move(r.data), r.stat.version).value == value) {
+        cache_.set_own_version(id, expected);
+        return static_cast<std::uint64_t>(expected);
+      }
+    }
+  }
+
   result<steady::time_point> keep_alive() override {
     // A round trip, not just the client's connection state: after this process was paused
     // past the session timeout the client still says "connected" until its I/O thread notices
@@ -147,6 +207,7 @@ class zk_session final : public backend_session {
       auto u = conn_->acquire();
       if (!u) return fail(u.error());
       struct Stat st {};
+      conn_->sent(connection::op::exists);
       int rc = zoo_exists(u->zh(), "/", 0, &st);
       if (rc != ZOK && rc != ZNONODE) return fail(conn_->error(rc, "exists", "/"));
     }
@@ -203,6 +264,7 @@ class zk_session final : public backend_session {
       } else {
         auto u = conn_->acquire();
         if (!u) return fail(u.error());
+        conn_->sent(connection::op::remove);
         rc = zoo_delete(u->zh(), path->c_str(), -1);
       }
       if (rc != ZOK && rc != ZNONODE) return fail(conn_->error(rc, "delete", *path));
@@ -216,6 +278,20 @@ class zk_session final : public backend_session {
 
   result<std::vector<std::string>> get_children(const std::string& path) {
     return get_children_until(path, backstop());
+  }
+
+  // A set_value failure: the entry gone, or its session's lease ended, is lock_lost.
+  failure value_failure(int rc, const std::string& path, const std::string& id) {
+    if (rc == ZNONODE)
+      return {make_error_code(errc::lock_lost), "zookeeper entry " + id + " is gone"};
+    return value_failure(conn_->error(rc, "setData", path), id);
+  }
+  static failure value_failure(failure f, const std::string& id) {
+    if (f.code == make_error_code(errc::session_expired)) {
+      f.code = make_error_code(errc::lock_lost);
+      f.message += " (entry " + id + ")";
+    }
+    return f;
   }
 
   // A deadline for requests without one of their own: the client answers every request (with
@@ -239,6 +315,7 @@ class zk_session final : public backend_session {
     auto u = conn_->acquire();
     if (!u) return fail(u.error());
     zk::fetch_error err;
+    conn_->sent(connection::op::get_data, paths.size());
     auto reads =
         zk::fetch_nodes(u->zh(), paths, conn_->negotiated_timeout() * 2, conn_->ended(), err);
     if (err.rc == ZCLOSING) err.rc = conn_->ended_rc();
@@ -264,7 +341,9 @@ class zk_session final : public backend_session {
     for (std::size_t i = 0; i < names.size(); ++i) {
       auto& r = (*reads)[i];
       if (r.rc != ZOK || r.stat.ephemeralOwner != conn_->identity().session_id) continue;
-      cache_.own(id, lp, names[i], {r.stat.czxid, r.stat.ctime, r.data});
+      auto d = zk::decode_data(std::move(r.data), r.stat.version);
+      cache_.own(id, lp, names[i], {r.stat.czxid, r.stat.ctime, std::move(d.owner)},
+                 r.stat.version);
       return true;
     }
     return false;
@@ -296,16 +375,20 @@ class zk_session final : public backend_session {
   result<void> ensure_parent(const std::string& lp) {
     auto u = conn_->acquire();
     if (!u) return fail(u.error());
-    int rc = zoo_create(u->zh(), lp.c_str(), nullptr, -1, &acl_, ZOO_CONTAINER, nullptr, 0);
+    auto create = [&](const std::string& p, int mode) {
+      conn_->sent(connection::op::create);
+      return zoo_create(u->zh(), p.c_str(), nullptr, -1, &acl_, mode, nullptr, 0);
+    };
+    int rc = create(lp, ZOO_CONTAINER);
     if (rc == ZOK || rc == ZNODEEXISTS) return {};
     if (rc != ZNONODE) return fail(conn_->error(rc, "create", lp));
     for (std::size_t pos = 1; pos <= base_.size(); ++pos) {
       if (pos != base_.size() && base_[pos] != '/') continue;
       auto p = base_.substr(0, pos);
-      rc = zoo_create(u->zh(), p.c_str(), nullptr, -1, &acl_, ZOO_PERSISTENT, nullptr, 0);
+      rc = create(p, ZOO_PERSISTENT);
       if (rc != ZOK && rc != ZNODEEXISTS) return fail(conn_->error(rc, "create", p));
     }
-    rc = zoo_create(u->zh(), lp.c_str(), nullptr, -1, &acl_, ZOO_CONTAINER, nullptr, 0);
+    rc = create(lp, ZOO_CONTAINER);
     if (rc == ZOK || rc == ZNODEEXISTS) return {};
     return fail(conn_->error(rc, "create", lp));
   }
@@ -313,30 +396,45 @@ class zk_session final : public backend_session {
   // With !all_tokens (enqueue, the hot path) the metadata of entries not yet seen is not
   // read: the grant needs only our own czxid, which create2 returned, and that read was one
   // pipelined round trip per handoff. Such entries carry token 0 until a list() reads them.
+  // With all_tokens the head's data is read too when it is a candidate (its value changes, so
+  // no cache serves it): one more request in the same round trip.
   result<queue_view> read_queue(const std::string& lp, bool all_tokens) {
     auto children = get_children(lp);
     if (!children) return fail(children.error());
     auto items =
         zk::dlock_children(*children, [&](const std::string& n) { return cache_.meta(lp, n); });
+    // The head candidate's index, or items.size() for none.
+    const auto none = items.size();
+    const auto head = all_tokens ? zk::head_candidate(items).value_or(none) : none;
     std::vector<std::string> missing;
-    for (auto& p : items) {
-      if (!p.meta && all_tokens) missing.push_back(lp + "/" + p.name);
+    for (std::size_t i = 0; i < items.size(); ++i) {
+      auto& p = items[i];
+      if ((!p.meta && all_tokens) || i == head) missing.push_back(lp + "/" + p.name);
       if (!p.meta && !all_tokens) p.meta = child_meta{};  // czxid 0: unknown, see zk_cache
     }
     auto reads = fetch(missing);
     if (!reads) return fail(reads.error());
-    std::map<std::string, child_meta> fresh;
+    std::map<std::string, zk::node_read> fresh;  // absent: deleted meanwhile
     for (std::size_t i = 0; i < missing.size(); ++i) {
       auto& r = (*reads)[i];
-      if (r.rc != ZOK) continue;  // deleted meanwhile: no longer in the queue
-      fresh[missing[i].substr(lp.size() + 1)] = {r.stat.czxid, r.stat.ctime, std::move(r.data)};
+      if (r.rc == ZOK) fresh[missing[i].substr(lp.size() + 1)] = std::move(r);
     }
     std::vector<std::pair<std::string, child_meta>> present;
-    for (auto& p : items) {
-      if (!p.meta) {
-        auto f = fresh.find(p.name);
-        if (f == fresh.end()) continue;
-        p.meta = f->second;
+    for (std::size_t i = 0; i < items.size(); ++i) {
+      auto& p = items[i];
+      auto f = fresh.find(p.name);
+      if (f == fresh.end() && (!p.meta || i == head)) {
+        p.meta.reset();  // deleted meanwhile: no longer in the queue
+        continue;
+      }
+      if (f != fresh.end()) {
+        const auto& st = f->second.stat;
+        auto d = zk::decode_data(std::move(f->second.data), st.version);
+        if (!p.meta) p.meta = child_meta{st.czxid, st.ctime, std::move(d.owner)};
+        if (i == head) {
+          p.value = std::move(d.value);
+          p.version = static_cast<std::uint64_t>(st.version);
+        }
       }
       present.emplace_back(p.name, *p.meta);
     }
@@ -368,5 +466,10 @@ std::optional<zk::client_identity> zookeeper_identity(backend_session& b) {
 }
 
 std::uint64_t zookeeper_node_events() { return zk::node_event_count(); }
+
+std::optional<zk::request_counts> zookeeper_requests(backend_session& b) {
+  if (auto* s = dynamic_cast<zk_session*>(&b)) return s->conn().sent_counts();
+  return std::nullopt;
+}
 
 }  // namespace dlock::detail

@@ -32,6 +32,12 @@ struct client_identity {
   std::string password;  // 16 raw bytes
 };
 
+// Requests a ZooKeeper session has sent, by kind: what a lock or an election costs. (Removing
+// watches at close is not counted.)
+struct request_counts {
+  std::uint64_t create{0}, get_children{0}, get_data{0}, set_data{0}, remove{0}, exists{0};
+};
+
 }  // namespace zk
 
 // Test hooks.
@@ -40,5 +46,8 @@ struct client_identity {
 std::optional<zk::client_identity> zookeeper_identity(backend_session& b);
 // Node watch notifications (not session events) delivered to this process so far.
 std::uint64_t zookeeper_node_events();
+// The requests sent so far by the ZooKeeper session behind a dlock session's backend, or
+// nullopt if it is not ZooKeeper.
+std::optional<zk::request_counts> zookeeper_requests(backend_session& b);
 
 }  // namespace dlock::detail

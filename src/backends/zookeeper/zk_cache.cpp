@@ -43,10 +43,10 @@ void session_cache::replace(const std::string& lock,
 }
 
 void session_cache::own(const std::string& id, const std::string& lock, const std::string& name,
-                        child_meta m) {
+                        child_meta m, std::int32_t version) {
   std::lock_guard lk(mu_);
   uncertain_.erase(id);
-  own_[id] = {lock, name};
+  own_[id] = {lock, name, version};
   evict_if_full(lock);
   children_[lock][name] = std::move(m);
 }
@@ -55,7 +55,18 @@ std::optional<std::string> session_cache::own_path(const std::string& id) const 
   std::lock_guard lk(mu_);
   auto it = own_.find(id);
   if (it == own_.end()) return std::nullopt;
-  return it->second.first + "/" + it->second.second;
+  return it->second.lock + "/" + it->second.name;
+}
+
+std::int32_t session_cache::own_version(const std::string& id) const {
+  std::lock_guard lk(mu_);
+  auto it = own_.find(id);
+  return it == own_.end() ? 0 : it->second.version;
+}
+
+void session_cache::set_own_version(const std::string& id, std::int32_t version) {
+  std::lock_guard lk(mu_);
+  if (auto it = own_.find(id); it != own_.end()) it->second.version = version;
 }
 
 void session_cache::disown(const std::string& id) {
@@ -63,9 +74,9 @@ void session_cache::disown(const std::string& id) {
   uncertain_.erase(id);
   auto it = own_.find(id);
   if (it == own_.end()) return;
-  auto& [lock, name] = it->second;
-  if (auto c = children_.find(lock); c != children_.end()) {
-    c->second.erase(name);
+  const auto& node = it->second;
+  if (auto c = children_.find(node.lock); c != children_.end()) {
+    c->second.erase(node.name);
     if (c->second.empty()) children_.erase(c);
   }
   own_.erase(it);

@@ -1,8 +1,9 @@
 #pragma once
 // What one ZooKeeper session remembers between requests, so that the uncontended cycle needs
 // no reads beyond getChildren: the czxid, creation time and owner of every queue node seen
-// (a node's are fixed for its life, so the cache is never stale, only incomplete), the node
-// of each of our own entries, and the entries whose create had no reply. Thread-safe.
+// (a node's are fixed for its life, so the cache is never stale, only incomplete; a value is
+// not, so none is kept), the node of each of our own entries with the stat.version we last
+// gave it, and the entries whose create had no reply. Thread-safe.
 
 #include <cstdint>
 #include <map>
@@ -31,10 +32,15 @@ class session_cache {
   // Replaces what is known of `lock` by exactly its current children.
   void replace(const std::string& lock, std::vector<std::pair<std::string, child_meta>> present);
 
-  // Our entry `id` is node `name` of `lock`.
-  void own(const std::string& id, const std::string& lock, const std::string& name, child_meta m);
+  // Our entry `id` is node `name` of `lock`, at stat.version `version`.
+  void own(const std::string& id, const std::string& lock, const std::string& name, child_meta m,
+           std::int32_t version = 0);
   // Path of our entry `id`'s node, if created and not yet removed.
   std::optional<std::string> own_path(const std::string& id) const;
+  // The stat.version our entry `id`'s node had at our last write or read of it (set_value's
+  // expected version); 0 if unknown.
+  std::int32_t own_version(const std::string& id) const;
+  void set_own_version(const std::string& id, std::int32_t version);
   // Forgets our entry `id` (removed, or never created).
   void disown(const std::string& id);
 
@@ -46,8 +52,12 @@ class session_cache {
   void evict_if_full(const std::string& lock);
 
   mutable std::mutex mu_;
+  struct own_node {
+    std::string lock, name;
+    std::int32_t version{0};
+  };
   std::map<std::string, std::map<std::string, child_meta>> children_;  // lock -> name -> meta
-  std::map<std::string, std::pair<std::string, std::string>> own_;     // id -> (lock, name)
+  std::map<std::string, own_node> own_;                                // id -> its node
   std::set<std::string> uncertain_;
 };
 

@@ -178,8 +178,18 @@ void connection::node_watcher(zhandle_t*, int type, int, const char* path, void*
   auto* self = static_cast<connection*>(ctx);
   {
     std::lock_guard lk(self->mu_);
-    if (auto a = self->armed_.find(std::string_view(path)); a != self->armed_.end()) {
-      self->armed_.erase(a);
+    // A child event ends only the child watch, a data event only the data watch; a deletion
+    // (and anything else) ends both.
+    if (type != ZOO_CHILD_EVENT) {
+      if (auto a = self->armed_.find(std::string_view(path)); a != self->armed_.end()) {
+        self->armed_.erase(a);
+      }
+    }
+    if (type != ZOO_CHANGED_EVENT && type != ZOO_CREATED_EVENT) {
+      if (auto a = self->armed_children_.find(std::string_view(path));
+          a != self->armed_children_.end()) {
+        self->armed_children_.erase(a);
+      }
     }
     if (auto it = self->watches_.find(std::string_view(path)); it != self->watches_.end()) {
       ++it->second.generation;
@@ -252,6 +262,7 @@ result<bool> connection::await_any_change(std::span<const std::string> paths,
       char buf[1];
       int len = sizeof buf;
       struct Stat st {};
+      sent(op::get_data);
       rc = zoo_wget(u->zh(), paths[set].c_str(), &connection::node_watcher, this, buf, &len, &st);
     }
   }
@@ -278,6 +289,12 @@ result<bool> connection::await_any_change(std::span<const std::string> paths,
   return fail(error(rc, "watch", paths[set == 0 ? 0 : set - 1]));
 }
 
+request_counts connection::sent_counts() const noexcept {
+  auto n = [&](op o) { return sent_[static_cast<std::size_t>(o)].load(); };
+  return {n(op::create),   n(op::get_children), n(op::get_data),
+          n(op::set_data), n(op::remove),       n(op::exists)};
+}
+
 void connection::end_locally() noexcept {
   {
     std::lock_guard lk(mu_);
@@ -293,25 +310,31 @@ int connection::ended_rc() {
 }
 
 void connection::drop_watches(zhandle_t* zh) noexcept {
-  std::vector<std::string> paths;
+  std::vector<std::string> paths, parents;
   std::chrono::milliseconds bound{};
   {
     std::lock_guard lk(mu_);
     paths.assign(armed_.begin(), armed_.end());
+    parents.assign(armed_children_.begin(), armed_children_.end());
     armed_.clear();
+    armed_children_.clear();
     // Without a connection no event can arrive; with one, a few round trips at most.
     if (!is_connected(state_)) return;
     bound = std::clamp(negotiated_ / 3, std::chrono::milliseconds{100},
                        std::chrono::milliseconds{2000});
   }
-  if (paths.empty()) return;
+  if (paths.empty() && parents.empty()) return;
   // The header types the completion as a pointer to one; the client calls what it is given.
   void_completion_t ignore = [](int, const void*) {};
-  for (const auto& path : paths) {
-    // remove_all: a removal of one watcher only checks the server's side (CHECK_WATCHES).
-    zoo_aremove_all_watches(zh, path.c_str(), ZWATCHTYPE_DATA, 0,
-                            reinterpret_cast<void_completion_t*>(ignore), nullptr);
-  }
+  auto remove = [&](const std::vector<std::string>& from, ZooWatcherType type) {
+    for (const auto& path : from) {
+      // remove_all: a removal of one watcher only checks the server's side (CHECK_WATCHES).
+      zoo_aremove_all_watches(zh, path.c_str(), type, 0,
+                              reinterpret_cast<void_completion_t*>(ignore), nullptr);
+    }
+  };
+  remove(paths, ZWATCHTYPE_DATA);
+  remove(parents, ZWATCHTYPE_CHILD);
   // Replies and events arrive in order and completions run in order: once this one has run,
   // every event sent before the removals took effect has been delivered.
   auto barrier = std::make_shared<pending_call>();

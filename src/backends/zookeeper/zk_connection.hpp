@@ -8,6 +8,7 @@
 
 #include <zookeeper/zookeeper.h>
 
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -17,6 +18,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <shared_mutex>
 #include <span>
@@ -40,6 +42,12 @@ struct config {
 
 // Node watch notifications delivered in this process (a test hook's counter).
 std::uint64_t node_event_count();
+
+// What await_queue_change() read while it set its watches.
+struct watched_queue {
+  std::vector<std::string> children;  // of the lock node; none when it does not exist
+  std::int32_t head_version{0};       // stat.version of the child its caller picked, if any
+};
 
 class connection {
  public:
@@ -87,6 +95,18 @@ class connection {
   result<bool> await_any_change(std::span<const std::string> paths, steady::time_point deadline,
                                 std::stop_token stop);
 
+  // Sets a child watch on `lock` and a data watch on its child that `pick` names among the
+  // children (none: no data watch), each by the request that reads what it watches
+  // (getChildren, getData), so a change after those reads always fires one; with no lock
+  // node, an exists watch on it instead. Then asks `unchanged` whether what was read is what
+  // its caller saw: if not, returns at once; else blocks until a watch fires, the session
+  // ends, `deadline` passes or `stop` is requested.
+  result<void> await_queue_change(
+      const std::string& lock,
+      const std::function<std::optional<std::string>(const std::vector<std::string>&)>& pick,
+      const std::function<bool(const watched_queue&)>& unchanged, steady::time_point deadline,
+      std::stop_token stop);
+
   // zoo_delete and zoo_get_children that give up at `deadline` with ZOPERATIONTIMEOUT (the
   // request may still be applied; its late completion only frees what it was given). Return
   // the ZooKeeper code, ZCLOSING once close() began.
@@ -98,6 +118,18 @@ class connection {
   // `created` gets the name the server gave, `st` its stat.
   int create_until(const std::string& path, std::string_view data, const ACL_vector* acl, int mode,
                    steady::time_point deadline, std::string& created, struct Stat& st);
+
+  // zoo_set at `version` (-1: any) that gives up like delete_until; `st` gets the new stat.
+  int set_until(const std::string& path, std::string_view data, int version,
+                steady::time_point deadline, struct Stat& st);
+
+  // Request counting (request_counts): every request this class or its user sends is counted
+  // here by kind.
+  enum class op : std::size_t { create, get_children, get_data, set_data, remove, exists };
+  void sent(op o, std::uint64_t n = 1) noexcept {
+    sent_[static_cast<std::size_t>(o)].fetch_add(n, std::memory_order_relaxed);
+  }
+  request_counts sent_counts() const noexcept;
 
   // The session's lease ended on our side (the engine saw it run out without the server):
   // every wait and request in progress returns at once with ZSESSIONEXPIRED.
@@ -140,14 +172,16 @@ class connection {
     bool deleted{false};
   };
   std::map<std::string, watched, std::less<>> watches_;
-  // Paths with our watch set on the server and not yet fired (a waiter that gave up leaves
-  // one behind until the node changes).
+  // Paths with our data (or exists) watch set on the server and not yet fired (a waiter that
+  // gave up leaves one behind until the node changes), and those with our child watch.
   std::set<std::string, std::less<>> armed_;
+  std::set<std::string, std::less<>> armed_children_;
   std::deque<session_event> events_;
   std::function<void(session_event)> handler_;
 
   std::chrono::milliseconds negotiated_{};
   client_identity identity_{};
+  std::array<std::atomic<std::uint64_t>, 6> sent_{};
   std::stop_source ended_src_;
   std::jthread event_thread_;
 };

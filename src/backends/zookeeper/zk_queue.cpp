@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "backends/common/wire_time.hpp"
+#include "core/verdict.hpp"
 
 namespace dlock::detail::zk {
 
@@ -13,7 +14,7 @@ std::vector<queue_child> dlock_children(
   for (const auto& n : names) {
     auto c = parse_child(n);
     if (!c) continue;  // not a dlock entry
-    items.push_back({std::move(*c), n, cached(n)});
+    items.push_back({std::move(*c), n, cached(n), {}, 0});
   }
   return items;
 }
@@ -31,9 +32,30 @@ queue_view children_to_queue(std::vector<queue_child> items) {
     e.owner = std::move(p.meta->owner);
     // czxid 0: a node whose metadata was not read (see read_queue's all_tokens).
     if (p.meta->czxid != 0) e.since = unix_ms_time(p.meta->ctime_ms);
+    e.value = std::move(p.value);
+    e.version = p.version;
     v.entries.push_back(std::move(e));
   }
   return v;
+}
+
+std::optional<std::size_t> head_candidate(const std::vector<queue_child>& items) {
+  if (items.empty()) return std::nullopt;
+  auto head = std::min_element(
+      items.begin(), items.end(),
+      [](const queue_child& a, const queue_child& b) { return a.c.seq < b.c.seq; });
+  // The engine's own mark (verdict.hpp), so both read one id alike.
+  static const auto mark = candidate_entry_id("");
+  if (!head->c.entry_id.ends_with(mark)) return std::nullopt;
+  return static_cast<std::size_t>(head - items.begin());
+}
+
+std::vector<entry> compared_entries(const std::vector<std::string>& names,
+                                    std::uint64_t head_version) {
+  // Tokens and owners are not compared: no metadata needed, so every child stays in.
+  auto items = dlock_children(names, [](const std::string&) { return child_meta{}; });
+  if (auto head = head_candidate(items)) items[*head].version = head_version;
+  return children_to_queue(std::move(items)).entries;
 }
 
 }  // namespace dlock::detail::zk

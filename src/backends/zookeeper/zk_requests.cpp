@@ -8,6 +8,7 @@ namespace dlock::detail::zk {
 int connection::delete_until(const std::string& path, steady::time_point deadline) {
   std::shared_ptr<pending_call> p;
   return call_until(*this, deadline, p, [&](zhandle_t* zh, const void* data) {
+    sent(op::remove);
     return zoo_adelete(
         zh, path.c_str(), -1, [](int rc, const void* d) { pending_call::finish(d, rc, nullptr); },
         data);
@@ -18,6 +19,7 @@ int connection::get_children_until(const std::string& path, steady::time_point d
                                    std::vector<std::string>& out) {
   std::shared_ptr<pending_call> p;
   int rc = call_until(*this, deadline, p, [&](zhandle_t* zh, const void* data) {
+    sent(op::get_children);
     return zoo_aget_children(
         zh, path.c_str(), 0,
         [](int rc, const String_vector* v, const void* d) { pending_call::finish(d, rc, v); },
@@ -35,6 +37,7 @@ int connection::create_until(const std::string& path, std::string_view data, con
                              struct Stat& st) {
   std::shared_ptr<pending_call> p;
   int rc = call_until(*this, deadline, p, [&](zhandle_t* zh, const void* d) {
+    sent(op::create);
     return zoo_acreate2(
         zh, path.c_str(), data.data(), static_cast<int>(data.size()), acl, mode,
         [](int rc, const char* value, const struct Stat* stat, const void* d) {
@@ -51,6 +54,30 @@ int connection::create_until(const std::string& path, std::string_view data, con
   if (rc == ZOK) {
     std::lock_guard lk(p->m);
     created = p->value;
+    st = p->stat;
+  }
+  return rc;
+}
+
+int connection::set_until(const std::string& path, std::string_view data, int version,
+                          steady::time_point deadline, struct Stat& st) {
+  std::shared_ptr<pending_call> p;
+  int rc = call_until(*this, deadline, p, [&](zhandle_t* zh, const void* d) {
+    sent(op::set_data);
+    return zoo_aset(
+        zh, path.c_str(), data.data(), static_cast<int>(data.size()), version,
+        [](int rc, const struct Stat* stat, const void* d) {
+          auto* held = static_cast<const std::shared_ptr<pending_call>*>(d);
+          if (rc == ZOK && stat) {
+            std::lock_guard lk((*held)->m);
+            (*held)->stat = *stat;
+          }
+          pending_call::finish(d, rc, nullptr);
+        },
+        d);
+  });
+  if (rc == ZOK) {
+    std::lock_guard lk(p->m);
     st = p->stat;
   }
   return rc;
