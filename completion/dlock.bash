@@ -13,7 +13,7 @@ _dlock() {
       --) # after --: the command and its arguments
         COMPREPLY=($(compgen -c -- "$cur"))
         return ;;
-      run | status | list | unlock | demo | bench) [[ -z $sub ]] && sub=${words[i]} ;;
+      run | elect | status | list | leader | observe | unlock | demo | bench) [[ -z $sub ]] && sub=${words[i]} ;;
     esac
   done
   case $prev in
@@ -24,18 +24,22 @@ _dlock() {
     -w | --wait | --ttl | --grace | --duration | --time-limit | --hold-at-least | --hold-at-most | --permits)
       COMPREPLY=($(compgen -W "500ms 5s 30s 1m 15m" -- "$cur"))
       return ;;
+    --value) # free text: this node's address, typically
+      COMPREPLY=()
+      return ;;
     --scenario)
       COMPREPLY=($(compgen -W "uncontended contended waiters many-locks" -- "$cur"))
       return ;;
   esac
   local opts
   case $sub in
-    "") opts="run status list unlock demo bench --help --version" ;;
+    "") opts="run elect status list leader observe unlock demo bench --help --version" ;;
     run) opts="--url -w --wait -n --nonblock --ttl -E --conflict-exit-code --grace --hold-at-least --hold-at-most --permits -q --quiet -v --verbose --help --" ;;
-    status | list) opts="--url --json --help" ;;
+    elect) opts="--value --url -w --wait -n --nonblock --ttl -E --conflict-exit-code --grace --hold-at-least --hold-at-most -q --quiet -v --verbose --help --" ;;
+    status | list | leader | observe) opts="--url --json --help" ;;
     unlock) opts="--force --yes -y --url --help" ;;
     demo) opts="flash-sale --url --workers --stock --no-lock --shop --time-limit --json --help" ;;
-    bench) opts="--url --scenario --clients --duration --count --waiters --lock --json --help" ;;
+    bench) opts="--url --scenario --clients --duration --count --waiters --lock --permits --elect --json --help" ;;
   esac
   COMPREPLY=($(compgen -W "$opts" -- "$cur"))
 }

@@ -7,6 +7,9 @@
 namespace dlock::cli {
 
 void add_run_command(CLI::App& app, int& status);
+void add_elect_command(CLI::App& app, int& status);
+void add_leader_command(CLI::App& app, int& status);
+void add_observe_command(CLI::App& app, int& status);
 void add_status_command(CLI::App& app, int& status);
 void add_list_command(CLI::App& app, int& status);
 void add_unlock_command(CLI::App& app, int& status);

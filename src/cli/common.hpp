@@ -17,9 +17,11 @@ enum exit_code : int {
   exit_ok = 0,
   exit_demo_failed = 1,   // the demo's invariant (sold = stock, oversold 0) did not hold
   exit_free = 1,          // `dlock status`: the lock is free (as `systemctl is-active`)
+  exit_no_leader = 1,     // `dlock leader`: the election has no leader (as a free lock)
   exit_usage = 64,        // EX_USAGE: bad option, URL, lock name, duration, missing command
   exit_unavailable = 69,  // EX_UNAVAILABLE: the backend cannot be reached or failed
   exit_lock_lost = 70,    // EX_SOFTWARE: `dlock run` lost the lock while CMD ran
+  exit_io = 74,           // EX_IOERR: `dlock observe` could not write its output
   exit_conflict = 75,     // EX_TEMPFAIL: lock held by someone else / not granted in time
   exit_denied = 77,       // EX_NOPERM: the database path or credentials were refused
 };

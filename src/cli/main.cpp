@@ -23,7 +23,10 @@ bool is_subcommand(const CLI::App& app, const std::string& word) {
 
 int main(int argc, char** argv) {
   using namespace dlock::cli;
-  CLI::App app{"dlock: distributed locks (run a command under a lock, inspect locks)", "dlock"};
+  CLI::App app{
+      "dlock: distributed locks (run a command under a lock or as an election's leader, inspect "
+      "locks and leaders)",
+      "dlock"};
   app.require_subcommand(1);
   app.set_version_flag("--version", "dlock 0.1.0");
   app.footer(std::string(url_forms_help) + "\nSee dlock COMMAND --help and man dlock.");
@@ -32,6 +35,9 @@ int main(int argc, char** argv) {
   add_status_command(app, status);
   add_list_command(app, status);
   add_unlock_command(app, status);
+  add_elect_command(app, status);
+  add_leader_command(app, status);
+  add_observe_command(app, status);
   add_demo_command(app, status);
   add_bench_command(app, status);
   try {
@@ -39,7 +45,8 @@ int main(int argc, char** argv) {
     if (argc > 1 && argv[1][0] != '-' && !is_subcommand(app, argv[1])) {
       throw cli_error(exit_usage,
                       std::string("unknown subcommand '") + argv[1] +
-                          "' (want run, status, list, unlock, demo or bench; see dlock --help)");
+                          "' (want run, status, list, unlock, elect, leader, observe, demo or "
+                          "bench; see dlock --help)");
     }
     // CLI11 takes `--url=` as "--url" and the next word as its value: an explicitly empty URL
     // must be refused, not replaced by whatever follows.

@@ -14,8 +14,8 @@
 
 namespace dlock::cli {
 namespace {
-
 using sys_clock = std::chrono::system_clock;
+}  // namespace
 
 std::string iso_utc(sys_clock::time_point t) {
   auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(t.time_since_epoch()).count();
@@ -33,15 +33,17 @@ std::string local_time(sys_clock::time_point t) {
   return fmt::format("{:%Y-%m-%d %H:%M:%S %Z}", tm);
 }
 
-// True/false for an owner on this host (its process exists or not), nullopt elsewhere: a
-// holder whose process is gone here is worth a second look (a stuck lease, a pid reused).
 std::optional<bool> running_here(const owner_parts& o) {
   char host[256] = {};
   if (o.pid <= 0 || gethostname(host, sizeof host - 1) != 0 || o.host != host) return std::nullopt;
   return ::kill(static_cast<pid_t>(o.pid), 0) == 0 || errno == EPERM;
 }
 
-}  // namespace
+std::string since_text(sys_clock::time_point t) {
+  auto age = std::chrono::duration_cast<std::chrono::milliseconds>(sys_clock::now() - t);
+  return fmt::format("since {} ({} ago)", local_time(t),
+                     dlock::detail::format_duration(std::max(age, std::chrono::milliseconds{0})));
+}
 
 owner_parts parse_owner(const std::string& owner) {
   owner_parts p;
@@ -94,12 +96,7 @@ std::string entry_line(const dlock::queue_entry& e) {
   if (!o.description.empty()) line += fmt::format(" ({})", o.description);
   if (e.shared) line += "  shared";
   if (e.permits != 0) line += fmt::format("  permit of {}", e.permits);
-  if (e.since) {
-    auto age = std::chrono::duration_cast<std::chrono::milliseconds>(sys_clock::now() - *e.since);
-    line +=
-        fmt::format("  since {} ({} ago)", local_time(*e.since),
-                    dlock::detail::format_duration(std::max(age, std::chrono::milliseconds{0})));
-  }
+  if (e.since) line += "  " + since_text(*e.since);
   if (e.lease_left) line += "  lease " + dlock::detail::format_duration(*e.lease_left);
   return line;
 }

@@ -1,8 +1,11 @@
 #pragma once
-// How `dlock status` and `dlock list` show queue entries: one human line, or a JSON object.
+// How `dlock status` and `dlock list` show queue entries: one human line, or a JSON object;
+// the owner and time formats are shared with leader_format.
 
+#include <chrono>
 #include <dlock/inspect.hpp>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -15,6 +18,17 @@ struct owner_parts {
   std::string description;
 };
 owner_parts parse_owner(const std::string& owner);
+
+// True/false for an owner on this host (its process exists or not), nullopt elsewhere: a
+// holder whose process is gone here is worth a second look (a stuck lease, a pid reused).
+std::optional<bool> running_here(const owner_parts& o);
+
+// "2026-12-01T07:32:40.123Z": JSON times are UTC.
+std::string iso_utc(std::chrono::system_clock::time_point t);
+// "2026-12-01 08:32:40 CET": human output in local time, with the zone.
+std::string local_time(std::chrono::system_clock::time_point t);
+// "since 2026-12-01 08:32:40 CET (12s ago)".
+std::string since_text(std::chrono::system_clock::time_point t);
 
 // {"token", "host", "pid", "pid_running_here", "owner", "description", "since", "since_ms",
 // "lease_left_ms", "shared"}; absent facts (also a token the backend does not know) are null.

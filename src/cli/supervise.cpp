@@ -227,7 +227,7 @@ int supervise(const child_spec& spec, const dlock::hold& hold, signal_watch& sig
     if (s == dlock::hold_state::lost) w->wake();
   });
   if (!hold.is_held()) {
-    print_error("lock '" + spec.lock_name + "' was lost before '" + spec.argv[0] + "' started");
+    print_error(spec.held + " was lost before '" + spec.argv[0] + "' started");
     return exit_lock_lost;
   }
   const auto [group, tty, status_fd] = spawn(spec, hold, signals);
@@ -282,7 +282,7 @@ int supervise(const child_spec& spec, const dlock::hold& hold, signal_watch& sig
     }
     if (!lost && !hold.is_held()) {
       lost = true;
-      print_error("lock '" + spec.lock_name + "' lost while '" + spec.argv[0] +
+      print_error(spec.held + " lost while '" + spec.argv[0] +
                   "' ran (lease expired or backend gone); sending SIGTERM to its process group " +
                   std::to_string(group));
       signal_group(SIGTERM);
@@ -293,8 +293,8 @@ int supervise(const child_spec& spec, const dlock::hold& hold, signal_watch& sig
       term_at.reset();
       if (!lost) {
         stopping = true;
-        print_error("'" + spec.argv[0] + "' held lock '" + spec.lock_name +
-                    "' for --hold-at-most; sending SIGTERM to its process group " +
+        print_error("'" + spec.argv[0] + "' held " + spec.held +
+                    " for --hold-at-most; sending SIGTERM to its process group " +
                     std::to_string(group));
         signal_group(SIGTERM);
         signal_group(SIGCONT);

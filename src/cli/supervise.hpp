@@ -1,6 +1,7 @@
 #pragma once
-// Runs CMD while a lock is held: starts it in a process group of its own under a guard
-// process, passes dlock's signals on to the group, and stops the group if the lock is lost.
+// Runs CMD while a lock (a permit, leadership) is held: starts it in a process group of its own
+// under a guard process, passes dlock's signals on to the group, and stops the group if the lock is
+// lost.
 //
 // The process tree is dlock -> guard -> CMD (-> CMD's children). The guard is a fork of dlock
 // that never execs: it leads CMD's process group, waits for CMD, and exits with CMD's status.
@@ -34,6 +35,8 @@ struct child_spec {
   // --hold-at-most: CMD's group gets SIGTERM once the lock was held this long (then SIGKILL
   // after `grace`), so a stuck job does not block the next period forever.
   std::optional<std::chrono::milliseconds> hold_at_most;
+  // What is held, for messages: "lock 'NAME'", "leadership of election 'NAME'" (run_grant).
+  std::string held;
 };
 
 // Returns CMD's exit status (128+N if killed by signal N), 127/126 if it could not be

@@ -132,7 +132,7 @@ std::string explain_usage_error(const CLI::App& app, const std::vector<std::stri
       std::string hint = closest(w.substr(0, w.find('=')), spellings);
       std::string msg = "unknown option '" + w + "' for '" + path + "'";
       if (!hint.empty()) msg += " (did you mean " + hint + "?)";
-      if (positional_seen && cmd->get_name() == "run") {
+      if (positional_seen && (cmd->get_name() == "run" || cmd->get_name() == "elect")) {
         msg += "; if it belongs to the command, put '--' before the command";
       }
       return msg + "; see " + path + " --help";

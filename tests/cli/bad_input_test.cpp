@@ -69,6 +69,19 @@ TEST(CliBadInput, UsageErrorsExit64AndCreateNothing) {
       {{"status", "x", "--url", "redlock://127.0.0.1:1,127.0.0.1:2,127.0.0.1:1"},
        64,
        "names one server twice"},
+      {{"elect", "x"}, 64, "elect: missing command"},
+      {{"elect", "", "--", "echo", "CMD-RAN"}, 64, "empty"},
+      {{"elect", "x", "--ttl", "5ms", "--", "echo", "CMD-RAN"}, 64, "too short"},
+      {{"elect", "x", "--permits", "2", "--", "echo", "CMD-RAN"},
+       64,
+       "unknown option '--permits' for 'dlock elect'"},
+      {{"elect", "x", "ls", "-la"}, 64, "put '--' before the command"},
+      {{"elect", "x", "--url", "memory://x", "--", "echo", "CMD-RAN"}, 64, "memory"},
+      {{"leader", ""}, 64, "empty"},
+      {{"leader", "x", "--url", ""}, 64, "--url is empty"},
+      {{"observe", ""}, 64, "empty"},
+      {{"observe", "x", "--url", "memory://x"}, 64, "memory"},
+      {{"observe", "x", "--jsn"}, 64, "did you mean --json?"},
   };
   for (auto& c : cases) expect_rejected(box, c);
   // A parameter given twice is refused with both values, never "last one wins".

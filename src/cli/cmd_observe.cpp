@@ -1,0 +1,159 @@
+// dlock observe NAME [--url URL] [--json]: one line per change of election NAME's leader or
+// its value, the first one the current state, until a signal ends it.
+#include <poll.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <condition_variable>
+#include <cstdio>
+#include <cstring>
+#include <exception>
+#include <memory>
+#include <mutex>
+#include <thread>
+
+#include "cli/commands.hpp"
+#include "cli/common.hpp"
+#include "cli/leader_format.hpp"
+#include "cli/queue_format.hpp"
+#include "cli/signal_watch.hpp"
+
+namespace dlock::cli {
+namespace {
+
+using sys_clock = std::chrono::system_clock;
+
+struct observe_options {
+  std::string name;
+  std::string url;
+  bool json{false};
+};
+
+// Thrown when stdout's reader is gone (`dlock observe x | head -1`): observing ends, exit 0.
+struct reader_gone {};
+
+// Writes one line and flushes it: the reader is usually a pipe, and a change must reach it
+// when it happens, not when a buffer fills.
+void print_line(const std::string& line) {
+  if (std::fputs((line + '\n').c_str(), stdout) >= 0 && std::fflush(stdout) == 0) return;
+  if (errno == EPIPE) throw reader_gone{};
+  throw cli_error(exit_io, std::string("cannot write to stdout: ") + std::strerror(errno));
+}
+
+void print_state(const observe_options& o, const std::optional<dlock::leader_info>& l) {
+  const auto now = sys_clock::now();
+  if (o.json) {
+    nlohmann::json j;
+    j["version"] = json_schema_version;
+    j["name"] = o.name;
+    j["seen_at"] = iso_utc(now);
+    j["seen_at_ms"] =
+        std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count();
+    j["leader"] = leader_json(l);
+    print_line(dump_json(j));
+    return;
+  }
+  print_line(local_time(now) + "  " +
+             (l ? "leader " + leader_line(*l, /*age=*/false) : std::string("no leader")));
+}
+
+// True once stdout is a pipe whose reader has gone (`dlock observe x | head -1`): a watcher
+// would otherwise learn it only at its next write, which may be hours away.
+bool reader_closed() {
+  pollfd out{STDOUT_FILENO, 0, 0};
+  return ::poll(&out, 1, 0) == 1 && (out.revents & POLLERR) != 0;
+}
+
+// Sleeps `d`, or less if `stop` is requested.
+void nap(std::chrono::milliseconds d, std::stop_token stop) {
+  std::mutex m;
+  std::condition_variable_any cv;
+  std::unique_lock lock(m);
+  cv.wait_for(lock, stop, d, [] { return false; });
+}
+
+// Prints the current state, then every change, until `stop`. Runs on its own thread, so the
+// main thread stays in the signal loop.
+void watch(const observe_options& o, const std::string& url, std::stop_token stop) {
+  std::optional<dlock::leader_info> seen;
+  bool printed = false;
+  // A database that does not exist has no leader, and viewing must not create it: say so,
+  // then wait for the first `dlock elect` to create it.
+  if (sqlite_file_missing(url)) {
+    print_state(o, seen);
+    printed = true;
+    while (sqlite_file_missing(url)) {
+      if (stop.stop_requested()) return;
+      nap(std::chrono::milliseconds{250}, stop);
+    }
+  }
+  auto session = open_session(url, {.description = "dlock observe", .observe_only = true});
+  struct closer {
+    dlock::session& s;
+    ~closer() { s.close(); }
+  } close_at_exit{session};
+  dlock::election e(session, o.name);
+  if (!printed) {
+    seen = e.leader();
+    print_state(o, seen);
+  }
+  while (!stop.stop_requested()) {
+    auto next = e.next_change(seen, std::chrono::steady_clock::time_point::max(), stop);
+    if (next == seen) continue;  // only when stopped: next_change returns on a change
+    seen = std::move(next);
+    print_state(o, seen);
+  }
+}
+
+int observe(const observe_options& o) {
+  check_lock_name(o.name);
+  signal_watch signals;  // before any session starts its threads, so they inherit the mask
+  const auto url = resolve_url(o.url, /*create=*/false);
+  std::exception_ptr failure;
+  std::jthread watcher([&](std::stop_token stop) {
+    try {
+      watch(o, url, stop);
+    } catch (...) {
+      failure = std::current_exception();
+    }
+    signals.wakeup()->wake();
+  });
+  for (;;) {
+    auto ev = signals.wait(std::chrono::milliseconds{500});
+    // A terminating signal is how a watcher is meant to end (Ctrl-C, systemctl stop): clean.
+    if (signal_watch::forwarded(ev.signal)) break;
+    if (ev.signal == SIGTSTP) ::kill(::getpid(), SIGSTOP);  // Ctrl-Z: just stop
+    if (ev.woken || reader_closed()) break;
+  }
+  watcher.request_stop();
+  watcher.join();
+  if (!failure) return exit_ok;  // a signal, or the reader gone
+  try {
+    std::rethrow_exception(failure);
+  } catch (const reader_gone&) {
+    return exit_ok;
+  } catch (...) {
+    rethrow_as_cli_error();
+  }
+}
+
+}  // namespace
+
+void add_observe_command(CLI::App& app, int& status) {
+  auto o = std::make_shared<observe_options>();
+  auto* cmd = app.add_subcommand(
+      "observe", "Print a line per change of election NAME's leader or value, until stopped");
+  cmd->add_option("NAME", o->name, "Election name")->required();
+  add_url_option(cmd, o->url);
+  cmd->add_flag("--json", o->json, "Print one JSON object per line for scripts");
+  cmd->footer(
+      "The first line is the current state (a leader, or none); each line is flushed.\n"
+      "SIGINT, SIGTERM (and SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGALRM) end it.\n"
+      "Exit status: 0 ended by a signal or by the reader of its output going away, 64 usage or\n"
+      "a backend without elections, 69 backend unavailable, 74 stdout not writable, 77\n"
+      "permission denied. Viewing creates nothing.");
+  cmd->callback([o, &status] { status = observe(*o); });
+}
+
+}  // namespace dlock::cli

@@ -1,0 +1,234 @@
+#include "cli/run_job.hpp"
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <memory>
+#include <optional>
+#include <thread>
+
+#include "cli/run_grant.hpp"
+#include "cli/signal_watch.hpp"
+#include "cli/supervise.hpp"
+#include "core/duration.hpp"
+
+namespace dlock::cli {
+namespace {
+
+// -n: how long connecting may take (one attempt against a silent server, not the default
+// request timeout's several).
+constexpr std::chrono::milliseconds nonblock_open_budget{2000};
+
+struct acquire_outcome {
+  bool granted{false};
+  int signal{0};  // the signal that interrupted the wait, if any
+};
+
+// The library's detailed message for the calling thread's last failure, else the code's text.
+std::string detail(std::error_code ec) {
+  auto m = dlock::last_error_message();
+  return m.empty() ? ec.message() : m;
+}
+
+// Waits on a thread so the main thread can still react to a terminating signal (SIGINT,
+// SIGTERM, ...; see signal_watch::forwarded): the wait is cancelled and leaves nothing behind in
+// the backend.
+acquire_outcome acquire(run_grant& m, std::chrono::steady_clock::time_point deadline,
+                        signal_watch& signals) {
+  acquire_outcome out;
+  std::error_code ec;
+  bool done = false;
+  std::string why;  // the library's detail, kept per thread: read it on the waiting thread
+  std::jthread waiter([&](std::stop_token stop) {
+    out.granted = m.try_until(deadline, stop, ec);
+    if (!out.granted && ec) why = detail(ec);
+    signals.wakeup()->wake();
+  });
+  while (!done) {
+    auto ev = signals.wait(std::chrono::milliseconds{-1});
+    if (signal_watch::forwarded(ev.signal)) {
+      out.signal = ev.signal;
+      waiter.request_stop();
+      done = true;
+    }
+    if (ev.signal == SIGTSTP) ::kill(::getpid(), SIGSTOP);  // Ctrl-Z while waiting: just stop
+    done = done || ev.woken;
+  }
+  waiter.join();
+  if (out.signal != 0) {
+    std::error_code ignored;
+    if (out.granted) m.release(ignored);
+    out.granted = false;
+    return out;
+  }
+  if (!out.granted && ec && ec != dlock::errc::timed_out && ec != dlock::errc::would_block) {
+    throw cli_error(exit_code_for(ec), why);
+  }
+  return out;
+}
+
+// --hold-at-least: a job shorter than the cron skew between nodes must not let a node whose
+// clock is behind run it again in the same period (ShedLock's lockAtLeastFor). dlock keeps
+// holding, renewing, until `until`; a terminating signal or a loss ends the wait early.
+void keep_until(std::chrono::steady_clock::time_point until, const dlock::hold& hold,
+                signal_watch& signals) {
+  for (;;) {
+    auto left =
+        std::chrono::ceil<std::chrono::milliseconds>(until - std::chrono::steady_clock::now());
+    if (left.count() <= 0 || !hold.is_held()) return;
+    auto ev = signals.wait(std::min(left, std::chrono::milliseconds{250}));
+    if (signal_watch::forwarded(ev.signal)) return;
+  }
+}
+
+}  // namespace
+
+void add_run_options(CLI::App* cmd, run_options& o, bool election) {
+  cmd->add_option("NAME", o.name, election ? "Election name" : "Lock name")->required();
+  cmd->add_option("CMD", o.command, "The command and its arguments, after --");
+  add_url_option(cmd, o.url);
+  auto* w = cmd->add_option("-w,--wait", o.wait, "Give up after waiting this long (e.g. 30s)");
+  auto* n = cmd->add_flag(
+      "-n,--nonblock", o.nonblock,
+      election ? "Fail at once if there is a leader" : "Fail at once if the lock is held");
+  w->excludes(n);
+  cmd->add_option("--ttl", o.ttl,
+                  election ? "Lease length: how soon a stopped leader is replaced (default 15s)"
+                           : "Lease length (default 15s)");
+  cmd->add_option("-E,--conflict-exit-code", o.conflict_code,
+                  election ? "Exit status when not elected (default 75)"
+                           : "Exit status when the lock is not granted (default 75)")
+      ->check(CLI::Validator(
+          [](std::string& v) -> std::string {
+            if (v.empty() || v.find_first_not_of("0123456789") != std::string::npos ||
+                v.size() > 3 || std::stoi(v) > 255)
+              return "'" + v + "' is not an exit status (want a whole number 0-255)";
+            return {};
+          },
+          "0-255"));
+  cmd->add_option("--hold-at-least", o.hold_at_least,
+                  election ? "Keep leadership until this long after the election, even if CMD "
+                             "ends sooner"
+                           : "Keep the lock until this long after the grant, even if CMD ends "
+                             "sooner (cron skew between nodes)");
+  cmd->add_option("--hold-at-most", o.hold_at_most,
+                  election ? "SIGTERM CMD's group once it has led this long (SIGKILL after "
+                             "--grace); then the next candidate leads"
+                           : "SIGTERM CMD's group once it has held the lock this long (SIGKILL "
+                             "after --grace)");
+  auto* q = cmd->add_flag(
+      "-q,--quiet", o.quiet,
+      election ? "Say nothing when not elected" : "Say nothing when the lock is not granted");
+  auto* v = cmd->add_flag("-v,--verbose", o.verbose, "Say how long the wait took and the token");
+  q->excludes(v);
+  cmd->add_option("--grace", o.grace,
+                  election ? "SIGTERM to SIGKILL delay when leadership is lost (default 5s)"
+                           : "SIGTERM to SIGKILL delay when the lock is lost (default 5s)");
+}
+
+int run_job(const run_options& o) {
+  if (o.command.empty()) throw cli_error(exit_usage, o.verb + ": missing command after --");
+  std::optional<std::chrono::milliseconds> wait;
+  if (!o.wait.empty()) wait = parse_duration_option("--wait", o.wait);
+  dlock::session_options so;
+  if (!o.ttl.empty()) {
+    so.ttl = parse_duration_option("--ttl", o.ttl);
+    if (so.ttl.count() <= 0) throw cli_error(exit_usage, "--ttl: must be greater than zero");
+    if (so.ttl < std::chrono::milliseconds{10}) {
+      throw cli_error(exit_usage, "--ttl: " + o.ttl + " is too short (at least 10ms)");
+    }
+  }
+  auto grace = parse_duration_option("--grace", o.grace);
+  std::optional<std::chrono::milliseconds> hold_at_least, hold_at_most;
+  if (!o.hold_at_least.empty())
+    hold_at_least = parse_duration_option("--hold-at-least", o.hold_at_least);
+  if (!o.hold_at_most.empty()) {
+    hold_at_most = parse_duration_option("--hold-at-most", o.hold_at_most);
+    if (hold_at_most->count() <= 0)
+      throw cli_error(exit_usage, "--hold-at-most: must be greater than zero");
+  }
+  if (hold_at_least && hold_at_most && *hold_at_least > *hold_at_most) {
+    throw cli_error(exit_usage, "--hold-at-least " + o.hold_at_least +
+                                    " is longer than --hold-at-most " + o.hold_at_most);
+  }
+  check_lock_name(o.name);
+  so.description = "dlock " + o.verb + " " + o.command.front();
+
+  // Connecting is part of the wait the user bounded: -w D counts from here, and the open gets
+  // at most D (-n: one short try) of the session's request timeout.
+  const auto started = std::chrono::steady_clock::now();
+  if (o.nonblock) {
+    so.open_timeout = std::min(so.request_timeout, nonblock_open_budget);
+  } else if (wait) {
+    // A floor, so that -w 0 still lets a healthy server answer.
+    so.open_timeout = std::min(so.request_timeout, std::max(*wait, std::chrono::milliseconds{100}));
+  }
+  signal_watch signals;  // before the session starts its threads, so they inherit the mask
+  std::string url = resolve_url(o.url);
+  auto session = open_session(url, so);
+  struct closer {
+    dlock::session& s;
+    ~closer() { s.close(); }
+  } close_at_exit{session};
+  run_grant m(session, o.name, {static_cast<std::uint32_t>(o.permits), o.campaign});
+
+  bool granted = false;
+  if (o.nonblock) {
+    std::error_code ec;
+    granted = m.try_once(ec);
+    if (!granted && ec && ec != dlock::errc::would_block && ec != dlock::errc::timed_out)
+      throw cli_error(exit_code_for(ec), detail(ec));
+  } else {
+    auto deadline = wait ? started + *wait : std::chrono::steady_clock::time_point::max();
+    auto r = acquire(m, deadline, signals);
+    if (r.signal != 0) {
+      print_error("interrupted (signal " + std::to_string(r.signal) + ") while waiting for '" +
+                  o.name + "'");
+      return 128 + r.signal;
+    }
+    granted = r.granted;
+  }
+  if (!granted) {
+    // flock -n is silent on a conflict; -q is that. Otherwise say who holds it.
+    if (!o.quiet) {
+      std::string msg = m.not_granted();
+      if (o.nonblock || (wait && wait->count() == 0))
+        msg += " (one try)";
+      else if (wait)
+        msg += (o.campaign ? " (not elected within " : " (not granted within ") +
+               dlock::detail::format_duration(*wait) + ")";
+      auto who = m.who();
+      if (!who.empty())
+        msg += ": " + who;
+      else if (o.permits == 0 && !o.campaign)
+        msg += " by another owner";
+      print_error(msg);
+    }
+    return o.conflict_code;
+  }
+  if (o.verbose) {
+    print_error(
+        m.granted() + " with fencing token " + std::to_string(m.hold().token().value) + " after " +
+        dlock::detail::format_duration(std::chrono::duration_cast<std::chrono::milliseconds>(
+            std::chrono::steady_clock::now() - started)));
+  }
+  child_spec spec{o.command,    o.name,  url, grace, std::chrono::steady_clock::now(),
+                  hold_at_most, m.held()};
+  int status = supervise(spec, m.hold(), signals);
+  if (hold_at_least && status != exit_lock_lost) {
+    keep_until(spec.granted_at + *hold_at_least, m.hold(), signals);
+  }
+  // Bounded by release_timeout (1 s); close() then does not wait on a server known to be
+  // unreachable, so dlock exits about a second after CMD at worst.
+  std::error_code release_ec;
+  m.release(release_ec);
+  if (release_ec == dlock::errc::backend_unavailable) {
+    print_error("could not release '" + o.name +
+                "' (backend unreachable); the lease frees it within " +
+                std::to_string((session.ttl().count() + 999) / 1000) + " s");
+  }
+  return status;
+}
+
+}  // namespace dlock::cli

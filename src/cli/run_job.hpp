@@ -1,0 +1,40 @@
+#pragma once
+// `dlock run` and `dlock elect`: wait for a grant (a lock, a permit or leadership; see
+// run_grant), run CMD under supervision while it lasts, release it when CMD exits. The two
+// commands differ only in what they hold, so their options and their run are written once.
+
+#include <CLI/CLI.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "cli/common.hpp"
+
+namespace dlock::cli {
+
+struct run_options {
+  std::string verb{"run"};  // the subcommand ("run", "elect"), for messages and the description
+  std::string name;
+  std::string url;
+  std::string wait;
+  bool nonblock{false};
+  std::string ttl;
+  int conflict_code{exit_conflict};
+  std::string grace{"5s"};
+  std::string hold_at_least;
+  std::string hold_at_most;
+  bool quiet{false};
+  bool verbose{false};
+  int permits{0};                       // run --permits N: a semaphore of N permits
+  std::optional<std::string> campaign;  // elect: leadership, campaigning with this value
+  std::vector<std::string> command;
+};
+
+// Adds NAME, CMD and the options both commands share to `cmd`; `election` words the help
+// for leadership instead of a lock.
+void add_run_options(CLI::App* cmd, run_options& o, bool election);
+
+// Returns the exit status (docs/cli.md); errors are thrown as cli_error.
+int run_job(const run_options& o);
+
+}  // namespace dlock::cli
