@@ -236,7 +236,7 @@ const std::vector<backend_row>& backend_table() {
        {lease_cut_short}},
       {"zk",
        make_zk_fault,
-       with_permits(with_proxy_faults(plus(process_faults, fault::server_restart))),
+       with_elections(with_permits(with_proxy_faults(plus(process_faults, fault::server_restart)))),
        {lease_cut_short}},
       // The ensemble's own fault: the leader dies while a lock is held and others wait.
       {"zk-3", make_zk_ensemble_fault, {fault::member_kill}},
@@ -270,8 +270,9 @@ const std::vector<backend_row>& backend_table() {
        {lease_cut_short}},
       {"mysql",
        make_mysql_fault,
-       with_permits(plus(with_proxy_faults(plus(process_faults, fault::server_restart)),
-                         fault::terminate_holder)),
+       with_elections(
+           with_permits(plus(with_proxy_faults(plus(process_faults, fault::server_restart)),
+                             fault::terminate_holder))),
        {lease_cut_short}},
       {"mysql-advisory",
        make_mysql_advisory_fault,
