@@ -23,6 +23,7 @@ struct queue_entry {
   std::optional<std::chrono::system_clock::time_point> since;  ///< when the entry was created
   std::optional<std::chrono::milliseconds> lease_left;         ///< where the backend knows it
   std::uint32_t permits{0};  ///< a semaphore's permit: the semaphore's limit N; else 0
+  bool candidate{false};     ///< a candidate of an election (the holder is its leader)
 };
 
 /// The queue of lock `name`, holder(s) first. Empty when the lock is free. In ?mode=advisory

@@ -42,16 +42,24 @@ int status(const status_options& o) {
     std::cout << j.dump(2) << '\n';
     return code;
   }
-  // A semaphore's queue says so, and how many of its permits are taken.
+  // A semaphore's queue says so, and how many of its permits are taken; an election's, that
+  // its holder leads (`dlock leader` shows the value).
   const auto permits = q.empty() ? 0u : q.front().permits;
-  std::cout << (permits ? "semaphore '" : "lock '") << o.name << "' on " << url << ": "
-            << (parts.holders.empty() ? "free" : "held");
+  const bool election = !q.empty() && q.front().candidate;
+  std::cout << (election  ? "election '"
+                : permits ? "semaphore '"
+                          : "lock '")
+            << o.name << "' on " << url << ": "
+            << (parts.holders.empty() ? "free"
+                : election            ? "has a leader"
+                                      : "held");
   if (permits) {
     std::cout << " (" << parts.holders.size() << " of " << permits
               << (permits == 1 ? " permit taken)" : " permits taken)");
   }
   std::cout << '\n';
-  for (auto& e : parts.holders) std::cout << "  holder    " << entry_line(e) << '\n';
+  for (auto& e : parts.holders)
+    std::cout << (election ? "  leader    " : "  holder    ") << entry_line(e) << '\n';
   for (std::size_t i = 0; i < parts.waiters.size(); ++i) {
     std::cout << "  waiter " << (i + 1) << (i + 1 < 10 ? "  " : " ") << entry_line(parts.waiters[i])
               << '\n';

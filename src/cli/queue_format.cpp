@@ -75,6 +75,7 @@ nlohmann::json entry_json(const dlock::queue_entry& e) {
   j["description"] = o.description;
   j["shared"] = e.shared;
   j["permits"] = e.permits != 0 ? nlohmann::json(e.permits) : nlohmann::json(nullptr);
+  j["candidate"] = e.candidate;
   if (e.since) {
     j["since"] = iso_utc(*e.since);
     j["since_ms"] =
@@ -96,6 +97,7 @@ std::string entry_line(const dlock::queue_entry& e) {
   if (!o.description.empty()) line += fmt::format(" ({})", o.description);
   if (e.shared) line += "  shared";
   if (e.permits != 0) line += fmt::format("  permit of {}", e.permits);
+  if (e.candidate) line += "  candidate";
   if (e.since) line += "  " + since_text(*e.since);
   if (e.lease_left) line += "  lease " + dlock::detail::format_duration(*e.lease_left);
   return line;

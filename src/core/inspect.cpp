@@ -35,7 +35,7 @@ std::vector<queue_entry> inspect(const session& s, std::string_view name) {
     const auto& e = q->entries[i];
     out.push_back(queue_entry{detail::entry_holds(q->entries, i),
                               e.kind == detail::entry_kind::shared, e.token, e.owner, e.since,
-                              e.lease_left, e.limit});
+                              e.lease_left, e.limit, e.kind == detail::entry_kind::candidate});
   }
   return out;
 }
@@ -73,7 +73,8 @@ std::vector<queue_entry> force_unlock(const session& s, std::string_view name) {
       sessions.push_back(sid);
     }
     ended.push_back(queue_entry{true, e.kind == detail::entry_kind::shared, e.token, e.owner,
-                                e.since, e.lease_left, e.limit});
+                                e.since, e.lease_left, e.limit,
+                                e.kind == detail::entry_kind::candidate});
   }
   return ended;
 }

@@ -219,6 +219,15 @@ TEST(CliLeader, ShowsTheLeadersValueAndTokenWhileAnElectRuns) {
       << human.output;
   EXPECT_NE(human.output.find("pid " + std::to_string(e.pid())), std::string::npos) << human.output;
 
+  // status names it an election and its holder the leader.
+  auto st = box.run({"status", "db/primary"});
+  EXPECT_EQ(st.status, 0) << st.output;
+  EXPECT_NE(st.output.find("election 'db/primary' on "), std::string::npos) << st.output;
+  EXPECT_NE(st.output.find("has a leader"), std::string::npos) << st.output;
+  EXPECT_NE(st.output.find("  leader    token " + std::to_string(token)), std::string::npos)
+      << st.output;
+  EXPECT_NE(st.output.find("  candidate"), std::string::npos) << st.output;
+
   auto j = leader_json(box, "db/primary", 0);
   EXPECT_EQ(j["version"], 2);
   EXPECT_EQ(j["name"], "db/primary");
