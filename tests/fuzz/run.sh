@@ -28,7 +28,8 @@ declare -A extra=(
   [url]="" [name]="" [duration]=""
   [redis_reply]="$b/redis/redis_scripts.cpp $b/redis/redis_conn.cpp $b/redis/redis_dial.cpp $b/redis/redis_merge.cpp
                  $src/src/core/verdict.cpp $(pkg-config --cflags --libs hiredis)"
-  [zk_children]="$b/zookeeper/zk_names.cpp $b/zookeeper/zk_queue.cpp $src/src/core/verdict.cpp"
+  [zk_children]="$b/zookeeper/zk_names.cpp $b/zookeeper/zk_queue.cpp $b/zookeeper/zk_value.cpp
+                 $src/src/core/verdict.cpp"
   [pg_rows]="$b/postgres/pg_conn.cpp $(pkg-config --cflags --libs libpq)"
   [mysql_rows]="$b/mysql/my_conn.cpp $(pkg-config --cflags --libs libmariadb)"
   [sqlite_rows]="$b/sqlite/sqlite_rows.cpp $b/sqlite/sqlite_db.cpp $(pkg-config --cflags --libs sqlite3)"

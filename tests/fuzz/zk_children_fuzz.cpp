@@ -1,7 +1,9 @@
 // libFuzzer target: what ZooKeeper sends back for a lock node, namely its children's names
 // (any bytes but '/', which separates them here) and each node's czxid and ctime from its
 // Stat. Which children are dlock entries, their order and their tokens are derived from
-// these; nothing may crash, and every entry comes from a child whose meta was known.
+// these; nothing may crash, and every entry comes from a child whose meta was known. Each
+// name also stands for a node's data (zk_value.hpp): a node never set has no value, and what
+// set_value() writes reads back as it was written.
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -10,6 +12,7 @@
 #include <vector>
 
 #include "backends/zookeeper/zk_queue.hpp"
+#include "backends/zookeeper/zk_value.hpp"
 
 namespace zk = dlock::detail::zk;
 
@@ -28,6 +31,15 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     names.emplace_back(rest.substr(start, end - start));
     (void)zk::unescape_lock_name(names.back());  // lock nodes are listed the same way
     start = end + 1;
+  }
+  for (std::size_t n = 0; n < names.size(); ++n) {
+    const auto version = static_cast<std::int32_t>((known >> (n % 8)) & 1);
+    auto d = zk::decode_data(names[n], version);
+    if (version == 0 && !d.value.empty()) std::abort();  // never set: no value
+    auto owner = names[n].substr(0, names[n].find('\0'));
+    const auto& value = names[(n + 1) % names.size()];
+    auto back = zk::decode_data(zk::encode_value(names[n], value), 1);
+    if (back.owner != owner || back.value != value) std::abort();
   }
   std::size_t i = 0, with_meta = 0;
   auto items =
