@@ -1,9 +1,9 @@
 // libFuzzer target: duration parsing never crashes and never yields a negative duration.
-#include "core/duration.hpp"
-
 #include <cstdint>
 #include <cstdlib>
 #include <string_view>
+
+#include "core/duration.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   std::string_view text(reinterpret_cast<const char*>(data), size);

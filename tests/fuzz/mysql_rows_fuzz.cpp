@@ -10,7 +10,8 @@
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   dlock::detail::my::outcome out;
   out.rows = dlock::fuzz::decode_cells(data, size);
-  auto q = dlock::detail::rows_to_queue(out, out.rows.size(), std::chrono::steady_clock::now());
+  auto q =
+      dlock::detail::rows_to_queue(out, out.rows.size(), std::chrono::steady_clock::now(), true);
   if (q.entries.size() != out.rows.size()) __builtin_trap();
   return 0;
 }

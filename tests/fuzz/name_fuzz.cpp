@@ -1,10 +1,10 @@
 // libFuzzer target: lock-name validation accepts only 1-255 bytes of UTF-8 without control
 // characters.
-#include "core/names.hpp"
-
 #include <cstdint>
 #include <cstdlib>
 #include <string_view>
+
+#include "core/names.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   std::string_view name(reinterpret_cast<const char*>(data), size);

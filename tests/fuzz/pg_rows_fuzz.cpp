@@ -13,7 +13,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   auto cells = dlock::fuzz::decode_cells(data, size);
   PGresult* res = PQmakeEmptyPGresult(nullptr, PGRES_TUPLES_OK);
   if (!res) return 0;
-  char names[dlock::fuzz::queue_columns][3] = {"c0", "c1", "c2", "c3", "c4", "c5"};
+  char names[dlock::fuzz::queue_columns][3] = {"c0", "c1", "c2", "c3", "c4", "c5", "c6", "c7"};
   PGresAttDesc attrs[dlock::fuzz::queue_columns]{};
   for (int c = 0; c < dlock::fuzz::queue_columns; ++c) {
     attrs[c].name = names[c];
@@ -35,7 +35,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   }
   dlock::detail::pg::rows rows(res);  // owns res from here
   auto q = dlock::detail::rows_to_queue(rows, static_cast<std::size_t>(rows.count()),
-                                        std::chrono::steady_clock::now());
+                                        std::chrono::steady_clock::now(), true);
   if (q.entries.size() != cells.size()) __builtin_trap();
   return 0;
 }

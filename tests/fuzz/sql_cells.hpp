@@ -11,7 +11,7 @@
 
 namespace dlock::fuzz {
 
-inline constexpr int queue_columns = 6;
+inline constexpr int queue_columns = 8;  // with the value and its version
 
 using cell_rows = std::vector<std::vector<std::optional<std::string>>>;
 

@@ -60,15 +60,15 @@ bool bind_value(sqlite3_stmt* s, int i, bytes& in) {
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   sqlite3* db = nullptr;
   if (sqlite3_open(":memory:", &db) != SQLITE_OK) return 0;
-  sqlite3_exec(db, "CREATE TABLE q(c0, c1, c2, c3, c4, c5, c6, c7, c8, c9)", nullptr, nullptr,
-               nullptr);
+  sqlite3_exec(db, "CREATE TABLE q(c0, c1, c2, c3, c4, c5, c6, c7, c8, c9, c10, c11)", nullptr,
+               nullptr, nullptr);
   sqlite3_stmt* ins = nullptr;
-  sqlite3_prepare_v2(db, "INSERT INTO q VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)", -1, &ins,
-                     nullptr);
+  sqlite3_prepare_v2(db, "INSERT INTO q VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
+                     -1, &ins, nullptr);
   bytes in{data, size};
   for (int row = 0; row < 8 && ins; ++row) {
     bool full = true;
-    for (int c = 1; c <= 10 && full; ++c) full = bind_value(ins, c, in);
+    for (int c = 1; c <= 12 && full; ++c) full = bind_value(ins, c, in);
     if (!full) break;
     sqlite3_step(ins);
     sqlite3_reset(ins);

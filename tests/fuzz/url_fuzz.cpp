@@ -1,10 +1,10 @@
 // libFuzzer target: URL parsing must never crash, and a parsed URL's redacted form never
 // carries the password.
-#include "core/url.hpp"
-
 #include <cstdint>
 #include <cstdlib>
 #include <string_view>
+
+#include "core/url.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   std::string_view text(reinterpret_cast<const char*>(data), size);
