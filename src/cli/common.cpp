@@ -161,7 +161,9 @@ std::string resolve_url(const std::string& url_option, bool create) {
 
 bool sqlite_file_missing(const std::string& url) {
   auto u = dlock::detail::parse_url(url);
-  if (!u || u->scheme != "sqlite" || u->path.empty()) return false;
+  // Only a valid sqlite URL's file: any other (sqlite://relative/path) goes on to be refused
+  // by session::open, never read as "nothing held".
+  if (!u || u->scheme != "sqlite" || u->path.empty() || !u->hosts.empty()) return false;
   struct stat st {};
   return ::stat(u->path.c_str(), &st) != 0 && errno == ENOENT;
 }

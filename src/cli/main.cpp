@@ -19,6 +19,41 @@ bool is_subcommand(const CLI::App& app, const std::string& word) {
   }
 }
 
+// run and elect take their command only after `--`. Without it, CLI11 would read the
+// command's own options as dlock's: `dlock run x sort -n f` would run sort without -n, and
+// nonblocking. A word after NAME that is not an option or an option's value is such a command.
+void require_separator(CLI::App& app, int argc, char** argv) {
+  if (argc < 3) return;
+  const std::string sub = argv[1];
+  if (sub != "run" && sub != "elect") return;
+  auto* cmd = app.get_subcommand(sub);
+  int positionals = 0;
+  for (int i = 2; i < argc; ++i) {
+    const std::string w = argv[i];
+    if (w == "--") return;
+    if (w.size() > 1 && w[0] == '-') {
+      if (w.find('=') != std::string::npos) continue;
+      const auto* opt = cmd->get_option_no_throw(w);
+      if (!opt) return;                                  // CLI11 names an unknown option better
+      if (opt->get_items_expected_min() == 0) continue;  // a flag
+      if (i + 1 < argc && std::string_view(argv[i + 1]) == "--") {
+        throw dlock::cli::cli_error(dlock::cli::exit_usage,
+                                    w + " needs a value before '--' (dlock " + sub + " NAME " + w +
+                                        " VALUE -- CMD [ARGS...])");
+      }
+      ++i;  // its value
+      continue;
+    }
+    if (++positionals > 1) {
+      throw dlock::cli::cli_error(
+          dlock::cli::exit_usage,
+          "'" + w + "': put '--' before the command (dlock " + sub +
+              " NAME [options] -- CMD [ARGS...]); without it, the command's own options would "
+              "be taken for dlock's");
+    }
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -57,6 +92,7 @@ int main(int argc, char** argv) {
                         "or the local default");
       }
     }
+    require_separator(app, argc, argv);
     app.parse(argc, argv);
     return status;
   } catch (const CLI::CallForHelp& e) {

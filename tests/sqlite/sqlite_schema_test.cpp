@@ -192,6 +192,26 @@ TEST_F(sqlite_schema, a_version_2_file_is_upgraded_in_place_and_version_2_writer
   EXPECT_EQ(l->version, 1u);
 }
 
+// An observer that opens a file before its first writer has created dlock's tables (an empty
+// file, or one being created) sees nothing held, as for a file that does not exist; it
+// creates nothing, and sees the first leader once there is one.
+TEST_F(sqlite_schema, an_observer_of_a_file_without_tables_yet_sees_nothing_held) {
+  { std::ofstream touch(path_); }
+  auto look = dlock::session::open(url(), {.observe_only = true});
+  EXPECT_TRUE(dlock::inspect(look, "k").empty());
+  EXPECT_TRUE(dlock::list_locks(look, "").empty());
+  dlock::election watch(look, "primary");
+  EXPECT_FALSE(watch.leader());
+  EXPECT_EQ(raw_db(path_).one("SELECT count(*) FROM sqlite_master"), "0") << "an observer wrote";
+  auto s = dlock::session::open(url());
+  auto lead = dlock::election(s, "primary").try_campaign_for("first", std::chrono::seconds{5});
+  ASSERT_TRUE(lead);
+  auto seen =
+      watch.next_change(std::nullopt, std::chrono::steady_clock::now() + std::chrono::seconds{10});
+  ASSERT_TRUE(seen);
+  EXPECT_EQ(seen->value, "first");
+}
+
 // A lease written during another boot is over, however far its end lies on this boot's clock.
 TEST_F(sqlite_schema, a_lease_of_another_boot_is_over) {
   {

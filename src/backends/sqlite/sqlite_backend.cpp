@@ -308,7 +308,10 @@ class sqlite_session final : public backend_session {
         "SELECT DISTINCT e.name FROM dlock_entries e JOIN dlock_sessions s ON s.id = e.session "
         "WHERE s.boot_id = ?3 AND s.expires_boot_ms > ?2 AND substr(e.name, 1, length(?1)) = ?1 "
         "ORDER BY e.name");
-    if (!s) return fail(s.error());
+    if (!s) {
+      if (no_tables_yet(s.error())) return std::vector<std::string>{};
+      return fail(s.error());
+    }
     s->bind(1, prefix).bind(2, now_ms()).bind(3, boot_);
     std::vector<std::string> out;
     for (;;) {
@@ -320,6 +323,12 @@ class sqlite_session final : public backend_session {
   }
 
  private:
+  // An observer may open a file that a first writer is still creating (or an empty file):
+  // no tables yet is an empty queue to it, as a file that does not exist is.
+  bool no_tables_yet(const failure& f) const {
+    return info_.observe_only && f.message.find("no such table: dlock_") != std::string::npos;
+  }
+
   template <class F>
   result<void> write_txn(F&& body) {
     if (closed_) return fail(errc::session_closed, "sqlite session closed");
@@ -387,7 +396,10 @@ class sqlite_session final : public backend_session {
   result<queue_view> read_queue(std::string_view lock) {
     if (closed_) return fail(errc::session_closed, "sqlite session closed");
     auto s = db_.prepare(queue_sql);
-    if (!s) return fail(s.error());
+    if (!s) {
+      if (no_tables_yet(s.error())) return queue_view{};
+      return fail(s.error());
+    }
     s->bind(1, lock).bind(2, boot_);
     queue_view v;
     std::vector<std::string> dead;

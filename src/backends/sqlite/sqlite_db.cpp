@@ -46,6 +46,15 @@ result<db> db::open(const std::string& path, int busy_timeout_ms) {
   if (rc != SQLITE_OK) {
     auto f = map_error(h, rc, "cannot open database '" + path + "'");
     sqlite3_close_v2(h);
+    // SQLite says only "unable to open database file"; the usual cause is a typo in the path.
+    auto dir = std::filesystem::path(path).parent_path();
+    std::error_code ec;
+    if ((rc & 0xff) == SQLITE_CANTOPEN && !dir.empty() && !std::filesystem::exists(dir, ec) &&
+        !ec) {
+      f = {make_error_code(errc::invalid_argument),
+           "cannot open database '" + path + "': directory '" + dir.string() +
+               "' does not exist (dlock creates the file, not its directory)"};
+    }
     return fail(f);
   }
   sqlite3_busy_timeout(h, busy_timeout_ms);
