@@ -33,7 +33,7 @@ class memory_session final : public backend_session {
       q.push_back(
           {entry{std::string(id), kind, token, info_.owner, std::chrono::system_clock::now(), {}},
            info_.id});
-      store_->queue_changed.notify_all();
+      store_->notify_observers();
     }
     return snapshot(q, sent);
   }
@@ -62,7 +62,7 @@ class memory_session final : public backend_session {
     if (it->second.empty()) store_->queues.erase(it);
     if (n == 0) return gone();
     store_->changed.notify_all();
-    store_->queue_changed.notify_all();
+    store_->notify_observers();
     return {};
   }
 
@@ -77,7 +77,7 @@ class memory_session final : public backend_session {
         if (m.e.id != id || m.session != info_.id) continue;
         m.e.value = value;
         ++m.e.version;
-        store_->queue_changed.notify_all();
+        store_->notify_observers();
         return m.e.version;
       }
     }
@@ -100,10 +100,12 @@ class memory_session final : public backend_session {
       return false;
     };
     // 50 ms steps, as wait_any's, so an injected clock's jumps end leases.
+    ++store_->observers;
     while (!stop.stop_requested() && steady::now() < deadline) {
       auto until = std::min(deadline, steady::now() + std::chrono::milliseconds{50});
-      if (store_->queue_changed.wait_until(lk, stop, until, differs)) return {};
+      if (store_->queue_changed.wait_until(lk, stop, until, differs)) break;
     }
+    --store_->observers;
     return {};
   }
 
@@ -150,7 +152,7 @@ class memory_session final : public backend_session {
       it = it->second.empty() ? store_->queues.erase(it) : std::next(it);
     }
     store_->changed.notify_all();
-    store_->queue_changed.notify_all();
+    store_->notify_observers();
   }
 
   result<std::vector<std::string>> lock_names(std::string_view prefix) override {

@@ -24,7 +24,7 @@ void memory_store::purge() {
     it = it->second.empty() ? queues.erase(it) : std::next(it);
   }
   changed.notify_all();
-  queue_changed.notify_all();
+  notify_observers();
 }
 
 void memory_store::set_lease(const std::string& session, steady::time_point end) {

@@ -22,6 +22,10 @@ struct memory_store {
   std::mutex mu;
   std::condition_variable_any changed;        // an entry left (waiters of entries)
   std::condition_variable_any queue_changed;  // an entry joined, left or got a value
+  int observers{0};  // threads in wait_change: without any, queue_changed is not notified
+  void notify_observers() {
+    if (observers > 0) queue_changed.notify_all();
+  }
   std::function<steady::time_point()> clock = [] { return steady::now(); };
   std::map<std::string, std::vector<memory_entry>, std::less<>> queues;
   std::map<std::string, std::uint64_t, std::less<>> tokens;  // kept forever: tokens never repeat

@@ -40,6 +40,11 @@ local_wake::local_wake(const std::string& db_path) {
     std::snprintf(buf, sizeof buf, "dlock/unknown/");
   }
   scope_ = buf;
+  send_fd_ = ::socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+}
+
+local_wake::~local_wake() {
+  if (send_fd_ >= 0) ::close(send_fd_);
 }
 
 std::string local_wake::changed_key(std::string_view lock) {
@@ -57,7 +62,7 @@ std::string local_wake::address(std::string_view entry_id, int slot) const {
 }
 
 void local_wake::notify(std::string_view entry_id) const {
-  int fd = ::socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  const int fd = send_fd_;
   if (fd < 0) return;
   // Waiters take the lowest free slot, so an empty slot usually means no more waiters; a
   // waiter missed in a rare gap is still woken by its own poll.
@@ -69,7 +74,6 @@ void local_wake::notify(std::string_view entry_id) const {
       break;
     }
   }
-  ::close(fd);
 }
 
 local_wake::listener local_wake::listen(std::string_view entry_id) const {

@@ -17,6 +17,9 @@ class local_wake {
  public:
   // Names are scoped by the database file's device and inode.
   explicit local_wake(const std::string& db_path);
+  ~local_wake();
+  local_wake(const local_wake&) = delete;
+  local_wake& operator=(const local_wake&) = delete;
 
   // Wakes every waiter of `entry_id` (best effort; nobody listening is fine).
   void notify(std::string_view entry_id) const;
@@ -53,6 +56,9 @@ class local_wake {
   std::string address(std::string_view entry_id, int slot) const;
   static std::string changed_key(std::string_view lock);
   std::string scope_;
+  // One sending socket for the session's life: a wake-up nobody listens for (the common case)
+  // then costs one refused sendto, not a socket's creation and close besides.
+  int send_fd_{-1};
 };
 
 }  // namespace dlock::detail
