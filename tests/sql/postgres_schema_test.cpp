@@ -11,6 +11,7 @@
 #include <sstream>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "support/net.hpp"
@@ -109,6 +110,39 @@ TEST(postgres_schema, a_schema_from_before_values_is_extended_and_older_clients_
   // Opening again finds everything in place (no DDL: one query).
   auto again = session::open(url);
   EXPECT_EQ(dlock::election(again, "primary").leader()->value, "here");
+}
+
+// The server keeps its process list for the rest of a transaction once read: a listing must
+// not take a session whose connection began after that for a dead one (it deleted all eight
+// workers' sessions in one CI run). Here one transaction lists twice, around a new session's
+// arrival; the second listing must keep it.
+TEST(postgres_schema, a_session_younger_than_the_listers_process_list_is_not_taken_for_dead) {
+  auto url = server().url();
+  auto a = session::open(url);
+  const auto lock = "young-" + random_suffix();
+  dlock::mutex held(a, lock);
+  held.lock();
+  raw_pg lister(url);
+  lister.exec("BEGIN");
+  ASSERT_EQ(lister.exec("SELECT count(*) FROM dlock.queue_values('" + lock + "', '')"),
+            std::vector<std::string>{"1"});
+  auto b = session::open(url);  // a new connection: a server process the list above lacks
+  dlock::mutex waiting(b, lock);
+  bool granted = false;
+  std::thread t([&] { granted = waiting.try_lock_for(30s); });
+  auto look = session::open(url, {.observe_only = true});
+  for (int i = 0; i < 500 && inspect(look, lock).size() < 2; ++i) {
+    std::this_thread::sleep_for(10ms);
+  }
+  ASSERT_EQ(inspect(look, lock).size(), 2u);
+  EXPECT_EQ(lister.exec("SELECT count(*) FROM dlock.queue_values('" + lock + "', '')"),
+            std::vector<std::string>{"2"})
+      << "the listing deleted a live session it had not seen in its process list";
+  lister.exec("COMMIT");
+  held.unlock();
+  t.join();
+  EXPECT_TRUE(granted) << "the waiter's session was ended";
+  if (granted) waiting.unlock();
 }
 
 }  // namespace

@@ -81,6 +81,10 @@ RETURNS TABLE(r_id text, r_kind smallint, r_token bigint, r_created_ms bigint, r
 LANGUAGE plpgsql AS $$
 DECLARE t timestamptz := clock_timestamp();
 BEGIN
+  -- The server reads its process list once per transaction and keeps it: a session whose
+  -- connection began after that (and whose entry a later statement here sees) would read as
+  -- dead and be deleted. A fresh list for this call, taken after its rows' snapshots.
+  PERFORM pg_stat_clear_snapshot();
   -- Per distinct session, not per entry: 1000 waiters from 8 sessions are 8 process-list
   -- look-ups, not 1000 (version 3; per entry, 1000 waiters starved the sessions' renewals).
   IF EXISTS (SELECT 1 FROM (SELECT DISTINCT e.session FROM @S.entries e
@@ -161,6 +165,8 @@ INSERT INTO @S.meta(key, value) VALUES ('schema_version', '3')
 INSERT INTO @S.meta(key, value) VALUES ('pooled_sessions', '1') ON CONFLICT (key) DO NOTHING;
 -- Still version 3: entries carry values (elections); older clients use queue and enqueue.
 INSERT INTO @S.meta(key, value) VALUES ('entry_values', '1') ON CONFLICT (key) DO NOTHING;
+-- Still version 3: queue takes a fresh process list per call (older clients unaffected).
+INSERT INTO @S.meta(key, value) VALUES ('fresh_activity', '1') ON CONFLICT (key) DO NOTHING;
 COMMIT;
 )sql";
 
@@ -270,6 +276,7 @@ result<void> ensure_schema(conn& c, const std::string& schema) {
   auto check = c.exec(
       with_schema("SELECT value, EXISTS (SELECT 1 FROM @S.meta WHERE key = 'pooled_sessions')"
                   " AND EXISTS (SELECT 1 FROM @S.meta WHERE key = 'entry_values')"
+                  " AND EXISTS (SELECT 1 FROM @S.meta WHERE key = 'fresh_activity')"
                   " FROM @S.meta WHERE key = 'schema_version'",
                   schema));
   if (check && check->count() == 1) {
