@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <atomic>
-#include <random>
 
 #include "core/exit_guard.hpp"
 #include "core/retry.hpp"
@@ -111,7 +110,6 @@ std::shared_ptr<removal_ticket> removal_queue::submit(
 }
 
 void removal_queue::remover_loop(std::stop_token stop) {
-  thread_local std::minstd_rand rng{std::random_device{}()};
   std::unique_lock lk(mu_);
   while (!stop.stop_requested()) {
     auto gen = gen_;
@@ -158,12 +156,9 @@ void removal_queue::remover_loop(std::stop_token stop) {
       j.ticket->settle(false);
       continue;
     }
-    // Anything else may have left the entry in place: try again soon. Backoff from a few ms
-    // (not the renewal period), capped low, so a healed link frees the lock at once.
+    // Anything else may have left the entry in place: try again soon (job::pace).
     j.ticket->note(r.error());
-    long long us = std::min(5'000LL << std::min(j.attempt, 6), 250'000LL);
-    j.next = steady::now() +
-             std::chrono::microseconds{std::uniform_int_distribution<long long>(us / 2, us)(rng)};
+    j.next = steady::now() + j.pace.next();
     ++j.attempt;
     jobs_.push_back(std::move(j));
     ++gen_;

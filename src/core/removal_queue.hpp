@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "core/backend.hpp"
+#include "core/poll_pacer.hpp"
 
 namespace dlock::detail {
 
@@ -86,6 +87,9 @@ class removal_queue {
     std::shared_ptr<removal_ticket> ticket;
     int attempt{0};
     steady::time_point next{};
+    // Retries start a few ms apart (not at the renewal period), capped low, so a healed
+    // link frees the lock at once.
+    poll_pacer pace{std::chrono::milliseconds{5}, std::chrono::milliseconds{250}};
   };
   void remover_loop(std::stop_token stop);
 

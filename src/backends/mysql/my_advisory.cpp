@@ -4,11 +4,11 @@
 
 #include <algorithm>
 #include <optional>
-#include <random>
 #include <vector>
 
 #include "backends/common/advisory_session.hpp"
 #include "backends/mysql/my_schema.hpp"
+#include "core/poll_pacer.hpp"
 
 namespace dlock::detail::my {
 namespace {
@@ -146,18 +146,14 @@ class advisory_session final : public advisory_session_base<conn, std::string, p
   result<void> wait_remote(std::string_view lock, const entry&, steady::time_point deadline,
                            std::stop_token stop) override {
     std::unique_lock lk(mu_);
-    thread_local std::minstd_rand rng{std::random_device{}()};
-    auto pause = first_pause;
+    poll_pacer pacer{first_pause, max_pause};
     for (int polls = 0; polls < max_polls && !stop.stop_requested() && !lost_; ++polls) {
-      auto nap = std::chrono::microseconds{
-          std::uniform_int_distribution<long long>(pause.count() / 2, pause.count())(rng)};
-      auto until = std::min(deadline, steady::now() + nap);
+      auto until = std::min(deadline, steady::now() + pacer.next());
       cv_.wait_until(lk, stop, until, [&] { return lost_ || closed_; });
       if (stop.stop_requested() || lost_ || closed_ || steady::now() >= deadline) break;
       auto r = run_locked(is_free, {key(lock)}, lk);
       if (!r) return lost_ ? result<void>{} : fail(r.error());
       if (r->rows.empty() || r->i64(0, 0) == 1) break;
-      pause = std::min(pause * 2, max_pause);
     }
     return {};
   }

@@ -10,10 +10,8 @@
 
 #include <algorithm>
 #include <atomic>
-#include <condition_variable>
 #include <functional>
 #include <mutex>
-#include <random>
 #include <span>
 
 #include "backends/common/conn_watch.hpp"
@@ -24,6 +22,7 @@
 #include "backends/mysql/my_conn.hpp"
 #include "backends/mysql/my_schema.hpp"
 #include "core/duration.hpp"
+#include "core/poll_pacer.hpp"
 
 namespace dlock::detail {
 namespace {
@@ -236,27 +235,10 @@ class mysql_session final : public backend_session {
   static constexpr std::chrono::microseconds max_pause{16'000};
   static constexpr std::chrono::microseconds max_observer_pause{100'000};
 
-  // Calls `changed` after each jittered pause until it says so (or fails), `deadline` passes
-  // or `stop` is requested.
   result<void> poll(steady::time_point deadline, const std::stop_token& stop,
                     const std::function<result<bool>()>& changed,
                     std::chrono::microseconds cap = max_pause) {
-    thread_local std::minstd_rand rng{std::random_device{}()};
-    auto pause = first_pause;
-    while (!stop.stop_requested() && steady::now() < deadline) {
-      auto nap = std::chrono::microseconds{
-          std::uniform_int_distribution<long long>(pause.count() / 2, pause.count())(rng)};
-      std::mutex m;
-      std::condition_variable_any cv;
-      std::unique_lock sl(m);
-      cv.wait_until(sl, stop, std::min(deadline, steady::now() + nap), [] { return false; });
-      if (stop.stop_requested()) break;
-      auto r = changed();
-      if (!r) return fail(r.error());
-      if (*r) return {};
-      pause = std::min(pause * 2, cap);
-    }
-    return {};
+    return poll_until(deadline, stop, poll_pacer{first_pause, cap}, changed);
   }
 
   // The session's connection; once it is lost, `bound` requests (those that act for the

@@ -12,6 +12,8 @@
 #include <cstring>
 #include <vector>
 
+#include "core/poll_pacer.hpp"
+
 namespace dlock::detail {
 namespace {
 
@@ -112,7 +114,10 @@ bool local_wake::listener::wait_any(std::span<listener> ls, std::chrono::millise
     p.push_back({l.fd_, POLLIN, 0});
     if (!first) first = &l;
   }
-  if (!first) return false;
+  if (!first) {
+    (void)nap_until(std::chrono::steady_clock::now() + timeout, stop);
+    return false;
+  }
   // A stop request wakes the first bound listener with a datagram of its own.
   std::stop_callback on_stop(stop, [first] {
     int fd = ::socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);

@@ -34,7 +34,8 @@ class local_wake {
     bool wait(std::chrono::milliseconds timeout, std::stop_token stop);
     bool bound() const noexcept { return fd_ >= 0; }
     // Waits up to `timeout` for a wake-up of any of `ls` (unbound ones are skipped) or for
-    // `stop`; true when woken (or stopped).
+    // `stop`; true when woken (or stopped). With none bound it naps for `timeout` (or until
+    // `stop`) and returns false: the caller's poll is then the only way to notice.
     static bool wait_any(std::span<listener> ls, std::chrono::milliseconds timeout,
                          std::stop_token stop);
 

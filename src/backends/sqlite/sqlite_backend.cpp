@@ -8,9 +8,7 @@
 #include "backends/sqlite/sqlite_backend.hpp"
 
 #include <algorithm>
-#include <condition_variable>
 #include <mutex>
-#include <random>
 #include <span>
 #include <thread>
 #include <vector>
@@ -21,6 +19,8 @@
 #include "backends/sqlite/sqlite_db.hpp"
 #include "backends/sqlite/sqlite_rows.hpp"
 #include "backends/sqlite/sqlite_schema.hpp"
+#include "backends/sqlite/sqlite_sessions.hpp"
+#include "core/poll_pacer.hpp"
 
 namespace dlock::detail {
 namespace {
@@ -61,18 +61,8 @@ class sqlite_session final : public backend_session {
     auto me = this_process();
     return write_txn([&]() -> result<void> {
       if (auto r = sqlite::prepare_schema(db_, boot_, now_ms(), wall_ms()); !r) return r;
-      auto s = db_.prepare(
-          "INSERT INTO dlock_sessions(id, owner, host, pid, pid_start, boot_id, "
-          "expires_boot_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)");
-      if (!s) return fail(s.error());
-      return s->bind(1, info_.id)
-          .bind(2, info_.owner)
-          .bind(3, me.host)
-          .bind(4, me.pid)
-          .bind(5, me.start)
-          .bind(6, boot_)
-          .bind(7, now_ms() + info_.ttl.count())
-          .run();
+      return sqlite::insert_session(db_, info_.id, info_.owner, me, boot_,
+                                    now_ms() + info_.ttl.count());
     });
   }
 
@@ -167,17 +157,16 @@ class sqlite_session final : public backend_session {
 
   result<void> wait_any(std::string_view /*lock*/, std::span<const entry> awaited,
                         steady::time_point deadline, std::stop_token stop) override {
-    // Woken by the remover through local_wake; the poll (backing off with jitter, so
-    // waiting never spins hot) is the safety net for holders that crash or lose their lease.
-    thread_local std::minstd_rand rng{std::random_device{}()};
+    // Woken by the remover through local_wake; the paced poll (core/poll_pacer.hpp) is the
+    // safety net for holders that crash or lose their lease, slower when every wake-up can
+    // reach us.
     std::vector<local_wake::listener> listeners;  // before the check: no lost wake-up
     bool all_bound = true;
     for (const auto& e : awaited) {
       listeners.push_back(wake_.listen(e.id));
       all_bound &= listeners.back().bound();
     }
-    const auto cap = std::chrono::microseconds{all_bound ? 200'000 : 32'000};
-    auto pause = std::chrono::microseconds{1000};
+    poll_pacer pacer{std::chrono::milliseconds{1}, std::chrono::milliseconds{all_bound ? 200 : 32}};
     while (!stop.stop_requested() && steady::now() < deadline) {
       {
         std::lock_guard lk(mu_);
@@ -187,19 +176,9 @@ class sqlite_session final : public backend_session {
           if (!*alive) return {};  // gone, or its holder is dead: the engine lists (and reaps)
         }
       }
-      auto jittered = std::chrono::microseconds{
-          std::uniform_int_distribution<long long>(pause.count() / 2, pause.count())(rng)};
       auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - steady::now());
-      auto timeout = std::min(std::chrono::ceil<std::chrono::milliseconds>(jittered), left);
-      if (std::any_of(listeners.begin(), listeners.end(), [](auto& l) { return l.bound(); })) {
-        if (local_wake::listener::wait_any(listeners, timeout, stop)) return {};
-      } else {
-        std::mutex m;
-        std::condition_variable_any cv;
-        std::unique_lock sl(m);
-        cv.wait_for(sl, stop, timeout, [] { return false; });
-      }
-      pause = std::min(pause * 2, cap);
+      auto timeout = std::min(std::chrono::ceil<std::chrono::milliseconds>(pacer.next()), left);
+      if (local_wake::listener::wait_any(listeners, timeout, stop)) return {};
     }
     return {};
   }
@@ -250,14 +229,7 @@ class sqlite_session final : public backend_session {
     auto slice = std::chrono::milliseconds{pushed ? 200 : 32};
     auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - steady::now());
     auto timeout = std::max(std::chrono::milliseconds{0}, std::min(slice, left));
-    if (std::any_of(listeners.begin(), listeners.end(), [](auto& l) { return l.bound(); })) {
-      (void)local_wake::listener::wait_any(listeners, timeout, stop);
-    } else {
-      std::mutex m;
-      std::condition_variable_any cv;
-      std::unique_lock sl(m);
-      cv.wait_for(sl, stop, timeout, [] { return false; });
-    }
+    (void)local_wake::listener::wait_any(listeners, timeout, stop);
     return {};
   }
 
@@ -265,18 +237,10 @@ class sqlite_session final : public backend_session {
     if (info_.observe_only) return steady::now();  // no lease to renew
     std::lock_guard lk(mu_);
     auto sent = steady::now();
-    auto s = db_.prepare(
-        "UPDATE dlock_sessions SET expires_boot_ms = ?2 "
-        "WHERE id = ?1 AND boot_id = ?4 AND expires_boot_ms > ?3");
-    if (!s) return fail(s.error());
     auto now = now_ms();
-    if (auto r =
-            s->bind(1, info_.id).bind(2, now + info_.ttl.count()).bind(3, now).bind(4, boot_).run();
-        !r) {
-      return fail(r.error());
-    }
-    if (db_.changes() == 0)
-      return fail(errc::session_expired, "sqlite session " + info_.id + " expired");
+    auto renewed = sqlite::renew_session(db_, info_.id, boot_, now, now + info_.ttl.count());
+    if (!renewed) return fail(renewed.error());
+    if (!*renewed) return fail(errc::session_expired, "sqlite session " + info_.id + " expired");
     return sent;
   }
 
@@ -342,38 +306,14 @@ class sqlite_session final : public backend_session {
     return r;
   }
 
-  result<void> session_live() {
-    auto s = db_.prepare(
-        "SELECT 1 FROM dlock_sessions WHERE id = ?1 AND boot_id = ?3 AND expires_boot_ms > ?2");
-    if (!s) return fail(s.error());
-    auto row = s->bind(1, info_.id).bind(2, now_ms()).bind(3, boot_).step();
-    if (!row) return fail(row.error());
-    if (!*row) return fail(errc::session_expired, "sqlite session " + info_.id + " expired");
-    return {};
-  }
+  result<void> session_live() { return sqlite::session_live(db_, info_.id, boot_, now_ms()); }
 
   void notify_all(const std::vector<std::string>& entry_ids) {
     for (auto& id : entry_ids) wake_.notify(id);
   }
 
-  // Deletes session `id` and its entries, appending the removed entry ids to `removed`.
   result<void> delete_session(const std::string& id, std::vector<std::string>& removed) {
-    auto ids = db_.prepare("SELECT id FROM dlock_entries WHERE session = ?1");
-    if (!ids) return fail(ids.error());
-    ids->bind(1, id);
-    for (;;) {
-      auto row = ids->step();
-      if (!row) return fail(row.error());
-      if (!*row) break;
-      removed.push_back(ids->text(0));
-    }
-    for (const char* sql : {"DELETE FROM dlock_entries WHERE session = ?1",
-                            "DELETE FROM dlock_sessions WHERE id = ?1"}) {
-      auto s = db_.prepare(sql);
-      if (!s) return fail(s.error());
-      if (auto r = s->bind(1, id).run(); !r) return r;
-    }
-    return {};
+    return sqlite::delete_session(db_, id, removed);
   }
 
   // Whether entry `id` is stored and its session's lease and process are alive: one row,
@@ -427,17 +367,10 @@ class sqlite_session final : public backend_session {
     auto r = write_txn([&]() -> result<void> {
       auto now = now_ms();
       for (auto& id : sessions) {
-        auto check = db_.prepare(
-            "SELECT host, pid, pid_start, CASE WHEN boot_id = ?2 THEN expires_boot_ms ELSE 0 END "
-            "FROM dlock_sessions WHERE id = ?1");
-        if (!check) return fail(check.error());
-        auto row = check->bind(1, id).bind(2, boot_).step();
-        if (!row) return fail(row.error());
         // Re-check inside the transaction: the session may have renewed meanwhile.
-        if (*row && check->i64(3) > now &&
-            process_alive({check->text(0), check->i64(1), check->i64(2)})) {
-          continue;
-        }
+        auto over = sqlite::session_over(db_, id, boot_, now);
+        if (!over) return fail(over.error());
+        if (!*over) continue;
         if (auto d = delete_session(id, removed); !d) return d;
       }
       return {};

@@ -1,0 +1,43 @@
+#pragma once
+// The one pacing rule for waits that poll: a server that pushes nothing (MySQL), a push that
+// may be lost (a local wake-up socket), or a retry of a failed removal. The first look comes
+// soon, because a handoff is often quick; later looks back off exponentially to a cap, so a
+// long wait costs one request per cap; each pause is jittered over [pause/2, pause] so that
+// waiters started together do not poll in step (AWS Architecture Blog, "Exponential Backoff
+// And Jitter", 2015: "equal jitter").
+//
+// Threads: a pacer belongs to one wait; nap_until() may be called from any thread.
+
+#include <chrono>
+#include <functional>
+#include <stop_token>
+
+#include "core/result.hpp"
+
+namespace dlock::detail {
+
+class poll_pacer {
+ public:
+  poll_pacer(std::chrono::microseconds first, std::chrono::microseconds cap) noexcept
+      : pause_(first), cap_(cap) {}
+
+  // The next pause: jittered over [pause/2, pause]; the pause then doubles, up to the cap.
+  std::chrono::microseconds next() noexcept;
+
+  // The current (unjittered) pause: what the next call draws from.
+  std::chrono::microseconds pause() const noexcept { return pause_; }
+
+ private:
+  std::chrono::microseconds pause_;
+  std::chrono::microseconds cap_;
+};
+
+// Sleeps until `until`; returns early (false) if `stop` is requested.
+bool nap_until(std::chrono::steady_clock::time_point until, const std::stop_token& stop);
+
+// Calls `changed` after each paced nap until it says true (or fails), `deadline` passes or
+// `stop` is requested. A false return from `changed` means "look again later".
+result<void> poll_until(std::chrono::steady_clock::time_point deadline, const std::stop_token& stop,
+                        poll_pacer pacer, const std::function<result<bool>()>& changed);
+
+}  // namespace dlock::detail
