@@ -330,4 +330,24 @@ result<rows> conn::exec(const std::string& sql) {
   return await(steady::now() + timeout_, "query");
 }
 
+std::string to_hex(std::string_view bytes) {
+  static constexpr char digits[] = "0123456789abcdef";
+  std::string out;
+  out.reserve(bytes.size() * 2);
+  for (unsigned char c : bytes) {
+    out += digits[c >> 4];
+    out += digits[c & 15];
+  }
+  return out;
+}
+
+std::string from_hex(std::string_view digits) {
+  auto nibble = [](char c) { return c <= '9' ? c - '0' : (c | 0x20) - 'a' + 10; };
+  std::string bytes(digits.size() / 2, '\0');
+  for (std::size_t i = 0; i < bytes.size(); ++i) {
+    bytes[i] = static_cast<char>(nibble(digits[2 * i]) << 4 | nibble(digits[2 * i + 1]));
+  }
+  return bytes;
+}
+
 }  // namespace dlock::detail::pg

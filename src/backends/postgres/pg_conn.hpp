@@ -143,4 +143,9 @@ failure map_error(const PGresult* r, std::string_view where);
 // SQLSTATE of the error dlock's own functions raise when the session's lease has lapsed.
 inline constexpr std::string_view session_expired_state = "DL001";
 
+// Bytes as hex digits, for a bytea statement parameter (parameters are text, and
+// decode($n, 'hex') reads them); and back, for a column selected with encode(x, 'hex').
+std::string to_hex(std::string_view bytes);
+std::string from_hex(std::string_view digits);
+
 }  // namespace dlock::detail::pg

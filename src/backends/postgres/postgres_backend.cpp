@@ -116,8 +116,8 @@ class postgres_session final : public backend_session {
       return fail(errc::lock_lost, "postgres entry " + std::string(id) + " of '" +
                                        std::string(lock) + "' is gone (the session expired)");
     }
-    auto r =
-        run(stmts_.set_value, {std::string(lock), std::string(id), info_.id, hex(value)}, true);
+    auto r = run(stmts_.set_value,
+                 {std::string(lock), std::string(id), info_.id, pg::to_hex(value)}, true);
     if (!r) {
       if (r.error().code == make_error_code(errc::session_expired)) {
         return fail(errc::lock_lost, r.error().message);
@@ -287,26 +287,9 @@ class postgres_session final : public backend_session {
   }
 
  private:
-  // Bytes as hex digits (statement parameters are text); and back, for listed values.
-  static std::string hex(std::string_view bytes) {
-    static constexpr char digits[] = "0123456789abcdef";
-    std::string out;
-    out.reserve(bytes.size() * 2);
-    for (unsigned char c : bytes) {
-      out += digits[c >> 4];
-      out += digits[c & 15];
-    }
-    return out;
-  }
+  // Listed values arrive hex-encoded (queue rows are text).
   static queue_view with_values(queue_view v) {
-    auto nibble = [](char c) { return c <= '9' ? c - '0' : (c | 0x20) - 'a' + 10; };
-    for (auto& e : v.entries) {
-      std::string bytes(e.value.size() / 2, '\0');
-      for (std::size_t i = 0; i < bytes.size(); ++i) {
-        bytes[i] = static_cast<char>(nibble(e.value[2 * i]) << 4 | nibble(e.value[2 * i + 1]));
-      }
-      e.value = std::move(bytes);
-    }
+    for (auto& e : v.entries) e.value = pg::from_hex(e.value);
     return v;
   }
 
