@@ -8,8 +8,10 @@
 #include <atomic>
 #include <chrono>
 #include <dlock/dlock.hpp>
+#include <fstream>
 #include <map>
 #include <mutex>
+#include <sstream>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -23,75 +25,36 @@ namespace {
 
 using namespace std::chrono_literals;
 
-// dlock's version-2 DDL, verbatim (src/backends/mysql/my_schema.cpp before elections).
+// dlock's version-2 DDL, verbatim (a data file), one statement per element.
+std::vector<std::string> schema_v2() {
+  std::ifstream in(DLOCK_SOURCE_DIR "/tests/sql/data/mysql_schema_2.sql");
+  if (!in) throw std::runtime_error("mysql_schema_2.sql not found");
+  std::vector<std::string> out;
+  std::string line, sql;
+  auto flush = [&] {
+    // A chunk of comments alone (the file's header) is no statement.
+    bool code = false;
+    std::istringstream lines(sql);
+    for (std::string l; std::getline(lines, l);) code |= !l.empty() && l.rfind("--", 0) != 0;
+    if (code) out.push_back(sql);
+    sql.clear();
+  };
+  while (std::getline(in, line)) {
+    if (line == "$$") {
+      flush();
+    } else {
+      sql += (sql.empty() ? "" : "\n") + line;
+    }
+  }
+  flush();
+  return out;
+}
+
 #define DLOCK_NOW "CAST(UNIX_TIMESTAMP(NOW(6)) * 1000 AS SIGNED)"
 #define DLOCK_CONNECTED(s)                \
   "(" s                                   \
   ".conn IS NULL OR IFNULL(IS_USED_LOCK(" \
   "CONCAT('dlock_session:', " s ".id)), 0) = " s ".conn)"
-
-const char* const schema_v2[] = {
-    "CREATE TABLE IF NOT EXISTS dlock_meta(k VARCHAR(64) PRIMARY KEY, v VARCHAR(255) NOT NULL)"
-    " ENGINE=InnoDB",
-    "CREATE TABLE IF NOT EXISTS dlock_sessions(id VARBINARY(64) PRIMARY KEY,"
-    " owner VARBINARY(1024) NOT NULL, expires_ms BIGINT NOT NULL, conn BIGINT NULL)"
-    " ENGINE=InnoDB",
-    // Version 1 tables lack the connection id (a duplicate column is ignored below).
-    "ALTER TABLE dlock_sessions ADD COLUMN conn BIGINT NULL",
-    "CREATE TABLE IF NOT EXISTS dlock_fences(name VARBINARY(1024) PRIMARY KEY,"
-    " fence BIGINT NOT NULL) ENGINE=InnoDB",
-    "CREATE TABLE IF NOT EXISTS dlock_entries(id VARBINARY(255) PRIMARY KEY,"
-    " name VARBINARY(1024) NOT NULL, kind TINYINT NOT NULL, token BIGINT NOT NULL,"
-    " session VARBINARY(64) NOT NULL, created_ms BIGINT NOT NULL,"
-    " UNIQUE KEY name_token(name, token), KEY by_session(session)) ENGINE=InnoDB",
-    "DROP PROCEDURE IF EXISTS dlock_queue",
-    // The live queue of one lock. Entries of lapsed sessions, and of sessions whose
-    // connection is gone, are deleted on the way (with those sessions); the caller's own
-    // session (p_session) is alive, so an uncontended call checks no connection.
-    "CREATE PROCEDURE dlock_queue(IN p_name VARBINARY(1024), IN p_session VARBINARY(64))\n"
-    "BEGIN\n"
-    "  DECLARE t BIGINT DEFAULT " DLOCK_NOW
-    ";\n"
-    "  IF EXISTS (SELECT 1 FROM dlock_entries e LEFT JOIN dlock_sessions s ON s.id = e.session\n"
-    "             WHERE e.name = p_name AND e.session <> p_session\n"
-    "               AND (s.id IS NULL OR s.expires_ms <= t OR NOT " DLOCK_CONNECTED("s") ")) THEN\n"
-    "    DELETE FROM dlock_sessions WHERE id IN (SELECT e.session FROM dlock_entries e\n"
-    "        WHERE e.name = p_name AND e.session <> p_session)\n"
-    "      AND (expires_ms <= t OR NOT " DLOCK_CONNECTED("dlock_sessions") ");\n"
-    "    DELETE e FROM dlock_entries e LEFT JOIN dlock_sessions s ON s.id = e.session\n"
-    "    WHERE e.name = p_name AND (s.id IS NULL OR s.expires_ms <= t);\n"
-    "  END IF;\n"
-    "  SELECT e.id, e.kind, e.token, e.created_ms, s.owner, s.expires_ms - t\n"
-    "  FROM dlock_entries e JOIN dlock_sessions s ON s.id = e.session\n"
-    "  WHERE e.name = p_name AND s.expires_ms > t ORDER BY e.token;\n"
-    "END",
-    "DROP PROCEDURE IF EXISTS dlock_enqueue",
-    // Idempotent on the entry id. The fence row stays locked until COMMIT, so tokens commit
-    // in order and queue order is token order.
-    "CREATE PROCEDURE dlock_enqueue(IN p_session VARBINARY(64), IN p_name VARBINARY(1024),\n"
-    "                               IN p_id VARBINARY(255), IN p_kind TINYINT)\n"
-    "BEGIN\n"
-    "  DECLARE t BIGINT;\n"
-    "  DECLARE EXIT HANDLER FOR SQLEXCEPTION BEGIN ROLLBACK; RESIGNAL; END;\n"
-    "  IF NOT EXISTS (SELECT 1 FROM dlock_sessions\n"
-    "                 WHERE id = p_session AND expires_ms > " DLOCK_NOW
-    "                   AND conn = CONNECTION_ID()) THEN\n"
-    "    SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = 'dlock session expired';\n"
-    "  END IF;\n"
-    "  IF NOT EXISTS (SELECT 1 FROM dlock_entries WHERE id = p_id) THEN\n"
-    "    START TRANSACTION;\n"
-    "    INSERT INTO dlock_fences(name, fence) VALUES (p_name, 1)\n"
-    "      ON DUPLICATE KEY UPDATE fence = fence + 1;\n"
-    "    SELECT fence INTO t FROM dlock_fences WHERE name = p_name;\n"
-    "    INSERT INTO dlock_entries(id, name, kind, token, session, created_ms)\n"
-    "      VALUES (p_id, p_name, p_kind, t, p_session, " DLOCK_NOW
-    ");\n"
-    "    COMMIT;\n"
-    "  END IF;\n"
-    "  CALL dlock_queue(p_name, p_session);\n"
-    "END",
-    "INSERT INTO dlock_meta(k, v) VALUES ('schema_version', '2') ON DUPLICATE KEY UPDATE v = '2'",
-};
 
 // What a version-2 client runs for its session, verbatim (my_schema.cpp's statements).
 const std::string v2_take_session = "SELECT GET_LOCK(?, 0)";
@@ -258,7 +221,7 @@ class mysql_schema : public ::testing::Test {
     server().query("CREATE DATABASE " + db_);
     server().query("GRANT ALL ON " + db_ + ".* TO 'dlock'@'%'");
     raw_client c(db_);
-    for (const char* sql : schema_v2) c.ddl(sql);
+    for (const auto& sql : schema_v2()) c.ddl(sql);
   }
   std::string url() const {
     return "mysql://dlock:secret@127.0.0.1:" + std::to_string(server().port()) + "/" + db_ +
