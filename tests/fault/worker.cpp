@@ -44,13 +44,17 @@
 #include "backends/memory/memory_backend.hpp"
 #include "backends/zookeeper/zk_backend.hpp"
 #include "core/session_core.hpp"
+#include "fault/canceller.hpp"
 #include "fault/history.hpp"
+#include "fault/worker_grant.hpp"
 #include "support/fenced_register.hpp"
 
 namespace {
 
 using namespace std::chrono_literals;
+using dlock::fault::canceller;
 using dlock::fault::event;
+using dlock::fault::grant;
 using dlock::fault::step;
 using dlock::test::monotonic_ns;
 
@@ -142,99 +146,6 @@ class event_log {
 };
 
 enum class outcome { stopped, lost, error };
-
-// The contender's lock: the mutex, one permit of a semaphore (--permits), or leadership of
-// an election (--elect).
-class grant {
- public:
-  grant(const dlock::session& s, const std::string& name, std::uint32_t permits, bool elect,
-        std::string value)
-      : value_(std::move(value)) {
-    if (elect) {
-      election_.emplace(s, name);
-    } else if (permits == 0) {
-      mutex_.emplace(s, name);
-    } else {
-      sem_.emplace(s, name, permits);
-    }
-  }
-  bool try_until(std::chrono::steady_clock::time_point deadline, std::stop_token stop,
-                 std::error_code& ec) {
-    if (mutex_) return mutex_->try_lock_until(deadline, std::move(stop), ec);
-    if (election_) {
-      lead_ = election_->campaign(value_, deadline, std::move(stop), ec);
-      return static_cast<bool>(lead_);
-    }
-    permit_ = sem_->try_acquire_until(deadline, std::move(stop), ec);
-    return static_cast<bool>(permit_);
-  }
-  dlock::hold current_hold() const {
-    return mutex_ ? mutex_->current_hold() : election_ ? lead_.hold() : permit_.hold();
-  }
-  void unlock(std::error_code& ec) {
-    if (mutex_) {
-      mutex_->unlock(ec);
-    } else if (election_) {
-      lead_.resign(ec);
-    } else {
-      permit_.release(ec);
-    }
-  }
-
- private:
-  std::string value_;
-  std::optional<dlock::mutex> mutex_;
-  std::optional<dlock::semaphore> sem_;
-  std::optional<dlock::election> election_;
-  dlock::permit permit_;
-  dlock::leadership lead_;
-};
-
-// Cancels one acquire at a time, `delay` after arm(): a thread of its own that spins the last
-// stretch, so the cancel lands within microseconds of the chosen moment.
-class canceller {
- public:
-  canceller() : thread_([this](std::stop_token st) { loop(st); }) {}
-  ~canceller() {
-    thread_.request_stop();
-    cv_.notify_all();
-  }
-  void arm(std::stop_source target, std::chrono::nanoseconds delay) {
-    std::lock_guard lk(mu_);
-    target_ = std::move(target);
-    at_ = std::chrono::steady_clock::now() + delay;
-    armed_ = true;
-    cv_.notify_all();
-  }
-  // Waits until the armed cancel fired (so no cancel of one attempt spills into the next).
-  void settle() {
-    std::unique_lock lk(mu_);
-    cv_.wait(lk, [&] { return !armed_; });
-  }
-
- private:
-  void loop(std::stop_token st) {
-    std::unique_lock lk(mu_);
-    while (!st.stop_requested()) {
-      cv_.wait(lk, st, [&] { return armed_; });
-      if (!armed_) continue;
-      auto at = at_;
-      lk.unlock();
-      while (std::chrono::steady_clock::now() < at) {
-      }
-      lk.lock();
-      target_.request_stop();
-      armed_ = false;
-      cv_.notify_all();
-    }
-  }
-  std::mutex mu_;
-  std::condition_variable_any cv_;
-  std::stop_source target_;
-  std::chrono::steady_clock::time_point at_;
-  bool armed_{false};
-  std::jthread thread_;
-};
 
 class contender {
  public:
