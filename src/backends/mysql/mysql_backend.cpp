@@ -9,15 +9,11 @@
 #include "backends/mysql/mysql_backend.hpp"
 
 #include <algorithm>
-#include <atomic>
 #include <functional>
-#include <mutex>
 #include <span>
 
-#include "backends/common/conn_watch.hpp"
-#include "backends/common/loss_notice.hpp"
 #include "backends/common/queue_rows.hpp"
-#include "backends/common/socket_interrupt.hpp"
+#include "backends/common/session_conn.hpp"
 #include "backends/mysql/my_advisory.hpp"
 #include "backends/mysql/my_conn.hpp"
 #include "backends/mysql/my_schema.hpp"
@@ -32,44 +28,36 @@ using stmts = my::statements;
 
 class mysql_session final : public backend_session {
  public:
-  mysql_session(my::target t, session_info info) : target_(std::move(t)), info_(std::move(info)) {}
+  mysql_session(my::target t, session_info info)
+      : target_(std::move(t)), info_(std::move(info)), link_(target_.where, info_.id, [this] {
+          return my::conn::open(target_, info_.request_timeout);
+        }) {}
   ~mysql_session() override { close(); }
 
   result<void> start() {
-    std::lock_guard lk(mu_);
-    auto c = connection(false);
-    if (!c) return fail(c.error());
-    if (auto r = my::ensure_schema(**c); !r) return r;
-    // Lapsed sessions of crashed clients go first; they can never be renewed.
-    if (auto r = (*c)->run(stmts::purge_sessions, {}); !r) return fail(r.error());
-    auto taken = (*c)->run(stmts::take_session, {my::session_lock_name(info_.id)});
-    if (!taken) return fail(taken.error());
-    if (taken->rows.empty() || taken->i64(0, 0) != 1) {
-      return fail(errc::backend_error, target_.where + ": session lock of " + info_.id +
-                                           " is held by another connection");
-    }
-    auto owner = info_.owner.substr(0, 1000);
-    auto r = (*c)->run(stmts::open_session, {info_.id, owner, info_.ttl.count()});
-    if (!r) return fail(r.error());
-    opened_ = true;
-    interrupt_ = (*c)->interrupter();
-    watch_.start((*c)->socket(),
-                 [this] {
-                   std::lock_guard lk(mu_);
-                   if (!lost_ && (!conn_ || conn_->peer_closed())) mark_lost_locked();
-                   return !lost_;
-                 },
-                 [this] { announce_lost(); });
-    return {};
+    return link_.start(
+        [&](my::conn& c) -> result<void> {
+          if (auto r = my::ensure_schema(c); !r) return r;
+          // Lapsed sessions of crashed clients go first; they can never be renewed.
+          if (auto r = c.run(stmts::purge_sessions, {}); !r) return fail(r.error());
+          auto taken = c.run(stmts::take_session, {my::session_lock_name(info_.id)});
+          if (!taken) return fail(taken.error());
+          if (taken->rows.empty() || taken->i64(0, 0) != 1) {
+            return fail(errc::backend_error, target_.where + ": session lock of " + info_.id +
+                                                 " is held by another connection");
+          }
+          auto owner = info_.owner.substr(0, 1000);
+          auto r = c.run(stmts::open_session, {info_.id, owner, info_.ttl.count()});
+          if (!r) return fail(r.error());
+          return {};
+        },
+        [](my::conn& c) { return !c.peer_closed(); });
   }
 
-  void on_expired() noexcept override {
-    expired_ = true;
-    if (interrupt_) interrupt_->interrupt();
-  }
+  void on_expired() noexcept override { link_.on_expired(); }
 
   void set_event_handler(std::function<void(session_event)> handler) override {
-    loss_.set_handler(std::move(handler));
+    link_.set_event_handler(std::move(handler));
   }
 
   capabilities caps() const noexcept override {
@@ -101,7 +89,7 @@ class mysql_session final : public backend_session {
     // Rows of a lapsed lease are dead to every other client: not ours any more, and not worth
     // a request (nor a new connection from a remover thread that the host's exit could tear
     // OpenSSL down under: a fault-run worker crashed so).
-    if (expired_) {
+    if (link_.expired()) {
       return fail(errc::lock_lost, "mysql entry " + std::string(id) + " of '" + std::string(lock) +
                                        "' is gone (the session expired)");
     }
@@ -122,7 +110,7 @@ class mysql_session final : public backend_session {
       return fail(errc::lock_lost, "mysql entry " + std::string(id) + " of '" + std::string(lock) +
                                        "' is gone (" + why + ")");
     };
-    if (expired_) return gone("the session expired");
+    if (link_.expired()) return gone("the session expired");
     auto r = run(stmts::set_value,
                  {std::string(value), std::string(lock), std::string(id), info_.id}, true);
     if (!r) {
@@ -192,23 +180,9 @@ class mysql_session final : public backend_session {
   }
 
   void close() noexcept override {
-    watch_.stop();
-    std::lock_guard lk(mu_);
-    if (closed_) return;
-    closed_ = !opened_ || expired_;  // nothing was created, or the lease already ended
-    // One attempt, with one reconnect: the lease (or the connection's end) frees whatever
-    // this misses.
-    for (int attempt = 0; attempt < 2 && !closed_; ++attempt) {
-      auto c = connection(false);
-      if (c && (*c)->run(stmts::close_entries, {info_.id}) &&
-          (*c)->run(stmts::close_session, {info_.id})) {
-        break;
-      }
-      if (!lost_ && conn_ && !conn_->usable()) mark_lost_locked();
-    }
-    conn_.reset();
-    spare_.reset();
-    closed_ = true;
+    link_.close([&](my::conn& c) {
+      return c.run(stmts::close_entries, {info_.id}) && c.run(stmts::close_session, {info_.id});
+    });
   }
 
   // What this session's own close runs, for another session (the session row first, so its
@@ -241,76 +215,19 @@ class mysql_session final : public backend_session {
     return poll_until(deadline, stop, poll_pacer{first_pause, cap}, changed);
   }
 
-  // The session's connection; once it is lost, `bound` requests (those that act for the
-  // session: enqueue, renew) fail with session_expired, and the others (list, remove,
-  // close, wait) use a spare connection. Caller holds mu_.
-  result<my::conn*> connection(bool bound) {
-    if (closed_) return fail(errc::session_closed, target_.where + ": session closed");
-    if (!lost_ && conn_ && conn_->usable()) return &*conn_;
-    if (!lost_ && opened_) mark_lost_locked();
-    if (lost_ && bound) return fail(expired());
-    auto& slot = opened_ ? spare_ : conn_;
-    if (!slot || !slot->usable()) {
-      slot.reset();
-      auto c = my::conn::open(target_, info_.request_timeout);
-      if (!c) return fail(c.error());
-      slot.emplace(std::move(*c));
-    }
-    return &*slot;
-  }
-
-  failure expired() const {
-    return {make_error_code(errc::session_expired),
-            target_.where + ": session " + info_.id + " ended with its connection"};
-  }
-
-  // Caller holds mu_. The server ends (or has ended) the session with the connection.
-  void mark_lost_locked() {
-    lost_ = true;
-    if (conn_) conn_->close();
-  }
-
-  void announce_lost() { loss_.announce(); }
-
   // `self` (list only): the index of the parameter naming this session, whose entries the
   // server then skips checking; blanked when the session's connection is gone.
   result<my::outcome> run(const std::string& sql, std::vector<my::param> params, bool bound = false,
                           int self = -1) {
-    bool newly_lost = false;
-    auto r = [&]() -> result<my::outcome> {
-      std::lock_guard lk(mu_);
-      bool was_lost = lost_;
-      auto c = connection(bound);
-      if (!c) {
-        newly_lost = lost_ && !was_lost;
-        return fail(c.error());
-      }
-      if (self >= 0 && lost_) params[static_cast<std::size_t>(self)] = std::string();
-      auto out = (*c)->run(sql, params);
-      if (opened_ && !lost_ && conn_ && *c == &*conn_ && !conn_->usable()) {
-        mark_lost_locked();
-        newly_lost = true;
-        if (bound) return fail(expired());
-      }
-      return out;
-    }();
-    if (newly_lost) announce_lost();
-    return r;
+    return link_.run(bound, [&](my::conn& c, bool lost) {
+      if (self >= 0 && lost) params[static_cast<std::size_t>(self)] = std::string();
+      return c.run(sql, params);
+    });
   }
 
   my::target target_;
   session_info info_;
-  std::mutex mu_;
-  std::optional<my::conn> conn_;   // the session's connection
-  std::optional<my::conn> spare_;  // for list/remove/close/wait once conn_ is lost
-  bool opened_{false};
-  bool closed_{false};
-  bool lost_{false};
-  loss_notice loss_;
-  // Breaks off a request in flight on the session's connection once the session expired.
-  std::shared_ptr<socket_interrupt> interrupt_;
-  std::atomic<bool> expired_{false};  // on_expired(): the lease ended
-  conn_watch watch_;                  // last: stopped before the members it uses go
+  session_conn<my::conn> link_;  // last: its watch stops before the members above go
 };
 
 }  // namespace

@@ -9,16 +9,12 @@
 #include "backends/postgres/postgres_backend.hpp"
 
 #include <algorithm>
-#include <atomic>
 #include <functional>
-#include <mutex>
 #include <span>
 #include <vector>
 
-#include "backends/common/conn_watch.hpp"
-#include "backends/common/loss_notice.hpp"
 #include "backends/common/queue_rows.hpp"
-#include "backends/common/socket_interrupt.hpp"
+#include "backends/common/session_conn.hpp"
 #include "backends/postgres/pg_advisory.hpp"
 #include "backends/postgres/pg_conn.hpp"
 #include "backends/postgres/pg_listener.hpp"
@@ -36,15 +32,23 @@ class postgres_session final : public backend_session {
         schema_(std::move(schema)),
         stmts_(pg::make_statements(schema_)),
         info_(std::move(info)),
-        listener_(target_, info_.request_timeout, stmts_) {}
+        listener_(target_, info_.request_timeout, stmts_),
+        link_(target_.where, info_.id, [this]() -> result<pg::conn> {
+          auto c = pg::conn::open(target_, info_.request_timeout);
+          if (c) c->set_unnamed(pooled_);
+          return c;
+        }) {}
 
   ~postgres_session() override { close(); }
 
   result<void> start() {
-    std::lock_guard lk(mu_);
-    auto c = connection(false);
-    if (!c) return fail(c.error());
-    if (auto r = pg::ensure_schema(**c, schema_); !r) return r;
+    return link_.start([&](pg::conn& c) { return open_session(c); },
+                       [](pg::conn& c) { return c.consume(); });
+  }
+
+  // The schema, then the session row, on the connection that becomes the session.
+  result<void> open_session(pg::conn& c) {
+    if (auto r = pg::ensure_schema(c, schema_); !r) return r;
     // The session is bound to its server process only where that process is provably this
     // connection's own (the server's peer is our socket): then its end is the session's end.
     // Through anything between (a pooler, a proxy, NAT) only the lease counts. Behind a
@@ -53,35 +57,23 @@ class postgres_session final : public backend_session {
     // process twice once bound a pooled session to one process, and its next statement, run
     // elsewhere, found the session "expired". Detected transaction pooling also sends
     // statements unnamed and polls instead of LISTEN.
-    auto route = pg::probe_route(**c, target_, info_.request_timeout);
+    auto route = pg::probe_route(c, target_, info_.request_timeout);
     if (!route) return fail(route.error());
     pooled_ = route->pooled;
     if (pooled_) {
-      (*c)->set_unnamed(true);
+      c.set_unnamed(true);
       listener_.set_pooled();
     }
-    auto r = (*c)->run(route->direct ? stmts_.open_session : stmts_.open_pooled_session,
-                       {info_.id, info_.owner, std::to_string(info_.ttl.count())});
+    auto r = c.run(route->direct ? stmts_.open_session : stmts_.open_pooled_session,
+                   {info_.id, info_.owner, std::to_string(info_.ttl.count())});
     if (!r) return fail(r.error());
-    opened_ = true;
-    interrupt_ = (*c)->interrupter();
-    watch_.start((*c)->socket(),
-                 [this] {
-                   std::lock_guard lk(mu_);
-                   if (!lost_ && !(conn_ && conn_->consume())) mark_lost_locked();
-                   return !lost_;
-                 },
-                 [this] { announce_lost(); });
     return {};
   }
 
-  void on_expired() noexcept override {
-    expired_ = true;
-    if (interrupt_) interrupt_->interrupt();
-  }
+  void on_expired() noexcept override { link_.on_expired(); }
 
   void set_event_handler(std::function<void(session_event)> handler) override {
-    loss_.set_handler(std::move(handler));
+    link_.set_event_handler(std::move(handler));
   }
 
   capabilities caps() const noexcept override {
@@ -112,7 +104,7 @@ class postgres_session final : public backend_session {
 
   result<std::uint64_t> set_value(std::string_view lock, std::string_view id,
                                   std::string_view value) override {
-    if (expired_) {
+    if (link_.expired()) {
       return fail(errc::lock_lost, "postgres entry " + std::string(id) + " of '" +
                                        std::string(lock) + "' is gone (the session expired)");
     }
@@ -164,7 +156,7 @@ class postgres_session final : public backend_session {
     // Rows of a lapsed lease are dead to every other client: not ours any more, and not worth
     // a request (nor a new connection from a remover thread that the host's exit could tear
     // OpenSSL down under: a fault-run worker crashed so).
-    if (expired_) {
+    if (link_.expired()) {
       return fail(errc::lock_lost, "postgres entry " + std::string(id) + " of '" +
                                        std::string(lock) + "' is gone (the session expired)");
     }
@@ -254,20 +246,7 @@ class postgres_session final : public backend_session {
 
   void close() noexcept override {
     listener_.close();
-    watch_.stop();
-    std::lock_guard lk(mu_);
-    if (closed_) return;
-    closed_ = !opened_ || expired_;  // nothing was created, or the lease already ended
-    // One attempt, with one reconnect: the lease (or the connection's end) frees whatever
-    // this misses.
-    for (int attempt = 0; attempt < 2 && !closed_; ++attempt) {
-      auto c = connection(false);
-      if (c && (*c)->run(stmts_.close, {info_.id})) break;
-      if (!lost_ && conn_ && !conn_->usable()) mark_lost_locked();
-    }
-    conn_.reset();
-    spare_.reset();
-    closed_ = true;
+    link_.close([&](pg::conn& c) { return static_cast<bool>(c.run(stmts_.close, {info_.id})); });
   }
 
   // The statement this session's own close runs, for another session: its waiters notice at
@@ -303,61 +282,14 @@ class postgres_session final : public backend_session {
   // Behind a transaction pooler no NOTIFY wakes a waiter: it polls, this often at most.
   static constexpr milliseconds max_pooled_check{100};
 
-  // The session's connection; once it is lost, `bound` requests (those that act for the
-  // session: enqueue, renew) fail with session_expired, and the others (list, remove,
-  // close) use a spare connection. Caller holds mu_.
-  result<pg::conn*> connection(bool bound) {
-    if (closed_) return fail(errc::session_closed, target_.where + ": session closed");
-    if (!lost_ && conn_ && conn_->usable()) return &*conn_;
-    if (!lost_ && opened_) mark_lost_locked();
-    if (lost_ && bound) return fail(expired());
-    auto& slot = opened_ ? spare_ : conn_;
-    if (!slot || !slot->usable()) {
-      auto c = pg::conn::open(target_, info_.request_timeout);
-      if (!c) return fail(c.error());
-      slot = std::move(*c);
-      slot->set_unnamed(pooled_);
-    }
-    return &*slot;
-  }
-
-  failure expired() const {
-    return {make_error_code(errc::session_expired),
-            target_.where + ": session " + info_.id + " ended with its connection"};
-  }
-
-  // Caller holds mu_. The server ends (or has ended) the session with the connection.
-  void mark_lost_locked() {
-    lost_ = true;
-    if (conn_) conn_->close();
-  }
-
-  void announce_lost() { loss_.announce(); }
-
   // `self` (list only): the index of the parameter naming this session, whose entries the
   // server then skips checking; blanked when the session's connection is gone.
   result<pg::rows> run(const pg::statement& s, std::vector<std::string> params, bool bound = false,
                        int self = -1) {
-    bool newly_lost = false;
-    auto r = [&]() -> result<pg::rows> {
-      std::lock_guard lk(mu_);
-      bool was_lost = lost_;
-      auto c = connection(bound);
-      if (!c) {
-        newly_lost = lost_ && !was_lost;
-        return fail(c.error());
-      }
-      if (self >= 0 && lost_) params[static_cast<std::size_t>(self)].clear();
-      auto out = (*c)->run(s, params);
-      if (opened_ && !lost_ && conn_ && *c == &*conn_ && !conn_->usable()) {
-        mark_lost_locked();
-        newly_lost = true;
-        if (bound) return fail(expired());
-      }
-      return out;
-    }();
-    if (newly_lost) announce_lost();
-    return r;
+    return link_.run(bound, [&](pg::conn& c, bool lost) {
+      if (self >= 0 && lost) params[static_cast<std::size_t>(self)].clear();
+      return c.run(s, params);
+    });
   }
 
   pg::target target_;
@@ -365,18 +297,10 @@ class postgres_session final : public backend_session {
   pg::statements stmts_;
   session_info info_;
   pg::listener listener_;
-  std::mutex mu_;
-  std::optional<pg::conn> conn_;   // the session's connection
-  std::optional<pg::conn> spare_;  // for list/remove/close once conn_ is lost
-  bool opened_{false};
-  bool pooled_{false};  // behind a transaction pooler: unnamed statements, no LISTEN
-  bool closed_{false};
-  bool lost_{false};
-  loss_notice loss_;
-  // Breaks off a request in flight on the session's connection once the session expired.
-  std::shared_ptr<socket_interrupt> interrupt_;
-  std::atomic<bool> expired_{false};  // on_expired(): the lease ended
-  conn_watch watch_;                  // last: stopped before the members it uses go
+  // Behind a transaction pooler: unnamed statements, no LISTEN. Set while opening, before
+  // any spare connection is made.
+  bool pooled_{false};
+  session_conn<pg::conn> link_;  // last: its watch stops before the members above go
 };
 
 std::string join_hosts(const url& u, bool ports) {
