@@ -21,6 +21,7 @@
 #include <map>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -30,6 +31,7 @@
 #include "backends/common/loss_notice.hpp"
 #include "backends/common/socket_interrupt.hpp"
 #include "core/backend.hpp"
+#include "core/verdict.hpp"
 
 namespace dlock::detail {
 
@@ -304,15 +306,19 @@ class advisory_session_base : public backend_session {
     if (lost_) return fail(expired());
     auto& q = queues_[lock];
     std::size_t blocked_at = q.entries.size();
+    // Which entries may ask the server is the recipe's decision (verdict.cpp) over this
+    // session's own queue: those that would hold if the server had no other connection.
+    std::vector<entry> local;
+    for (const auto& e : q.entries) {
+      entry mine;
+      mine.id = e.id;
+      mine.kind = e.kind;
+      local.push_back(std::move(mine));
+    }
     for (std::size_t i = 0; i < q.entries.size(); ++i) {
       auto& e = q.entries[i];
       if (e.token != 0) continue;
-      bool eligible =
-          e.kind == entry_kind::exclusive
-              ? i == 0
-              : std::all_of(q.entries.begin(), q.entries.begin() + static_cast<std::ptrdiff_t>(i),
-                            [](const auto& p) { return p.kind == entry_kind::shared; });
-      if (!eligible) break;
+      if (!entry_holds(std::span<const entry>(local).first(i + 1), i)) break;
       v.sent_at = steady::now();
       auto r = try_lock_locked(lk, key(lock), e.kind);
       if (!r) return fail(r.error());
