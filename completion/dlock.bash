@@ -24,6 +24,9 @@ _dlock() {
     -w | --wait | --ttl | --grace | --duration | --time-limit | --hold-at-least | --hold-at-most | --permits)
       COMPREPLY=($(compgen -W "500ms 5s 30s 1m 15m" -- "$cur"))
       return ;;
+    --metrics-file)
+      _filedir prom 2>/dev/null || COMPREPLY=($(compgen -f -- "$cur"))
+      return ;;
     --value) # free text: this node's address, typically
       COMPREPLY=()
       return ;;
@@ -34,8 +37,8 @@ _dlock() {
   local opts
   case $sub in
     "") opts="run elect status list leader observe unlock demo bench --help --version" ;;
-    run) opts="--url -w --wait -n --nonblock --ttl -E --conflict-exit-code --grace --hold-at-least --hold-at-most --permits -q --quiet -v --verbose --help --" ;;
-    elect) opts="--value --url -w --wait -n --nonblock --ttl -E --conflict-exit-code --grace --hold-at-least --hold-at-most -q --quiet -v --verbose --help --" ;;
+    run) opts="--url -w --wait -n --nonblock --ttl -E --conflict-exit-code --grace --hold-at-least --hold-at-most --permits --metrics-file -q --quiet -v --verbose --help --" ;;
+    elect) opts="--value --url -w --wait -n --nonblock --ttl -E --conflict-exit-code --grace --hold-at-least --hold-at-most --metrics-file -q --quiet -v --verbose --help --" ;;
     status | list | leader | observe) opts="--url --json --help" ;;
     unlock) opts="--force --yes -y --url --help" ;;
     demo) opts="flash-sale --url --workers --stock --no-lock --shop --time-limit --json --help" ;;

@@ -19,6 +19,7 @@ test_packages=(
   python3 procps iproute2
   faketime libfaketime
   clang-16 libclang-rt-16-dev
+  prometheus  # promtool checks the text format of `dlock run --metrics-file`
 )
 
 case "${1:-test}" in

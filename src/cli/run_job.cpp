@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "cli/run_grant.hpp"
+#include "cli/run_metrics.hpp"
 #include "cli/signal_watch.hpp"
 #include "cli/supervise.hpp"
 #include "core/duration.hpp"
@@ -122,12 +123,58 @@ void add_run_options(CLI::App* cmd, run_options& o, bool election) {
       election ? "Say nothing when not elected" : "Say nothing when the lock is not granted");
   auto* v = cmd->add_flag("-v,--verbose", o.verbose, "Say how long the wait took and the token");
   q->excludes(v);
+  cmd->add_option("--metrics-file", o.metrics_file,
+                  "After the run, write its outcome, times and token to this file in the "
+                  "Prometheus text format (node_exporter's textfile collector)");
   cmd->add_option("--grace", o.grace,
                   election ? "SIGTERM to SIGKILL delay when leadership is lost (default 5s)"
                            : "SIGTERM to SIGKILL delay when the lock is lost (default 5s)");
 }
 
+namespace {
+
+int run_reported(const run_options& o, run_report& rep);
+
+}  // namespace
+
 int run_job(const run_options& o) {
+  run_report rep{.verb = o.verb, .name = o.name, .started = std::chrono::system_clock::now()};
+  if (o.metrics_file.empty()) return run_reported(o, rep);
+  // A path that cannot be written is found before the job runs, not after.
+  check_metrics_path(o.metrics_file);
+  // The job's own status outranks its report: a failed write is said, and the status kept.
+  auto finish = [&](int code) {
+    rep.exit_code = code;
+    rep.ended = std::chrono::system_clock::now();
+    try {
+      write_run_metrics(o.metrics_file, rep);
+    } catch (const cli_error& e) {
+      print_error(e.what());
+    }
+  };
+  int code = 0;
+  try {
+    code = run_reported(o, rep);
+  } catch (const cli_error& e) {
+    rep.outcome = run_outcome::error;
+    finish(e.code());
+    throw;
+  } catch (...) {
+    rep.outcome = run_outcome::error;
+    try {
+      rethrow_as_cli_error();
+    } catch (const cli_error& e) {
+      finish(e.code());
+      throw;
+    }
+  }
+  finish(code);
+  return code;
+}
+
+namespace {
+
+int run_reported(const run_options& o, run_report& rep) {
   if (o.command.empty()) throw cli_error(exit_usage, o.verb + ": missing command after --");
   std::optional<std::chrono::milliseconds> wait;
   if (!o.wait.empty()) wait = parse_duration_option("--wait", o.wait);
@@ -182,14 +229,18 @@ int run_job(const run_options& o) {
   } else {
     auto deadline = wait ? started + *wait : std::chrono::steady_clock::time_point::max();
     auto r = acquire(m, deadline, signals);
+    rep.waited = std::chrono::steady_clock::now() - started;
     if (r.signal != 0) {
+      rep.outcome = run_outcome::interrupted;
       print_error("interrupted (signal " + std::to_string(r.signal) + ") while waiting for '" +
                   o.name + "'");
       return 128 + r.signal;
     }
     granted = r.granted;
   }
+  if (!rep.waited) rep.waited = std::chrono::steady_clock::now() - started;
   if (!granted) {
+    rep.outcome = run_outcome::conflict;
     // flock -n is silent on a conflict; -q is that. Otherwise say who holds it.
     if (!o.quiet) {
       std::string msg = m.not_granted();
@@ -215,14 +266,19 @@ int run_job(const run_options& o) {
   }
   child_spec spec{o.command,    o.name,  url, grace, std::chrono::steady_clock::now(),
                   hold_at_most, m.held()};
+  rep.token = m.hold().token().value;
   int status = supervise(spec, m.hold(), signals);
   if (hold_at_least && status != exit_lock_lost) {
     keep_until(spec.granted_at + *hold_at_least, m.hold(), signals);
   }
   // Bounded by release_timeout (1 s); close() then does not wait on a server known to be
   // unreachable, so dlock exits about a second after CMD at worst.
+  // A CMD that exits 70 of its own accord is not a lost lock.
+  const bool lost = status == exit_lock_lost && !m.hold().is_held();
   std::error_code release_ec;
   m.release(release_ec);
+  rep.held = std::chrono::steady_clock::now() - spec.granted_at;
+  rep.outcome = lost ? run_outcome::lost : run_outcome::ran;
   if (release_ec == dlock::errc::backend_unavailable) {
     print_error("could not release '" + o.name +
                 "' (backend unreachable); the lease frees it within " +
@@ -230,5 +286,7 @@ int run_job(const run_options& o) {
   }
   return status;
 }
+
+}  // namespace
 
 }  // namespace dlock::cli

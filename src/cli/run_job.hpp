@@ -27,6 +27,7 @@ struct run_options {
   bool verbose{false};
   int permits{0};                       // run --permits N: a semaphore of N permits
   std::optional<std::string> campaign;  // elect: leadership, campaigning with this value
+  std::string metrics_file;             // --metrics-file: the last run, for Prometheus
   std::vector<std::string> command;
 };
 
