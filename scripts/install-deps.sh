@@ -20,6 +20,7 @@ test_packages=(
   faketime libfaketime
   clang-16 libclang-rt-16-dev
   prometheus  # promtool checks the text format of `dlock run --metrics-file`
+  bindfs      # a real FUSE mount, where a SQLite lock file is refused
 )
 
 case "${1:-test}" in

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "backends/sqlite/local_process.hpp"
+#include "backends/sqlite/file_system.hpp"
 #include "backends/sqlite/local_wake.hpp"
 #include "backends/sqlite/shared_file.hpp"
 #include "backends/sqlite/sqlite_db.hpp"
@@ -394,6 +395,7 @@ result<std::unique_ptr<backend_session>> open_sqlite(const url& u, const session
     return fail(errc::invalid_argument,
                 "URL '" + u.redacted + "': want sqlite:///path/to/locks.db (an absolute path)");
   }
+  if (auto r = sqlite::check_local_file_system(u.path); !r) return fail(r.error());
   auto busy_ms = static_cast<int>(info.request_timeout.count());
   if (!info.observe_only) sqlite::create_group_shared(u.path);
   auto d = info.observe_only ? db::open_read_only(u.path, busy_ms) : db::open(u.path, busy_ms);

@@ -1,0 +1,48 @@
+#include "backends/sqlite/file_system.hpp"
+
+#include <sys/vfs.h>
+
+#include <cstdint>
+
+namespace dlock::detail::sqlite {
+namespace {
+
+// statfs(2) f_type values (linux/magic.h and the file systems' own sources).
+struct fs_kind {
+  std::uint32_t magic;
+  const char* name;
+};
+// Network and FUSE file systems. Cluster file systems with coherent POSIX locks (GFS2,
+// OCFS2, CephFS, Lustre with -o flock) are not listed: their locking holds across hosts.
+constexpr fs_kind untrusted[] = {
+    {0x6969, "nfs"},      {0x517B, "smb"},      {0xFF534D42, "cifs"}, {0xFE534D42, "smb2"},
+    {0x65735546, "fuse"}, {0x01021997, "9p"},   {0x5346414F, "afs"},  {0x6B414653, "kafs"},
+    {0x564C, "ncp"},      {0x73757245, "coda"},
+};
+
+}  // namespace
+
+std::string untrusted_file_system(const std::string& path) {
+  struct statfs st {};
+  if (::statfs(path.c_str(), &st) != 0) {
+    auto slash = path.rfind('/');
+    auto dir = slash == std::string::npos || slash == 0 ? std::string("/") : path.substr(0, slash);
+    if (::statfs(dir.c_str(), &st) != 0) return {};
+  }
+  const auto type = static_cast<std::uint32_t>(st.f_type);
+  for (const auto& k : untrusted) {
+    if (k.magic == type) return k.name;
+  }
+  return {};
+}
+
+result<void> check_local_file_system(const std::string& path) {
+  auto fs = untrusted_file_system(path);
+  if (fs.empty()) return {};
+  return fail(errc::unsupported,
+              "sqlite database '" + path + "' is on a " + fs +
+                  " file system, whose file locking SQLite cannot rely on (two holders could "
+                  "result): put it on a local file system, or use a server backend");
+}
+
+}  // namespace dlock::detail::sqlite
