@@ -7,6 +7,7 @@
 #include <dlock/hold.hpp>
 #include <dlock/inspect.hpp>
 #include <dlock/mutex.hpp>
+#include <dlock/observer.hpp>
 #include <dlock/recursive_mutex.hpp>
 #include <dlock/semaphore.hpp>
 #include <dlock/session.hpp>

@@ -15,6 +15,8 @@
 
 namespace dlock {
 
+class observer;  // observer.hpp
+
 namespace detail {
 class session_core;
 class basic_lock;
@@ -62,6 +64,10 @@ struct session_options {
   /// nothing, so a user who may only read the file can look; the server backends still
   /// record a short-lived session.
   bool observe_only{false};
+  /// Receives this session's events (observer.hpp): acquires, releases, hold and session
+  /// state changes, wake-ups, every backend request with its latency, and the library's
+  /// warnings. None by default, which costs nothing.
+  std::shared_ptr<dlock::observer> observer{};
 };
 
 /// Observable states of a session.

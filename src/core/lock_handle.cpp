@@ -1,5 +1,6 @@
 #include "core/lock_handle.hpp"
 
+#include "core/events.hpp"
 #include "core/hold_core.hpp"
 #include "core/names.hpp"
 #include "core/retry.hpp"
@@ -37,15 +38,49 @@ lock_handle::~lock_handle() {
   }
 }
 
+namespace {
+
+recipe_kind recipe_of(entry_kind k) noexcept {
+  switch (k) {
+    case entry_kind::exclusive:
+      return recipe_kind::lock;
+    case entry_kind::shared:
+      return recipe_kind::shared;
+    case entry_kind::permit:
+      return recipe_kind::permit;
+    case entry_kind::candidate:
+      return recipe_kind::candidate;
+  }
+  return recipe_kind::lock;
+}
+
+}  // namespace
+
 bool lock_handle::acquire(entry_kind kind, steady::time_point deadline, std::stop_token stop,
                           std::error_code& ec, std::string* message) noexcept {
+  const auto& obs = session_->options().observer;
+  const auto started = obs ? steady::now() : steady::time_point{};
+  const bool reentry = hold_ != nullptr;
+  auto report = [&](std::error_code code) {
+    emit(obs, [&](observer& o) {
+      o.on_acquire({.lock = name_,
+                    .recipe = recipe_of(kind),
+                    .waited = steady::now() - started,
+                    .error = code,
+                    .token = code ? fencing_token{} : hold_->token(),
+                    .reentered = reentry && !code});
+    });
+  };
   try {
     auto r = acquire_impl(kind, deadline, std::move(stop));
     if (r) {
       ec.clear();
+      if (!reentry) granted_at_ = steady::now();
+      report({});
       return true;
     }
     ec = r.error().code;
+    report(ec);
     remember(r.error(), "dlock: acquire '" + name_ + "' on " + session_->redacted_url());
     if (message) *message = std::move(r.error().message);
   } catch (const std::bad_alloc&) {
@@ -222,6 +257,7 @@ result<queue_view> lock_handle::wait_for_grant(const std::string& id, queue_view
       rest.entries.erase(rest.entries.begin() + static_cast<std::ptrdiff_t>(v.wait_first));
       if (auto me = find_entry(rest.entries, id); me && decide(rest.entries, *me).holds) {
         if (session_->ended_token().stop_requested()) return fail(session_->ended_failure());
+        woke(wakeup_kind::changed);
         return rest;
       }
     }
@@ -236,9 +272,16 @@ result<queue_view> lock_handle::wait_for_grant(const std::string& id, queue_view
       if (stop.stop_requested() || steady::now() >= deadline) continue;  // reported above
       return fail(next.error());
     }
+    woke(steady::now() >= deadline                ? wakeup_kind::timeout
+         : same_entries(q.entries, next->entries) ? wakeup_kind::spurious
+                                                  : wakeup_kind::changed);
     q = std::move(*next);
     read_recipes(q.entries);
   }
+}
+
+void lock_handle::woke(wakeup_kind kind) const noexcept {
+  emit(session_->options().observer, [&](observer& o) { o.on_wakeup(name_, kind); });
 }
 
 void lock_handle::abandon(const std::string& entry_id) noexcept {
@@ -287,6 +330,16 @@ void lock_handle::release(std::error_code& ec) noexcept {
   session_->remove_hold(h.get());
   ec.clear();
   std::string message;
+  auto report = [&] {
+    emit(session_->options().observer, [&](observer& o) {
+      o.on_release({.lock = name_,
+                    .recipe = recipe_of(kind_),
+                    .held = steady::now() - granted_at_,
+                    .token = h->token(),
+                    .error = ec});
+      if (ec == errc::backend_unavailable) o.on_log(log_level::warning, message);
+    });
+  };
   try {
     // Known lost: the removal is tidiness, done in the background; never wait on the network.
     std::optional<steady::time_point> until;
@@ -311,6 +364,7 @@ void lock_handle::release(std::error_code& ec) noexcept {
   } catch (...) {
     ec = make_error_code(errc::backend_error);
   }
+  report();
   if (ec)
     remember(failure{ec, message}, "dlock: release '" + name_ + "' on " + session_->redacted_url());
 }

@@ -4,6 +4,7 @@
 // exit that does not end holding (timeout, cancel, error).
 
 #include <dlock/basic_lock.hpp>
+#include <dlock/observer.hpp>
 #include <memory>
 #include <stop_token>
 #include <string>
@@ -53,6 +54,7 @@ class lock_handle {
   std::string what() const;  // "lock 'NAME'" or "semaphore 'NAME'", for messages
   failure conflict_failure(const entry& mine, const entry& other) const;
   void abandon(const std::string& entry_id) noexcept;
+  void woke(wakeup_kind kind) const noexcept;  // reports a wake-up to the observer
 
   std::shared_ptr<session_core> session_;
   std::string name_;
@@ -63,6 +65,7 @@ class lock_handle {
   std::shared_ptr<hold_core> hold_;
   entry_kind kind_{entry_kind::exclusive};
   std::size_t count_{0};
+  steady::time_point granted_at_{};  // of the current hold (release events' hold time)
 };
 
 }  // namespace dlock::detail

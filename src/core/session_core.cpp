@@ -7,8 +7,10 @@
 #include <random>
 #include <thread>
 
+#include "core/events.hpp"
 #include "core/exit_guard.hpp"
 #include "core/hold_core.hpp"
+#include "core/observed_backend.hpp"
 #include "core/open_budget.hpp"
 #include "core/registry.hpp"
 #include "core/retry.hpp"
@@ -65,6 +67,9 @@ result<std::shared_ptr<session_core>> session_core::open(std::string_view text,
     return fail(std::move(f));
   }
   s->backend_ = std::move(*b);
+  if (s->options_.observer) {
+    s->backend_ = observe_requests(std::move(s->backend_), s->options_.observer);
+  }
   if (auto g = s->backend_->granted_ttl()) s->info_.ttl = *g;
   s->lease_deadline_.store(s->deadline_from(started).time_since_epoch().count());
   s->start();
@@ -189,6 +194,9 @@ void session_core::renew_loop(std::stop_token stop) {
       expire();
       return;
     } else {
+      emit(options_.observer, [&](observer& o) {
+        o.on_log(log_level::warning, "renewing the lease failed (retrying): " + r.error().message);
+      });
       on_suspect();
       auto retry_in = std::max(info_.ttl / 10, std::chrono::milliseconds{20});
       next = now + std::min(interval_, retry_in);
@@ -254,6 +262,7 @@ void session_core::expire() {
 
 void session_core::set_state(session_state s) {
   state_.store(s);
+  emit(options_.observer, [&](observer& o) { o.on_session_state(s); });
   std::vector<std::function<void(session_state)>> cbs;
   {
     std::lock_guard lk(mu_);
@@ -270,7 +279,12 @@ void session_core::notify_holds(hold_state s) {
       if (auto p = w.lock()) live.push_back(std::move(p));
     }
   }
-  for (auto& h : live) h->set_state(s);
+  for (auto& h : live) {
+    auto before = h->state();
+    h->set_state(s);
+    if (h->state() == before || !options_.observer) continue;
+    emit(options_.observer, [&](observer& o) { o.on_hold_state(h->name(), h->token(), s); });
+  }
 }
 
 // Whether the server is known not to be answering now: close() then does not wait for it.
