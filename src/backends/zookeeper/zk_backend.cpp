@@ -70,6 +70,16 @@ class zk_session final : public backend_session {
 
   result<queue_view> enqueue(std::string_view lock, entry_kind kind,
                              std::string_view entry_id) override {
+    return enqueue_entry(lock, kind, /*mutex=*/false, entry_id);
+  }
+
+  // Named as Curator's InterProcessMutex names its nodes ("-lock-"), so that Curator sees it.
+  result<queue_view> enqueue_mutex(std::string_view lock, std::string_view entry_id) override {
+    return enqueue_entry(lock, entry_kind::exclusive, /*mutex=*/true, entry_id);
+  }
+
+  result<queue_view> enqueue_entry(std::string_view lock, entry_kind kind, bool mutex,
+                                   std::string_view entry_id) {
     auto lp = lock_path(lock);
     const std::string id(entry_id);
     auto sent = steady::now();
@@ -84,7 +94,7 @@ class zk_session final : public backend_session {
       adopted = *found;
     }
     if (!adopted) {
-      if (auto c = create_entry(lp, kind, id); !c) return fail(c.error());
+      if (auto c = create_entry(lp, kind, mutex, id); !c) return fail(c.error());
     }
     auto q = read_queue(lp, /*all_tokens=*/false);
     if (!q) return q;
@@ -125,7 +135,7 @@ class zk_session final : public backend_session {
   result<bool> wait_knowing(std::string_view lock, const entry& awaited,
                             steady::time_point deadline, std::stop_token stop) override {
     auto lp = lock_path(lock);
-    auto name = cache_.child_with_prefix(lp, zk::entry_prefix(awaited.id));
+    auto name = cache_.child_with_prefix(lp, zk::node_prefix(awaited.id));
     if (!name) return false;  // not seen in our last listing: let the engine list again
     return conn_->await_change(lp + "/" + *name, deadline, std::move(stop));
   }
@@ -135,7 +145,7 @@ class zk_session final : public backend_session {
     auto lp = lock_path(lock);
     std::vector<std::string> paths;
     for (const auto& e : awaited) {
-      auto name = cache_.child_with_prefix(lp, zk::entry_prefix(e.id));
+      auto name = cache_.child_with_prefix(lp, zk::node_prefix(e.id));
       if (!name) return {};  // not seen in our last listing: let the engine list again
       paths.push_back(lp + "/" + *name);
     }
@@ -349,8 +359,9 @@ class zk_session final : public backend_session {
     return false;
   }
 
-  result<void> create_entry(const std::string& lp, entry_kind kind, const std::string& id) {
-    const auto path = lp + "/" + zk::child_prefix(id, kind);
+  result<void> create_entry(const std::string& lp, entry_kind kind, bool mutex,
+                            const std::string& id) {
+    const auto path = lp + "/" + zk::child_prefix(id, kind, mutex);
     std::string created;
     for (int attempt = 0;; ++attempt) {
       int rc;
