@@ -107,6 +107,30 @@ TEST(zk_layout, lock_is_a_child_of_a_container_and_tokens_are_czxids) {
   EXPECT_TRUE(gone);
 }
 
+// A rolling upgrade from a dlock that named a mutex's node "__WRIT__" and saw nothing else:
+// ?mutex_names=writer keeps that name, and clients with and without it exclude each other.
+TEST(zk_layout, mutex_names_writer_keeps_the_older_name_and_both_namings_exclude) {
+  const auto name = "mutex-names/" + random_suffix();
+  auto older = dlock::session::open(zk_url() + "&mutex_names=writer");
+  auto newer = dlock::session::open(zk_url());
+  raw_zk raw(shared_zk().hosts());
+  dlock::mutex a(older, name), b(newer, name);
+  ASSERT_TRUE(a.try_lock());
+  auto kids = raw.children(lock_node(name));
+  ASSERT_EQ(kids.size(), 1u);
+  EXPECT_TRUE(kids[0].starts_with("_c_" + older.id()) &&
+              kids[0].find("-__WRIT__") != std::string::npos)
+      << kids[0];
+  EXPECT_FALSE(b.try_lock());
+  a.unlock();
+  ASSERT_TRUE(b.try_lock());
+  EXPECT_FALSE(a.try_lock());
+  b.unlock();
+  std::error_code ec;
+  EXPECT_FALSE(dlock::session::open(zk_url() + "&mutex_names=kazoo", {}, ec));
+  EXPECT_EQ(ec, dlock::errc::invalid_argument);
+}
+
 TEST(zk_layout, list_locks_and_inspect_show_the_queue) {
   auto a = dlock::session::open(zk_url());
   auto b = dlock::session::open(zk_url());

@@ -40,8 +40,12 @@ using zk::connection;
 
 class zk_session final : public backend_session {
  public:
-  zk_session(std::unique_ptr<connection> c, std::string base, bool secure, session_info info)
-      : conn_(std::move(c)), base_(std::move(base)), info_(std::move(info)) {
+  zk_session(std::unique_ptr<connection> c, std::string base, bool secure, bool mutex_as_writer,
+             session_info info)
+      : conn_(std::move(c)),
+        base_(std::move(base)),
+        info_(std::move(info)),
+        mutex_as_writer_(mutex_as_writer) {
     if (secure) {
       secure_acl_[0] = {ZOO_PERM_READ, ZOO_ANYONE_ID_UNSAFE};
       secure_acl_[1] = {ZOO_PERM_ALL, ZOO_AUTH_IDS};
@@ -73,9 +77,10 @@ class zk_session final : public backend_session {
     return enqueue_entry(lock, kind, /*mutex=*/false, entry_id);
   }
 
-  // Named as Curator's InterProcessMutex names its nodes ("-lock-"), so that Curator sees it.
+  // Named as Curator's InterProcessMutex names its nodes ("-lock-"), so that Curator sees it;
+  // with ?mutex_names=writer as a writer's, so that an older dlock sees it.
   result<queue_view> enqueue_mutex(std::string_view lock, std::string_view entry_id) override {
-    return enqueue_entry(lock, entry_kind::exclusive, /*mutex=*/true, entry_id);
+    return enqueue_entry(lock, entry_kind::exclusive, /*mutex=*/!mutex_as_writer_, entry_id);
   }
 
   result<queue_view> enqueue_entry(std::string_view lock, entry_kind kind, bool mutex,
@@ -456,6 +461,7 @@ class zk_session final : public backend_session {
   std::unique_ptr<connection> conn_;
   const std::string base_;  // "<chroot>/dlock"
   session_info info_;
+  const bool mutex_as_writer_;
   struct ACL secure_acl_[2]{};
   struct ACL_vector acl_ {};
   zk::session_cache cache_;
@@ -468,7 +474,8 @@ result<std::unique_ptr<backend_session>> open_zookeeper(const url& u, const sess
   if (!cfg) return fail(cfg.error());
   auto c = connection::open(cfg->client);
   if (!c) return fail(c.error());
-  return std::make_unique<zk_session>(std::move(*c), cfg->chroot + "/dlock", cfg->secure, info);
+  return std::make_unique<zk_session>(std::move(*c), cfg->chroot + "/dlock", cfg->secure,
+                                      cfg->mutex_as_writer, info);
 }
 
 std::optional<zk::client_identity> zookeeper_identity(backend_session& b) {
