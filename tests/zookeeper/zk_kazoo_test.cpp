@@ -11,6 +11,7 @@
 #include <thread>
 #include <vector>
 
+#include "core/session_core.hpp"
 #include "support/net.hpp"
 #include "support/process.hpp"
 #include "zookeeper/zk_env.hpp"
@@ -203,6 +204,44 @@ TEST_F(zk_kazoo, kazoo_readers_share_with_dlock_readers_and_writers_exclude_both
   ASSERT_EQ(k.ask("release"), "released");
   EXPECT_TRUE(r.try_lock_shared());
   r.unlock_shared();
+}
+
+// Nodes of a client dlock knows nothing about: a sequential one is an exclusive contender in
+// its place; one without a sequence number is ahead of everyone until deleted. A waiter
+// watches either (no polling: one getChildren per enqueue, none while it waits).
+TEST_F(zk_kazoo, unknown_children_exclude_and_are_watched_until_deleted) {
+  raw_zk raw(shared_zk().hosts());
+  for (auto p : {std::string("/dlock"), path_}) {
+    int rc = zoo_create(raw.zh(), p.c_str(), nullptr, -1, &ZOO_OPEN_ACL_UNSAFE, ZOO_PERSISTENT,
+                        nullptr, 0);
+    ASSERT_TRUE(rc == ZOK || rc == ZNODEEXISTS) << zerror(rc);
+  }
+  char made[512];
+  auto stranger = path_ + "/stranger-";
+  ASSERT_EQ(zoo_create(raw.zh(), stranger.c_str(), "x", 1, &ZOO_OPEN_ACL_UNSAFE,
+                       ZOO_EPHEMERAL_SEQUENTIAL, made, sizeof made),
+            ZOK);
+  const std::string sequential = made;
+  const auto fixed = path_ + "/config";
+  ASSERT_EQ(
+      zoo_create(raw.zh(), fixed.c_str(), "y", 1, &ZOO_OPEN_ACL_UNSAFE, ZOO_PERSISTENT, nullptr, 0),
+      ZOK);
+  dlock::mutex m(s_, name_);
+  ASSERT_FALSE(m.try_lock());
+  std::atomic<bool> granted{false};
+  std::jthread t([&] { granted = m.try_lock_for(30s); });
+  std::this_thread::sleep_for(500ms);
+  const auto before = *detail::zookeeper_requests(s_.core()->backend());
+  std::this_thread::sleep_for(1s);
+  EXPECT_EQ(detail::zookeeper_requests(s_.core()->backend())->get_children, before.get_children)
+      << "a waiter behind another client's node polls";
+  ASSERT_EQ(zoo_delete(raw.zh(), sequential.c_str(), -1), ZOK);
+  std::this_thread::sleep_for(500ms);
+  EXPECT_FALSE(granted) << "granted past a node without a sequence number";
+  ASSERT_EQ(zoo_delete(raw.zh(), fixed.c_str(), -1), ZOK);
+  t.join();
+  EXPECT_TRUE(granted);
+  m.unlock();
 }
 
 }  // namespace
