@@ -16,7 +16,7 @@ test_packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   redis-server zookeeper default-jre-headless postgresql mariadb-server pgbouncer
   faketime libfaketime
-  python3 procps iproute2
+  python3 python3-kazoo procps iproute2
   faketime libfaketime
   clang-16 libclang-rt-16-dev
   prometheus  # promtool checks the text format of `dlock run --metrics-file`

@@ -121,6 +121,15 @@ class backend_session {
   virtual result<queue_view> enqueue(std::string_view lock, entry_kind kind,
                                      std::string_view entry_id) = 0;
 
+  // enqueue() of a mutex's (or recursive mutex's) entry. The verdict treats it as any
+  // exclusive entry; a backend whose entries other libraries read may name it as those
+  // libraries name a mutex's, apart from a shared_mutex writer's, a permit's or a candidate's
+  // (ZooKeeper: Curator's InterProcessMutex "-lock-", its read/write lock's "__WRIT__").
+  // Idempotent on entry_id like enqueue(). Default: enqueue(lock, exclusive, entry_id).
+  virtual result<queue_view> enqueue_mutex(std::string_view lock, std::string_view entry_id) {
+    return enqueue(lock, entry_kind::exclusive, entry_id);
+  }
+
   // The current queue of `lock`, without entries whose lease has lapsed.
   virtual result<queue_view> list(std::string_view lock) = 0;
 

@@ -125,8 +125,13 @@ result<void> lock_handle::acquire_impl(entry_kind kind, steady::time_point deadl
   const auto& policy = session_->options().retry;
   // A retry after a lost reply finds the entry it created: enqueue is idempotent on `id`.
   auto retry_until = std::max(deadline, steady::now() + session_->options().request_timeout);
-  auto q = with_retry(policy, retry_until, joined.token(),
-                      [&] { return session_->backend().enqueue(name_, stored, id); });
+  // A mutex's entry (not a shared_mutex writer's) may be named apart by the backend, for other
+  // libraries that read it (backend.hpp: enqueue_mutex).
+  const bool mutex_entry = kind == entry_kind::exclusive && type_ != lock_type::shared;
+  auto q = with_retry(policy, retry_until, joined.token(), [&] {
+    auto& b = session_->backend();
+    return mutex_entry ? b.enqueue_mutex(name_, id) : b.enqueue(name_, stored, id);
+  });
   if (!q) {
     abandon(id);
     if (session_->ended_token().stop_requested()) return fail(session_->ended_failure());

@@ -25,7 +25,7 @@ constexpr std::string_view pg_params =
 constexpr scheme_entry schemes[] = {
     {"memory", &open_memory, ""},
     {"sqlite", &open_sqlite, ""},
-    {"zk", &open_zookeeper, "session_timeout connect_timeout"},
+    {"zk", &open_zookeeper, "session_timeout connect_timeout mutex_names"},
     {"redis", &open_redis, "prefix"},
     {"redlock", &open_redis, "prefix"},
     {"postgres", &open_postgres, pg_params},

@@ -1,8 +1,8 @@
 // libFuzzer target: what ZooKeeper sends back for a lock node, namely its children's names
 // (any bytes but '/', which separates them here) and each node's czxid and ctime from its
-// Stat. Which children are dlock entries, their order and their tokens are derived from
-// these; nothing may crash, and every entry comes from a child whose meta was known. Each
-// name also stands for a node's data (zk_value.hpp): a node never set has no value, and what
+// Stat. The entries they stand for (every child is one), their order and their tokens are
+// derived from these; nothing may crash, and every entry comes from a child whose meta was known.
+// Each name also stands for a node's data (zk_value.hpp): a node never set has no value, and what
 // set_value() writes reads back as it was written.
 #include <cstdint>
 #include <cstdlib>
@@ -49,8 +49,12 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         return zk::child_meta{static_cast<std::int64_t>(static_cast<std::uint64_t>(czxid) + k),
                               static_cast<std::int64_t>(static_cast<std::uint64_t>(ctime) ^ k), n};
       });
+  // Every child is a contender (zk_names.hpp): none is skipped, and each one's id leads back
+  // to its node (a waiter watches the node its id names).
+  if (items.size() != names.size()) std::abort();
   for (auto& c : items) {
     if (c.c.entry_id.empty()) std::abort();  // an entry needs an id
+    if (!c.name.starts_with(zk::node_prefix(c.c.entry_id))) std::abort();
     if (!c.meta && (c.name.size() % 2) == 0) c.meta = zk::child_meta{czxid, ctime, c.name};
     if (c.meta) ++with_meta;
   }

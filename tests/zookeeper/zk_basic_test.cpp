@@ -1,7 +1,9 @@
 // The ZooKeeper layout itself: node names, containers, tokens, ACLs.
 #include <gtest/gtest.h>
 
+#include <limits>
 #include <thread>
+#include <vector>
 
 #include "backends/zookeeper/zk_names.hpp"
 #include "zookeeper/zk_env.hpp"
@@ -27,13 +29,49 @@ TEST(zk_names, escaping_is_reversible_and_yields_one_component) {
 }
 
 TEST(zk_names, child_names_carry_entry_id_and_kind) {
-  auto c = detail::zk::parse_child(
-      detail::zk::child_prefix("0123abcd-1f", detail::entry_kind::shared) + "0000000042");
-  ASSERT_TRUE(c);
-  EXPECT_EQ(c->entry_id, "0123abcd-1f");
-  EXPECT_EQ(c->kind, detail::entry_kind::shared);
-  EXPECT_EQ(c->seq, 42);
-  EXPECT_FALSE(detail::zk::parse_child("lock-0000000001"));
+  using detail::entry_kind;
+  using detail::zk::child_prefix;
+  using detail::zk::parse_child;
+  auto c = parse_child(child_prefix("0123abcd-1f", entry_kind::shared) + "0000000042");
+  EXPECT_EQ(c.entry_id, "0123abcd-1f");
+  EXPECT_EQ(c.kind, entry_kind::shared);
+  EXPECT_EQ(c.seq, 42);
+  EXPECT_FALSE(c.foreign);
+  // A mutex's entry is named as Curator's InterProcessMutex names its nodes; a writer's (and
+  // a permit's, a candidate's) as its read/write lock's writer.
+  EXPECT_EQ(child_prefix("ab-1", entry_kind::exclusive, /*mutex=*/true), "_c_ab-1-lock-");
+  EXPECT_EQ(child_prefix("ab-1", entry_kind::exclusive), "_c_ab-1-__WRIT__");
+  auto m = parse_child("_c_ab-1-lock-0000000007");
+  EXPECT_EQ(m.entry_id, "ab-1");
+  EXPECT_EQ(m.kind, entry_kind::exclusive);
+  EXPECT_EQ(m.seq, 7);
+  EXPECT_EQ(detail::zk::node_prefix(m.entry_id), "_c_ab-1-");
+}
+
+TEST(zk_names, other_clients_children_are_contenders) {
+  using detail::entry_kind;
+  using detail::zk::parse_child;
+  struct expect {
+    std::string name;
+    entry_kind kind;
+    std::int64_t seq;
+  };
+  for (const auto& [name, kind, seq] : std::vector<expect>{
+           {"0f1e2d3c4b5a69788796a5b4c3d2e1f0__lock__0000000003", entry_kind::exclusive, 3},
+           {"0f1e2d3c4b5a69788796a5b4c3d2e1f0__rlock__0000000004", entry_kind::shared, 4},
+           {"_c_5b1c3f6e-2d4a-4c8e-9f00-1a2b3c4d5e6f-latch-0000000005", entry_kind::exclusive, 5},
+           {"lock-0000000001", entry_kind::exclusive, 1},
+           {"x__rlock__", entry_kind::exclusive, std::numeric_limits<std::int64_t>::min()},
+           {"config", entry_kind::exclusive, std::numeric_limits<std::int64_t>::min()},
+           {"", entry_kind::exclusive, std::numeric_limits<std::int64_t>::min()}}) {
+    auto c = parse_child(name);
+    EXPECT_TRUE(c.foreign) << name;
+    EXPECT_EQ(c.kind, kind) << name;
+    EXPECT_EQ(c.seq, seq) << name;
+    // Its id leads back to it, and reads as no dlock recipe's mark (a permit's, a candidate's).
+    EXPECT_EQ(c.entry_id, name + "/");
+    EXPECT_EQ(detail::zk::node_prefix(c.entry_id), name);
+  }
 }
 
 TEST(zk_layout, lock_is_a_child_of_a_container_and_tokens_are_czxids) {
@@ -47,7 +85,7 @@ TEST(zk_layout, lock_is_a_child_of_a_container_and_tokens_are_czxids) {
     auto kids = raw.children(lock_node(name));
     ASSERT_EQ(kids.size(), 1u);
     EXPECT_TRUE(kids[0].starts_with("_c_" + s.id())) << kids[0];
-    EXPECT_NE(kids[0].find("__WRIT__"), std::string::npos);
+    EXPECT_NE(kids[0].find("-lock-"), std::string::npos);  // Curator's InterProcessMutex
     struct Stat st {};
     ASSERT_EQ(zoo_exists(raw.zh(), (lock_node(name) + "/" + kids[0]).c_str(), 0, &st), ZOK);
     EXPECT_EQ(m.token().value, static_cast<std::uint64_t>(st.czxid));
@@ -67,6 +105,30 @@ TEST(zk_layout, lock_is_a_child_of_a_container_and_tokens_are_czxids) {
     if (!gone) std::this_thread::sleep_for(100ms);
   }
   EXPECT_TRUE(gone);
+}
+
+// A rolling upgrade from a dlock that named a mutex's node "__WRIT__" and saw nothing else:
+// ?mutex_names=writer keeps that name, and clients with and without it exclude each other.
+TEST(zk_layout, mutex_names_writer_keeps_the_older_name_and_both_namings_exclude) {
+  const auto name = "mutex-names/" + random_suffix();
+  auto older = dlock::session::open(zk_url() + "&mutex_names=writer");
+  auto newer = dlock::session::open(zk_url());
+  raw_zk raw(shared_zk().hosts());
+  dlock::mutex a(older, name), b(newer, name);
+  ASSERT_TRUE(a.try_lock());
+  auto kids = raw.children(lock_node(name));
+  ASSERT_EQ(kids.size(), 1u);
+  EXPECT_TRUE(kids[0].starts_with("_c_" + older.id()) &&
+              kids[0].find("-__WRIT__") != std::string::npos)
+      << kids[0];
+  EXPECT_FALSE(b.try_lock());
+  a.unlock();
+  ASSERT_TRUE(b.try_lock());
+  EXPECT_FALSE(a.try_lock());
+  b.unlock();
+  std::error_code ec;
+  EXPECT_FALSE(dlock::session::open(zk_url() + "&mutex_names=kazoo", {}, ec));
+  EXPECT_EQ(ec, dlock::errc::invalid_argument);
 }
 
 TEST(zk_layout, list_locks_and_inspect_show_the_queue) {

@@ -101,8 +101,11 @@ TEST(zk_values, only_a_candidate_at_the_head_has_its_version_compared) {
   };
   std::vector<std::string> election{child_prefix("b~e", entry_kind::exclusive) + "0000000002",
                                     child_prefix("a~e", entry_kind::exclusive) + "0000000001",
-                                    "lock-0000000000"};
-  EXPECT_EQ(ids(detail::zk::compared_entries(election, 7)), "a~e@7 b~e@0 ");
+                                    "lock-0000000003"};
+  EXPECT_EQ(ids(detail::zk::compared_entries(election, 7)), "a~e@7 b~e@0 lock-0000000003/@0 ");
+  // Another client's node is a contender too (zk_names.hpp): at the head, no candidate leads.
+  election.back() = "lock-0000000000";
+  EXPECT_EQ(ids(detail::zk::compared_entries(election, 7)), "lock-0000000000/@0 a~e@0 b~e@0 ");
   std::vector<std::string> lock{child_prefix("a", entry_kind::exclusive) + "0000000001",
                                 child_prefix("b~e", entry_kind::exclusive) + "0000000002"};
   EXPECT_EQ(ids(detail::zk::compared_entries(lock, 7)), "a@0 b~e@0 ");

@@ -40,8 +40,12 @@ using zk::connection;
 
 class zk_session final : public backend_session {
  public:
-  zk_session(std::unique_ptr<connection> c, std::string base, bool secure, session_info info)
-      : conn_(std::move(c)), base_(std::move(base)), info_(std::move(info)) {
+  zk_session(std::unique_ptr<connection> c, std::string base, bool secure, bool mutex_as_writer,
+             session_info info)
+      : conn_(std::move(c)),
+        base_(std::move(base)),
+        info_(std::move(info)),
+        mutex_as_writer_(mutex_as_writer) {
     if (secure) {
       secure_acl_[0] = {ZOO_PERM_READ, ZOO_ANYONE_ID_UNSAFE};
       secure_acl_[1] = {ZOO_PERM_ALL, ZOO_AUTH_IDS};
@@ -70,6 +74,17 @@ class zk_session final : public backend_session {
 
   result<queue_view> enqueue(std::string_view lock, entry_kind kind,
                              std::string_view entry_id) override {
+    return enqueue_entry(lock, kind, /*mutex=*/false, entry_id);
+  }
+
+  // Named as Curator's InterProcessMutex names its nodes ("-lock-"), so that Curator sees it;
+  // with ?mutex_names=writer as a writer's, so that an older dlock sees it.
+  result<queue_view> enqueue_mutex(std::string_view lock, std::string_view entry_id) override {
+    return enqueue_entry(lock, entry_kind::exclusive, /*mutex=*/!mutex_as_writer_, entry_id);
+  }
+
+  result<queue_view> enqueue_entry(std::string_view lock, entry_kind kind, bool mutex,
+                                   std::string_view entry_id) {
     auto lp = lock_path(lock);
     const std::string id(entry_id);
     auto sent = steady::now();
@@ -84,7 +99,7 @@ class zk_session final : public backend_session {
       adopted = *found;
     }
     if (!adopted) {
-      if (auto c = create_entry(lp, kind, id); !c) return fail(c.error());
+      if (auto c = create_entry(lp, kind, mutex, id); !c) return fail(c.error());
     }
     auto q = read_queue(lp, /*all_tokens=*/false);
     if (!q) return q;
@@ -125,7 +140,7 @@ class zk_session final : public backend_session {
   result<bool> wait_knowing(std::string_view lock, const entry& awaited,
                             steady::time_point deadline, std::stop_token stop) override {
     auto lp = lock_path(lock);
-    auto name = cache_.child_with_prefix(lp, zk::entry_prefix(awaited.id));
+    auto name = cache_.child_with_prefix(lp, zk::node_prefix(awaited.id));
     if (!name) return false;  // not seen in our last listing: let the engine list again
     return conn_->await_change(lp + "/" + *name, deadline, std::move(stop));
   }
@@ -135,7 +150,7 @@ class zk_session final : public backend_session {
     auto lp = lock_path(lock);
     std::vector<std::string> paths;
     for (const auto& e : awaited) {
-      auto name = cache_.child_with_prefix(lp, zk::entry_prefix(e.id));
+      auto name = cache_.child_with_prefix(lp, zk::node_prefix(e.id));
       if (!name) return {};  // not seen in our last listing: let the engine list again
       paths.push_back(lp + "/" + *name);
     }
@@ -349,8 +364,9 @@ class zk_session final : public backend_session {
     return false;
   }
 
-  result<void> create_entry(const std::string& lp, entry_kind kind, const std::string& id) {
-    const auto path = lp + "/" + zk::child_prefix(id, kind);
+  result<void> create_entry(const std::string& lp, entry_kind kind, bool mutex,
+                            const std::string& id) {
+    const auto path = lp + "/" + zk::child_prefix(id, kind, mutex);
     std::string created;
     for (int attempt = 0;; ++attempt) {
       int rc;
@@ -445,6 +461,7 @@ class zk_session final : public backend_session {
   std::unique_ptr<connection> conn_;
   const std::string base_;  // "<chroot>/dlock"
   session_info info_;
+  const bool mutex_as_writer_;
   struct ACL secure_acl_[2]{};
   struct ACL_vector acl_ {};
   zk::session_cache cache_;
@@ -457,7 +474,8 @@ result<std::unique_ptr<backend_session>> open_zookeeper(const url& u, const sess
   if (!cfg) return fail(cfg.error());
   auto c = connection::open(cfg->client);
   if (!c) return fail(c.error());
-  return std::make_unique<zk_session>(std::move(*c), cfg->chroot + "/dlock", cfg->secure, info);
+  return std::make_unique<zk_session>(std::move(*c), cfg->chroot + "/dlock", cfg->secure,
+                                      cfg->mutex_as_writer, info);
 }
 
 std::optional<zk::client_identity> zookeeper_identity(backend_session& b) {

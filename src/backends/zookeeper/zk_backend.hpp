@@ -7,6 +7,9 @@
 //  - connect_timeout: how long opening waits for a session (default: request_timeout; at
 //    most what is left of session::open's open_timeout).
 //  - /chroot: locks live under <chroot>/dlock (created on demand).
+//  - mutex_names=writer: a mutex's nodes named as a writer's ("__WRIT__"), as dlock did before,
+//    for a rolling upgrade from an older dlock; default curator ("-lock-", Curator's
+//    InterProcessMutex).
 //  - user:password: digest credentials; nodes are then created world-readable, with all
 //    rights for the creator's identity only. ZooKeeper checks a delete against the parent's
 //    ACL, so clients sharing a lock name must share the identity that created its node.

@@ -62,6 +62,12 @@ result<zk_url> parse_url(const url& u, const session_info& info) {
     return fail(errc::invalid_argument, "URL '" + u.redacted + "': chroot '" + chroot + "' " + bad);
   }
   out.secure = !u.user.empty();
+  if (auto names = u.param("mutex_names"); names == "writer") {
+    out.mutex_as_writer = true;
+  } else if (!names.empty() && names != "curator") {
+    return fail(errc::invalid_argument, "URL '" + u.redacted + "': mutex_names '" + names +
+                                            "': want curator (the default) or writer");
+  }
   return out;
 }
 

@@ -13,6 +13,10 @@ struct zk_url {
   config client;
   std::string chroot;  // "" or "/a/b", without a trailing slash
   bool secure{false};  // credentials given: lock nodes get the creator-only-delete ACL
+  // ?mutex_names=writer: a mutex's entry named as a writer's ("__WRIT__", as dlock did
+  // before Curator's names), so that an older dlock sees it in a rolling upgrade
+  // (docs/zookeeper.md).
+  bool mutex_as_writer{false};
 };
 
 // Fails with errc::invalid_argument naming the bad part of the URL (password redacted).

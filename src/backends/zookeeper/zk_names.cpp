@@ -1,12 +1,20 @@
 #include "backends/zookeeper/zk_names.hpp"
 
 #include <charconv>
+#include <limits>
 
 namespace dlock::detail::zk {
 namespace {
 
+// Curator's: InterProcessMutex's lock name, InterProcessReadWriteLock's writer and reader.
+constexpr std::string_view lock_marker = "-lock-";
 constexpr std::string_view write_marker = "-__WRIT__";
 constexpr std::string_view read_marker = "-__READ__";
+// kazoo's: Lock and WriteLock, ReadLock (kazoo/recipe/lock.py).
+constexpr std::string_view kazoo_lock_marker = "__lock__";
+constexpr std::string_view kazoo_read_marker = "__rlock__";
+// ZooKeeper appends the sequence as %010d (a signed 32-bit counter: it wraps negative).
+constexpr std::size_t seq_digits = 10;
 constexpr char hex[] = "0123456789ABCDEF";
 
 // Decodes the UTF-8 sequence at s[i]; 0 code point and length 1 for an invalid byte.
@@ -33,6 +41,27 @@ void put_escaped(std::string& out, unsigned char b) {
   out += '%';
   out += hex[b >> 4];
   out += hex[b & 15];
+}
+
+// The whole of `s` as a sequence number.
+std::optional<std::int64_t> parse_seq(std::string_view s) {
+  std::int64_t v = 0;
+  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (s.empty() || ec != std::errc{} || end != s.data() + s.size()) return std::nullopt;
+  return v;
+}
+
+// The last occurrence of `marker` in `name` followed by nothing but a sequence number.
+struct marked {
+  std::size_t pos;
+  std::int64_t seq;
+};
+std::optional<marked> find_marker(std::string_view name, std::string_view marker) {
+  auto pos = name.rfind(marker);
+  if (pos == std::string_view::npos) return std::nullopt;
+  auto seq = parse_seq(name.substr(pos + marker.size()));
+  if (!seq) return std::nullopt;
+  return marked{pos, *seq};
 }
 
 int hex_value(char c) {
@@ -95,30 +124,50 @@ std::optional<std::string> unescape_lock_name(std::string_view component) {
 
 std::string entry_prefix(std::string_view entry_id) { return "_c_" + std::string(entry_id) + "-"; }
 
-std::string child_prefix(std::string_view entry_id, entry_kind kind) {
-  return "_c_" + std::string(entry_id) +
-         std::string(kind == entry_kind::shared ? read_marker : write_marker);
+std::string child_prefix(std::string_view entry_id, entry_kind kind, bool mutex) {
+  auto marker = kind == entry_kind::shared ? read_marker : mutex ? lock_marker : write_marker;
+  return "_c_" + std::string(entry_id) + std::string(marker);
 }
 
-std::optional<child_name> parse_child(std::string_view name) {
-  if (!name.starts_with("_c_")) return std::nullopt;
+child_name parse_child(std::string_view name) {
   child_name c;
-  auto pos = name.rfind(write_marker);
-  auto marker = write_marker;
-  c.kind = entry_kind::exclusive;
-  if (auto r = name.rfind(read_marker);
-      r != std::string_view::npos && (pos == std::string_view::npos || r > pos)) {
-    pos = r;
-    marker = read_marker;
-    c.kind = entry_kind::shared;
+  if (name.starts_with("_c_")) {
+    // The marker closest to the end wins: an id never holds one, but be exact about it.
+    std::optional<marked> best;
+    for (auto marker : {lock_marker, write_marker, read_marker}) {
+      auto m = find_marker(name, marker);
+      if (m && (!best || m->pos > best->pos)) {
+        best = m;
+        c.kind = marker == read_marker ? entry_kind::shared : entry_kind::exclusive;
+      }
+    }
+    if (best && best->pos > 3) {
+      c.entry_id = std::string(name.substr(3, best->pos - 3));
+      c.seq = best->seq;
+      return c;
+    }
   }
-  if (pos == std::string_view::npos || pos <= 3) return std::nullopt;
-  auto seq = name.substr(pos + marker.size());
-  // The sequence is a signed 32-bit counter printed as %010d; it wraps negative.
-  auto [end, ec] = std::from_chars(seq.data(), seq.data() + seq.size(), c.seq);
-  if (ec != std::errc{} || end != seq.data() + seq.size() || seq.empty()) return std::nullopt;
-  c.entry_id = std::string(name.substr(3, pos - 3));
+  c.foreign = true;
+  c.entry_id = std::string(name) + "/";
+  c.kind = entry_kind::exclusive;
+  if (auto m = find_marker(name, kazoo_read_marker)) {
+    c.kind = entry_kind::shared;
+    c.seq = m->seq;
+  } else if (auto k = find_marker(name, kazoo_lock_marker)) {
+    c.seq = k->seq;
+  } else if (auto seq = name.size() >= seq_digits ? parse_seq(name.substr(name.size() - seq_digits))
+                                                  : std::nullopt) {
+    c.seq = *seq;
+  } else {
+    // No sequence to order it by: ahead of every entry, so it excludes until deleted.
+    c.seq = std::numeric_limits<std::int64_t>::min();
+  }
   return c;
+}
+
+std::string node_prefix(std::string_view entry_id) {
+  if (entry_id.ends_with('/')) return std::string(entry_id.substr(0, entry_id.size() - 1));
+  return entry_prefix(entry_id);
 }
 
 }  // namespace dlock::detail::zk

@@ -6,23 +6,28 @@
 #include "core/verdict.hpp"
 
 namespace dlock::detail::zk {
+namespace {
+
+// Sequence order, as Curator and kazoo sort; children without a sequence (all at the lowest)
+// by name, so that every dlock sees one order.
+bool queue_order(const queue_child& a, const queue_child& b) {
+  return a.c.seq != b.c.seq ? a.c.seq < b.c.seq : a.name < b.name;
+}
+
+}  // namespace
 
 std::vector<queue_child> dlock_children(
     const std::vector<std::string>& names,
     const std::function<std::optional<child_meta>(const std::string&)>& cached) {
   std::vector<queue_child> items;
-  for (const auto& n : names) {
-    auto c = parse_child(n);
-    if (!c) continue;  // not a dlock entry
-    items.push_back({std::move(*c), n, cached(n), {}, 0});
-  }
+  // Every child is a contender (zk_names.hpp): one dlock does not know is exclusive.
+  for (const auto& n : names) items.push_back({parse_child(n), n, cached(n), {}, 0});
   return items;
 }
 
 queue_view children_to_queue(std::vector<queue_child> items) {
   std::erase_if(items, [](const queue_child& p) { return !p.meta.has_value(); });
-  std::sort(items.begin(), items.end(),
-            [](const queue_child& a, const queue_child& b) { return a.c.seq < b.c.seq; });
+  std::sort(items.begin(), items.end(), queue_order);
   queue_view v;
   for (auto& p : items) {
     entry e;
@@ -41,9 +46,7 @@ queue_view children_to_queue(std::vector<queue_child> items) {
 
 std::optional<std::size_t> head_candidate(const std::vector<queue_child>& items) {
   if (items.empty()) return std::nullopt;
-  auto head = std::min_element(
-      items.begin(), items.end(),
-      [](const queue_child& a, const queue_child& b) { return a.c.seq < b.c.seq; });
+  auto head = std::min_element(items.begin(), items.end(), queue_order);
   // The engine's own mark (verdict.hpp), so both read one id alike.
   static const auto mark = candidate_entry_id("");
   if (!head->c.entry_id.ends_with(mark)) return std::nullopt;

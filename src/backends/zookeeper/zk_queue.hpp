@@ -1,5 +1,5 @@
 #pragma once
-// From a lock node's children to its queue: which children are dlock entries, and the entries
+// From a lock node's children to its queue: every child as an entry (zk_names.hpp), and them
 // in sequence order with the token (czxid), creation time and owner of each node, and the
 // value and version of the head when it is an election's candidate. Pure; the reads that fill
 // in unknown nodes are the session's (zk_backend.cpp).
@@ -24,7 +24,8 @@ struct queue_child {
   std::uint64_t version{0};
 };
 
-// dlock's entries among `names` (other children are skipped), each with what `cached` knows.
+// The entries `names` stand for (every child: one dlock did not create is a foreign
+// contender), each with what `cached` knows.
 std::vector<queue_child> dlock_children(
     const std::vector<std::string>& names,
     const std::function<std::optional<child_meta>(const std::string&)>& cached);
