@@ -15,6 +15,8 @@ namespace {
 // the last exclusive entry before it), and the push of that many wake tokens.
 constexpr std::string_view lua_common = R"lua(
 local function count_waiters(kinds, i, n)
+  -- A permit's waiters register themselves (r:<id>, see left()): no tokens here.
+  if kinds[i] == 'p' then return 0 end
   local c = 0
   for j = i + 1, n do
     if kinds[j] ~= 's' then
@@ -42,10 +44,38 @@ local function wake(prefix, id, n, ttl, value)
     redis.call('PEXPIRE', key, ttl)
   end
 end
+-- One token to each inbox registered in the set `set_key` (waiters of one entry, or a lock's
+-- observers); a registration serves one wake-up, so the set goes.
+local function push_all(set_key, ttl)
+  local inboxes = redis.call('SMEMBERS', set_key)
+  for _, box in ipairs(inboxes) do
+    redis.call('RPUSH', box, '1')
+    redis.call('PEXPIRE', box, ttl)
+  end
+  if #inboxes > 0 then redis.call('DEL', set_key) end
+end
+-- What goes with entry `id` of kind `kind` besides its place in the queue: the permit entries'
+-- registered waiters are woken (whoever the recipe lets in next decides for itself); an
+-- election candidate's value goes and the lock's observers are woken.
+local function left(prefix, id, kind, ttl, v, o)
+  if kind == 'p' then
+    push_all(prefix .. 'r:' .. id, ttl)
+  elseif kind == 'e' then
+    redis.call('HDEL', v, id)
+    push_all(o, ttl)
+  end
+end
+-- An entry's value and version as stored in v: "version|value" (absent: never set).
+local function value_of(stored)
+  if not stored then return '', '0' end
+  local ver, val = string.match(stored, '^(%d+)|(.*)$')
+  if not ver then return '', '0' end
+  return val, ver
+end
 )lua";
 
 constexpr std::string_view queue_text = R"lua(
-local q, m, f, own, h = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
+local q, m, f, own, h, v, o = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7]
 -- The uncontended path reads only the first five arguments and converts none to a number:
 -- in a script this short, argument handling is a good part of the server's work.
 local add_id, head, owner, bump = ARGV[1], ARGV[2], ARGV[3], ARGV[4] == '1'
@@ -85,6 +115,8 @@ else
       e[8] = redis.call('PTTL', ARGV[6] .. 's:' .. e[4])
       if e[8] ~= -2 then
         for i = 1, 8 do out[i + 2] = e[i] end
+        out[11], out[12] = '', '0'
+        if e[3] == 'e' then out[11], out[12] = value_of(redis.call('HGET', v, e[1])) end
       end
     end
     return out
@@ -103,18 +135,18 @@ end
 -- One server, an exclusive entry joining a live tail: it waits on that tail, whatever is
 -- ahead of it, so only the tail is read; the client keeps just [tail, new] of a waiting
 -- enqueue anyway. Anything else (a dead tail, a retry, shared, Redlock) takes the full path.
-if add_id ~= '' and not bump and add_kind ~= 's' then
+if add_id ~= '' and not bump and add_kind == 'x' then
   local tail = redis.call('ZRANGE', q, -1, -1, 'WITHSCORES')
   local tmeta = tail[1] and tail[1] ~= add_id and redis.call('HGET', m, tail[1])
-  local k, s, c, g, o
-  if tmeta then k, s, c, g, o = string.match(tmeta, '^(%a)|(%x+)|(%d*)|(%d*)|(.*)$') end
+  local k, s, c, g, ow
+  if tmeta then k, s, c, g, ow = string.match(tmeta, '^(%a)|(%x+)|(%d*)|(%d*)|(.*)$') end
   local tail_ttl = k and redis.call('PTTL', prefix .. 's:' .. s) or -2
   if tail_ttl ~= -2 then
     -- HSETNX finds a retried enqueue's entry (then the full path below answers it).
     local fresh = redis.call('HSETNX', m, add_id, head .. '|' .. owner) == 1
     if fresh then
       redis.call('ZADD', q, ts, add_id)
-      return {3, t, own_ttl, tail[1], tail[2], k, s, c, g, o, tail_ttl}
+      return {3, t, own_ttl, tail[1], tail[2], k, s, c, g, ow, tail_ttl, '', '0'}
     end
   end
 end
@@ -153,6 +185,7 @@ for i = 1, #ids do
     kept[#kept + 1] = i
   else
     wake(prefix, ids[i], count_waiters(kinds, i, #ids), wake_ttl, '1')
+    left(prefix, ids[i], kinds[i], wake_ttl, v, o)
     redis.call('ZREM', q, ids[i])
     redis.call('HDEL', m, ids[i])
   end
@@ -172,6 +205,7 @@ if add_id ~= '' then
     created[n], grants[n], owners[n] = add_created, '', owner
     redis.call('HSET', m, add_id, kinds[n] .. '|' .. sids[n] .. '|' .. created[n] .. '||' .. owners[n])
     kept[#kept + 1] = n
+    if add_kind == 'e' then push_all(o, wake_ttl) end  -- a candidate joined: observers look
   end
 end
 if bump then
@@ -189,6 +223,10 @@ if bump then
     end
   end
 end
+local values = {}
+for _, i in ipairs(kept) do
+  if kinds[i] == 'e' then values[i] = redis.call('HGET', v, ids[i]) end
+end
 local out = {1, tonumber(redis.call('GET', f) or '0')}
 for _, i in ipairs(kept) do
   local t = session_ttl(sids[i])
@@ -200,6 +238,9 @@ for _, i in ipairs(kept) do
   out[#out + 1] = grants[i]
   out[#out + 1] = owners[i]
   out[#out + 1] = t
+  local val, ver = value_of(values[i])
+  out[#out + 1] = val
+  out[#out + 1] = ver
 end
 return out
 )lua";
@@ -208,7 +249,8 @@ constexpr std::string_view release_text = R"lua(
 local prefix, wake_ttl, sid, drop = ARGV[1], ARGV[2], ARGV[3], ARGV[4] == '1'
 local removed = 0
 for p = 1, (#ARGV - 4) / 2 do
-  local q, m, h = KEYS[3 * p - 2], KEYS[3 * p - 1], KEYS[3 * p]
+  local q, m, h, v, o = KEYS[5 * p - 4], KEYS[5 * p - 3], KEYS[5 * p - 2], KEYS[5 * p - 1],
+                        KEYS[5 * p]
   local id, maybe_lone = ARGV[3 + 2 * p], ARGV[4 + 2 * p] == 'l'
   -- A lone holder is only ever in h (an entry that was queued never moves back there).
   local lone = false
@@ -217,6 +259,7 @@ for p = 1, (#ARGV - 4) / 2 do
     local hv = redis.call('GET', h)
     if hv and string.sub(hv, 1, #id + 1) == id .. '|' then
       redis.call('DEL', h)
+      left(prefix, id, string.match(hv, '^[^|]+|%d+|(%a)|'), wake_ttl, v, o)
       removed = removed + 1
       lone = true
     end
@@ -240,12 +283,14 @@ for p = 1, (#ARGV - 4) / 2 do
     if #head == 1 and head[1] == id then
       -- Alone in the queue: nobody to wake, and the queue's keys go with the entry.
       redis.call('DEL', q, m, h)
+      left(prefix, id, kind, wake_ttl, v, o)
       removed = removed + 1
     elseif next_kind == 'x' then
       -- An exclusive holder hands over to one exclusive successor (count_waiters: one).
       redis.call('ZREM', q, id)
       redis.call('HDEL', m, id)
       wake(prefix, id, 1, wake_ttl, live_sessions(prefix, {next_meta}) and 'h' or '1')
+      left(prefix, id, kind, wake_ttl, v, o)
       removed = removed + 1
     elseif owner == sid then
       local rank = redis.call('ZRANK', q, id)
@@ -275,6 +320,7 @@ for p = 1, (#ARGV - 4) / 2 do
       local woken = {}
       for j = 1, n do woken[j] = metas[j] end
       wake(prefix, id, n, wake_ttl, rank == 0 and live_sessions(prefix, woken) and 'h' or '1')
+      left(prefix, id, kind, wake_ttl, v, o)
       removed = removed + 1
     end
   end
@@ -292,6 +338,60 @@ end
 return 0
 )lua";
 
+constexpr std::string_view set_value_text = R"lua(
+local q, m, h, v, o, own = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
+local id, value, ttl, sid = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
+-- Storage, not a verdict: only the owner's live entry takes a value (etcd's Proclaim guard).
+if redis.call('PTTL', own) == -2 then return -1 end
+local meta = redis.call('HGET', m, id)
+local present
+if meta then
+  present = string.match(meta, '^%a|(%x+)|') == sid
+else
+  -- A lone holder; entry ids begin with their session's id, checked by the client.
+  local hv = redis.call('GET', h)
+  present = hv and string.sub(hv, 1, #id + 1) == id .. '|'
+end
+if not present then return -1 end
+local _, ver = value_of(redis.call('HGET', v, id))
+ver = string.format('%d', tonumber(ver) + 1)
+redis.call('HSET', v, id, ver .. '|' .. value)
+push_all(o, ttl)
+return tonumber(ver)
+)lua";
+
+constexpr std::string_view watch_text = R"lua(
+local m, h = KEYS[1], KEYS[2]
+local prefix, ttl, inbox = ARGV[1], ARGV[2], ARGV[3]
+-- Registers `inbox` on each awaited entry, in the same step as seeing that it is still there
+-- and its session alive: a removal after this pushes to the inbox, one before it is seen
+-- here (0: look again at once). Which waiter holds next is not decided here.
+for a = 4, #ARGV do
+  local id = ARGV[a]
+  local sid
+  local meta = redis.call('HGET', m, id)
+  if meta then
+    sid = string.match(meta, '^%a|(%x+)|')
+  else
+    local hv = redis.call('GET', h)
+    if hv and string.sub(hv, 1, #id + 1) == id .. '|' then
+      sid = string.match(hv, '^[^|]+|%d+|%a|(%x+)|')
+    end
+  end
+  if not sid or redis.call('PTTL', prefix .. 's:' .. sid) == -2 then return 0 end
+  local r = prefix .. 'r:' .. id
+  redis.call('SADD', r, inbox)
+  redis.call('PEXPIRE', r, ttl)
+end
+return 1
+)lua";
+
+constexpr std::string_view observe_text = R"lua(
+redis.call('SADD', KEYS[1], ARGV[1])
+redis.call('PEXPIRE', KEYS[1], ARGV[2])
+return 1
+)lua";
+
 constexpr std::string_view raise_text = R"lua(
 local c = tonumber(redis.call('GET', KEYS[1]) or '0')
 local x = tonumber(ARGV[1])
@@ -304,6 +404,7 @@ return c
 
 const std::string queue_full = std::string(lua_common) + std::string(queue_text);
 const std::string release_full = std::string(lua_common) + std::string(release_text);
+const std::string set_value_full = std::string(lua_common) + std::string(set_value_text);
 
 std::optional<std::uint64_t> to_u64(std::string_view s) {
   std::uint64_t v = 0;
@@ -318,9 +419,13 @@ const lua_script queue_script{"queue", queue_full};
 const lua_script release_script{"release", release_full};
 const lua_script raise_script{"raise", raise_text};
 const lua_script release_lone_script{"release_lone", release_lone_text};
+const lua_script set_value_script{"set_value", set_value_full};
+const lua_script watch_script{"watch", watch_text};
+const lua_script observe_script{"observe", observe_text};
 
 result<node_view> parse_queue_reply(const target& where, const redisReply* r,
                                     const node_entry* sent, bool bump) {
+  constexpr std::size_t fields = 10;  // per entry: see queue_script's reply
   auto bad = [&](std::string_view why) {
     return fail(errc::protocol_error,
                 where.where + ": malformed queue reply (" + std::string(why) + ")");
@@ -350,15 +455,16 @@ result<node_view> parse_queue_reply(const target& where, const redisReply* r,
     v.lone = status == 2;
     first = 3;
   }
-  if (r->elements < first || (r->elements - first) % 8 != 0) return bad("length");
+  if (r->elements < first || (r->elements - first) % fields != 0) return bad("length");
   v.counter = static_cast<std::uint64_t>(r->element[1]->integer);
-  for (std::size_t i = first; i < r->elements; i += 8) {
+  for (std::size_t i = first; i < r->elements; i += fields) {
     auto field = [&](std::size_t k) { return reply_text(r->element[i + k]); };
     node_entry ne;
     ne.e.id = std::string(field(0));
     auto token = to_u64(field(1));
     if (!token) return bad("token");
     ne.e.token = *token;
+    // 'p' (permit) and 'e' (candidate) are exclusive here: the engine reads them from ids.
     ne.e.kind = field(2) == "s" ? entry_kind::shared : entry_kind::exclusive;
     ne.session = std::string(field(3));
     if (auto ms = to_u64(field(4)); ms && *ms <= INT64_MAX) {
@@ -370,6 +476,10 @@ result<node_view> parse_queue_reply(const target& where, const redisReply* r,
     if (ttl->type == REDIS_REPLY_INTEGER && ttl->integer >= 0) {
       ne.e.lease_left = std::chrono::milliseconds{ttl->integer};
     }
+    auto version = to_u64(field(9));
+    if (!version) return bad("version");
+    ne.e.version = *version;
+    if (*version > 0) ne.e.value = std::string(field(8));
     v.entries.push_back(std::move(ne));
   }
   if (added) v.entries.push_back(std::move(*added));
