@@ -41,21 +41,6 @@ void trim_to_wait(std::vector<entry>& entries, std::string_view id) {
   entries = std::move(kept);
 }
 
-// The kind letter stored for an entry (redis_scripts.hpp): the engine hands permits and
-// candidates over as exclusive, with what they are in their id (verdict.hpp); the scripts
-// need to know them apart only for whom a removal notifies, never for who holds.
-char stored_kind(entry_kind kind, std::string_view id) {
-  if (kind == entry_kind::shared) return 's';
-  if (id.ends_with("~e")) return 'e';
-  // "~p<1-4 digits>" at the end.
-  std::size_t digits = 0;
-  while (digits < id.size() && digits < 5 && id[id.size() - 1 - digits] >= '0' &&
-         id[id.size() - 1 - digits] <= '9')
-    ++digits;
-  if (digits == 0 || digits > 4 || id.size() < digits + 2) return 'x';
-  return id.substr(id.size() - digits - 2, 2) == "~p" ? 'p' : 'x';
-}
-
 }  // namespace
 
 std::vector<result<reply_ptr>> session::queue_calls(std::string_view lock,

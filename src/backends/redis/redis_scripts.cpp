@@ -6,73 +6,10 @@
 #include <cstdint>
 
 #include "backends/common/wire_time.hpp"
+#include "backends/redis/redis_lua_common.hpp"
 
 namespace dlock::detail::redis {
 namespace {
-
-// Shared by both scripts: how many entries wait on the entry at position i of ids/kinds
-// (the recipes of verdict.hpp: an exclusive entry waits on its predecessor; a shared one on
-// the last exclusive entry before it), and the push of that many wake tokens.
-constexpr std::string_view lua_common = R"lua(
-local function count_waiters(kinds, i, n)
-  -- A permit's waiters register themselves (r:<id>, see left()): no tokens here.
-  if kinds[i] == 'p' then return 0 end
-  local c = 0
-  for j = i + 1, n do
-    if kinds[j] ~= 's' then
-      if j == i + 1 then c = c + 1 end
-      return c
-    end
-    if kinds[i] ~= 's' then c = c + 1 else return c end
-  end
-  return c
-end
--- Whether every entry (by its stored text) belongs to a live session. An 'h' wake token
--- lets the woken entry hold without listing, so it goes only to live sessions: a waiter
--- whose session ended must list, find its entry purged, and hold nothing.
-local function live_sessions(prefix, metas)
-  for _, meta in ipairs(metas) do
-    local s = meta and string.match(meta, '^%a|(%x+)|')
-    if not s or redis.call('PTTL', prefix .. 's:' .. s) == -2 then return false end
-  end
-  return true
-end
-local function wake(prefix, id, n, ttl, value)
-  if n > 0 then
-    local key = prefix .. 'w:' .. id
-    for _ = 1, n do redis.call('RPUSH', key, value) end
-    redis.call('PEXPIRE', key, ttl)
-  end
-end
--- One token to each inbox registered in the set `set_key` (waiters of one entry, or a lock's
--- observers); a registration serves one wake-up, so the set goes.
-local function push_all(set_key, ttl)
-  local inboxes = redis.call('SMEMBERS', set_key)
-  for _, box in ipairs(inboxes) do
-    redis.call('RPUSH', box, '1')
-    redis.call('PEXPIRE', box, ttl)
-  end
-  if #inboxes > 0 then redis.call('DEL', set_key) end
-end
--- What goes with entry `id` of kind `kind` besides its place in the queue: the permit entries'
--- registered waiters are woken (whoever the recipe lets in next decides for itself); an
--- election candidate's value goes and the lock's observers are woken.
-local function left(prefix, id, kind, ttl, v, o)
-  if kind == 'p' then
-    push_all(prefix .. 'r:' .. id, ttl)
-  elseif kind == 'e' then
-    redis.call('HDEL', v, id)
-    push_all(o, ttl)
-  end
-end
--- An entry's value and version as stored in v: "version|value" (absent: never set).
-local function value_of(stored)
-  if not stored then return '', '0' end
-  local ver, val = string.match(stored, '^(%d+)|(.*)$')
-  if not ver then return '', '0' end
-  return val, ver
-end
-)lua";
 
 constexpr std::string_view queue_text = R"lua(
 local q, m, f, own, h, v, o = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7]
@@ -338,60 +275,6 @@ end
 return 0
 )lua";
 
-constexpr std::string_view set_value_text = R"lua(
-local q, m, h, v, o, own = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
-local id, value, ttl, sid = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
--- Storage, not a verdict: only the owner's live entry takes a value (etcd's Proclaim guard).
-if redis.call('PTTL', own) == -2 then return -1 end
-local meta = redis.call('HGET', m, id)
-local present
-if meta then
-  present = string.match(meta, '^%a|(%x+)|') == sid
-else
-  -- A lone holder; entry ids begin with their session's id, checked by the client.
-  local hv = redis.call('GET', h)
-  present = hv and string.sub(hv, 1, #id + 1) == id .. '|'
-end
-if not present then return -1 end
-local _, ver = value_of(redis.call('HGET', v, id))
-ver = string.format('%d', tonumber(ver) + 1)
-redis.call('HSET', v, id, ver .. '|' .. value)
-push_all(o, ttl)
-return tonumber(ver)
-)lua";
-
-constexpr std::string_view watch_text = R"lua(
-local m, h = KEYS[1], KEYS[2]
-local prefix, ttl, inbox = ARGV[1], ARGV[2], ARGV[3]
--- Registers `inbox` on each awaited entry, in the same step as seeing that it is still there
--- and its session alive: a removal after this pushes to the inbox, one before it is seen
--- here (0: look again at once). Which waiter holds next is not decided here.
-for a = 4, #ARGV do
-  local id = ARGV[a]
-  local sid
-  local meta = redis.call('HGET', m, id)
-  if meta then
-    sid = string.match(meta, '^%a|(%x+)|')
-  else
-    local hv = redis.call('GET', h)
-    if hv and string.sub(hv, 1, #id + 1) == id .. '|' then
-      sid = string.match(hv, '^[^|]+|%d+|%a|(%x+)|')
-    end
-  end
-  if not sid or redis.call('PTTL', prefix .. 's:' .. sid) == -2 then return 0 end
-  local r = prefix .. 'r:' .. id
-  redis.call('SADD', r, inbox)
-  redis.call('PEXPIRE', r, ttl)
-end
-return 1
-)lua";
-
-constexpr std::string_view observe_text = R"lua(
-redis.call('SADD', KEYS[1], ARGV[1])
-redis.call('PEXPIRE', KEYS[1], ARGV[2])
-return 1
-)lua";
-
 constexpr std::string_view raise_text = R"lua(
 local c = tonumber(redis.call('GET', KEYS[1]) or '0')
 local x = tonumber(ARGV[1])
@@ -404,7 +287,6 @@ return c
 
 const std::string queue_full = std::string(lua_common) + std::string(queue_text);
 const std::string release_full = std::string(lua_common) + std::string(release_text);
-const std::string set_value_full = std::string(lua_common) + std::string(set_value_text);
 
 std::optional<std::uint64_t> to_u64(std::string_view s) {
   std::uint64_t v = 0;
@@ -415,13 +297,25 @@ std::optional<std::uint64_t> to_u64(std::string_view s) {
 
 }  // namespace
 
+// The kind letter stored for an entry (redis_scripts.hpp): the engine hands permits and
+// candidates over as exclusive, with what they are in their id (verdict.hpp); the scripts
+// need to know them apart only for whom a removal notifies, never for who holds.
+char stored_kind(entry_kind kind, std::string_view id) {
+  if (kind == entry_kind::shared) return 's';
+  if (id.ends_with("~e")) return 'e';
+  // "~p<1-4 digits>" at the end.
+  std::size_t digits = 0;
+  while (digits < id.size() && digits < 5 && id[id.size() - 1 - digits] >= '0' &&
+         id[id.size() - 1 - digits] <= '9')
+    ++digits;
+  if (digits == 0 || digits > 4 || id.size() < digits + 2) return 'x';
+  return id.substr(id.size() - digits - 2, 2) == "~p" ? 'p' : 'x';
+}
+
 const lua_script queue_script{"queue", queue_full};
 const lua_script release_script{"release", release_full};
 const lua_script raise_script{"raise", raise_text};
 const lua_script release_lone_script{"release_lone", release_lone_text};
-const lua_script set_value_script{"set_value", set_value_full};
-const lua_script watch_script{"watch", watch_text};
-const lua_script observe_script{"observe", observe_text};
 
 result<node_view> parse_queue_reply(const target& where, const redisReply* r,
                                     const node_entry* sent, bool bump) {

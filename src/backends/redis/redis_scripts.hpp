@@ -70,6 +70,9 @@ extern const lua_script watch_script;
 // KEYS o; ARGV inbox ttl: registers an observer's inbox for the lock's next change.
 extern const lua_script observe_script;
 
+// The kind letter stored for an entry of `kind` with id `id` (the layout above).
+char stored_kind(entry_kind kind, std::string_view id);
+
 // One entry as one server stores it.
 struct node_entry {
   entry e;  // token = the server's score
