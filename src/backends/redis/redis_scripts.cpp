@@ -12,6 +12,12 @@ namespace dlock::detail::redis {
 namespace {
 
 constexpr std::string_view queue_text = R"lua(
+-- One entry of the reply in one string (a reply element costs the server more than a few
+-- concatenations): "id|token|kind|session|created|grant|ttl|version|owner", its value apart.
+local function pack(id, token, kind, sid, created, grant, ttl, version, owner)
+  return id .. '|' .. token .. '|' .. kind .. '|' .. sid .. '|' .. created .. '|' .. grant ..
+         '|' .. string.format('%d', ttl) .. '|' .. version .. '|' .. owner
+end
 local q, m, f, own, h, v, o = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7]
 -- The uncontended path reads only the first five arguments and converts none to a number:
 -- in a script this short, argument handling is a good part of the server's work.
@@ -51,9 +57,10 @@ else
     if e[1] then
       e[8] = redis.call('PTTL', ARGV[6] .. 's:' .. e[4])
       if e[8] ~= -2 then
-        for i = 1, 8 do out[i + 2] = e[i] end
-        out[11], out[12] = '', '0'
-        if e[3] == 'e' then out[11], out[12] = value_of(redis.call('HGET', v, e[1])) end
+        local val, ver = '', '0'
+        if e[3] == 'e' then val, ver = value_of(redis.call('HGET', v, e[1])) end
+        out[3] = pack(e[1], e[2], e[3], e[4], e[5], e[6], e[8], ver, e[7])
+        out[4] = val
       end
     end
     return out
@@ -83,7 +90,7 @@ if add_id ~= '' and not bump and add_kind == 'x' then
     local fresh = redis.call('HSETNX', m, add_id, head .. '|' .. owner) == 1
     if fresh then
       redis.call('ZADD', q, ts, add_id)
-      return {3, t, own_ttl, tail[1], tail[2], k, s, c, g, ow, tail_ttl, '', '0'}
+      return {3, t, own_ttl, pack(tail[1], tail[2], k, s, c, g, tail_ttl, '0', ow), ''}
     end
   end
 end
@@ -167,17 +174,10 @@ end
 local out = {1, tonumber(redis.call('GET', f) or '0')}
 for _, i in ipairs(kept) do
   local t = session_ttl(sids[i])
-  out[#out + 1] = ids[i]
-  out[#out + 1] = scores[i]
-  out[#out + 1] = kinds[i]
-  out[#out + 1] = sids[i]
-  out[#out + 1] = created[i]
-  out[#out + 1] = grants[i]
-  out[#out + 1] = owners[i]
-  out[#out + 1] = t
   local val, ver = value_of(values[i])
+  out[#out + 1] = pack(ids[i], scores[i], kinds[i], sids[i], created[i], grants[i], t, ver,
+                       owners[i])
   out[#out + 1] = val
-  out[#out + 1] = ver
 end
 return out
 )lua";
@@ -319,7 +319,6 @@ const lua_script release_lone_script{"release_lone", release_lone_text};
 
 result<node_view> parse_queue_reply(const target& where, const redisReply* r,
                                     const node_entry* sent, bool bump) {
-  constexpr std::size_t fields = 10;  // per entry: see queue_script's reply
   auto bad = [&](std::string_view why) {
     return fail(errc::protocol_error,
                 where.where + ": malformed queue reply (" + std::string(why) + ")");
@@ -349,31 +348,40 @@ result<node_view> parse_queue_reply(const target& where, const redisReply* r,
     v.lone = status == 2;
     first = 3;
   }
-  if (r->elements < first || (r->elements - first) % fields != 0) return bad("length");
+  if (r->elements < first || (r->elements - first) % 2 != 0) return bad("length");
   v.counter = static_cast<std::uint64_t>(r->element[1]->integer);
-  for (std::size_t i = first; i < r->elements; i += fields) {
-    auto field = [&](std::size_t k) { return reply_text(r->element[i + k]); };
+  for (std::size_t i = first; i < r->elements; i += 2) {
+    // "id|token|kind|session|created|grant|ttl|version|owner" (the owner may hold '|'), value.
+    std::string_view packed = reply_text(r->element[i]);
+    std::string_view field[9];
+    for (std::size_t k = 0; k < 8; ++k) {
+      auto bar = packed.find('|');
+      if (bar == std::string_view::npos) return bad("entry");
+      field[k] = packed.substr(0, bar);
+      packed.remove_prefix(bar + 1);
+    }
+    field[8] = packed;
     node_entry ne;
-    ne.e.id = std::string(field(0));
-    auto token = to_u64(field(1));
-    if (!token) return bad("token");
+    ne.e.id = std::string(field[0]);
+    auto token = to_u64(field[1]);
+    if (!token || ne.e.id.empty()) return bad("token");
     ne.e.token = *token;
     // 'p' (permit) and 'e' (candidate) are exclusive here: the engine reads them from ids.
-    ne.e.kind = field(2) == "s" ? entry_kind::shared : entry_kind::exclusive;
-    ne.session = std::string(field(3));
-    if (auto ms = to_u64(field(4)); ms && *ms <= INT64_MAX) {
+    ne.e.kind = field[2] == "s" ? entry_kind::shared : entry_kind::exclusive;
+    ne.session = std::string(field[3]);
+    if (auto ms = to_u64(field[4]); ms && *ms <= INT64_MAX) {
       ne.e.since = unix_ms_time(static_cast<std::int64_t>(*ms));
     }
-    if (auto g = to_u64(field(5))) ne.grant = *g;
-    ne.e.owner = std::string(field(6));
-    auto* ttl = r->element[i + 7];
-    if (ttl->type == REDIS_REPLY_INTEGER && ttl->integer >= 0) {
-      ne.e.lease_left = std::chrono::milliseconds{ttl->integer};
+    if (auto g = to_u64(field[5])) ne.grant = *g;
+    // A negative TTL (no expiry: -1) is unknown; to_u64 refuses it.
+    if (auto ttl = to_u64(field[6]); ttl && *ttl <= INT32_MAX) {
+      ne.e.lease_left = std::chrono::milliseconds{static_cast<std::int64_t>(*ttl)};
     }
-    auto version = to_u64(field(9));
+    auto version = to_u64(field[7]);
     if (!version) return bad("version");
     ne.e.version = *version;
-    if (*version > 0) ne.e.value = std::string(field(8));
+    ne.e.owner = std::string(field[8]);
+    if (*version > 0) ne.e.value = std::string(reply_text(r->element[i + 1]));
     v.entries.push_back(std::move(ne));
   }
   if (added) v.entries.push_back(std::move(*added));

@@ -48,8 +48,8 @@ struct lua_script {
 // behind a live tail (one server, exclusive) it returns {3, token, own ttl, the tail entry};
 // otherwise purges dead entries (waking their waiters), adds add_id unless present (or
 // returns {0} if the own session key is gone), with bump=1 assigns a grant number to each
-// own entry that holds on this server, and returns {1, counter, entries (10 fields each:
-// id token kind session created grant owner ttl value version)...}.
+// own entry that holds on this server, and returns {1, counter, entries...}, each entry as
+// two strings: "id|token|kind|session|created|grant|ttl|version|owner" and its value.
 extern const lua_script queue_script;
 // KEYS (q m h v o)... [s_own]; ARGV prefix wake_ttl sid drop_session (id where)...: removes own
 // entries (one per key triple; where = 'q' if known to be queued, 'l' if it may be a lone
