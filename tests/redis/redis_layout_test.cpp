@@ -130,6 +130,9 @@ TEST(redis_layout, semaphores_and_elections_leave_only_expiring_keys_behind) {
     dlock::election ea(a, "vote"), eb(b, "vote");
     auto lead = ea.campaign("v1");
     lead.proclaim("v|2");
+    auto lone = server().lone_holder(p, "vote");  // a lone candidate, kind 'e'
+    ASSERT_TRUE(lone.has_value());
+    EXPECT_NE(lone->find("|e|" + a.id() + "|"), std::string::npos) << *lone;
     auto ids = server().entry_ids(p, "vote");
     ASSERT_EQ(ids.size(), 1u);
     EXPECT_EQ(server().command({"HGET", p + "v:vote", ids[0]}).at(0), "2|v|2");
