@@ -242,8 +242,8 @@ const std::vector<backend_row>& backend_table() {
       {"zk-3", make_zk_ensemble_fault, {fault::member_kill}},
       {"redis",
        make_redis_fault,
-       with_proxy_faults(
-           plus(plus(process_faults, fault::server_restart), fault::server_restart_nosave)),
+       with_elections(with_permits(with_proxy_faults(
+           plus(plus(process_faults, fault::server_restart), fault::server_restart_nosave)))),
        {lease_cut_short,
         {fault::server_restart_nosave,
          "a single Redis server without persistence forgets every session, entry and fence "

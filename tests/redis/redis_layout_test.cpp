@@ -97,5 +97,64 @@ TEST(redis_layout, a_lone_holder_of_a_vanished_session_is_purged_by_the_next_con
   mb.unlock();
 }
 
+// Layout 2 (docs/redis.md): permits and candidates are stored with their kind letter, a
+// candidate's value in v:<lock> goes with it, and what registrations and observers leave
+// behind (r:, o:, i:) expires; the lasting keys are the fencing counters and the sessions.
+TEST(redis_layout, semaphores_and_elections_leave_only_expiring_keys_behind) {
+  const std::string p = "e" + random_suffix() + ":";
+  const auto url = "redis://" + server().address() + "?ttl=10s&prefix=" + p;
+  auto a = dlock::session::open(url);
+  auto b = dlock::session::open(url);
+  {
+    dlock::semaphore sa(a, "sem", 2), sb(b, "sem", 2);
+    auto p1 = sa.acquire();
+    auto p2 = sa.acquire();
+    std::atomic<bool> got{false};
+    std::jthread waiter([&] {
+      auto p3 = sb.acquire();
+      got = true;
+    });
+    for (int i = 0; i < 2000 && server().entry_ids(p, "sem").size() < 3; ++i)
+      std::this_thread::sleep_for(2ms);
+    ASSERT_EQ(server().entry_ids(p, "sem").size(), 3u);
+    auto meta = server().command({"HGET", p + "m:sem", server().entry_ids(p, "sem")[2]});
+    ASSERT_EQ(meta.size(), 1u);
+    EXPECT_TRUE(meta[0].starts_with("p|" + b.id() + "|")) << meta[0];
+    std::this_thread::sleep_for(100ms);
+    EXPECT_FALSE(got);
+    p1.release();  // the registered waiter is woken and decides for itself
+    waiter.join();
+    EXPECT_TRUE(got);
+  }
+  {
+    dlock::election ea(a, "vote"), eb(b, "vote");
+    auto lead = ea.campaign("v1");
+    lead.proclaim("v|2");
+    auto lone = server().lone_holder(p, "vote");  // a lone candidate, kind 'e'
+    ASSERT_TRUE(lone.has_value());
+    EXPECT_NE(lone->find("|e|" + a.id() + "|"), std::string::npos) << *lone;
+    auto ids = server().entry_ids(p, "vote");
+    ASSERT_EQ(ids.size(), 1u);
+    EXPECT_EQ(server().command({"HGET", p + "v:vote", ids[0]}).at(0), "2|v|2");
+    auto seen = eb.leader();
+    ASSERT_TRUE(seen.has_value());
+    EXPECT_EQ(seen->value, "v|2");
+    // An observer waits on o:vote; the resignation wakes it.
+    std::jthread observer([&] {
+      auto next = eb.next_change(seen, std::chrono::steady_clock::now() + 5s);
+      EXPECT_FALSE(next.has_value());
+    });
+    std::this_thread::sleep_for(100ms);
+    lead.resign();
+    observer.join();
+  }
+  for (const auto& k : server().keys(p + "*")) {
+    if (k == p + "f:sem" || k == p + "f:vote" || k.starts_with(p + "s:")) continue;
+    EXPECT_GT(server().integer({"PTTL", k}), 0) << k << " is left without an expiry";
+    EXPECT_FALSE(k.starts_with(p + "v:") || k.starts_with(p + "q:") || k.starts_with(p + "h:"))
+        << k;
+  }
+}
+
 }  // namespace
 }  // namespace dlock::test

@@ -52,6 +52,10 @@ redis_wake_counts redis_wakeups() noexcept {
 
 namespace redis {
 
+void count_wakeup(bool pushed) noexcept {
+  (pushed ? pushed_wakeups : timed_out_wakeups).fetch_add(1);
+}
+
 session::session(config cfg, session_info info) : cfg_(std::move(cfg)), info_(std::move(info)) {
   for (const auto& t : cfg_.servers) {
     owned_.push_back(std::make_unique<node>(t));
@@ -160,7 +164,7 @@ result<steady::time_point> session::keep_alive() {
 
 result<void> session::wait(std::string_view lock, const entry& awaited, steady::time_point deadline,
                            std::stop_token stop) {
-  (void)lock;
+  if (awaited.kind == entry_kind::permit) return wait_any(lock, {&awaited, 1}, deadline, stop);
   auto r = wait_for_token(awaited, deadline, std::move(stop));
   if (!r) return fail(r.error());
   return {};
@@ -168,7 +172,12 @@ result<void> session::wait(std::string_view lock, const entry& awaited, steady::
 
 result<bool> session::wait_knowing(std::string_view lock, const entry& awaited,
                                    steady::time_point deadline, std::stop_token stop) {
-  (void)lock;
+  if (awaited.kind == entry_kind::permit) {
+    // A semaphore of one permit: its waiters register like any permit's (wait_any).
+    auto r = wait_any(lock, {&awaited, 1}, deadline, std::move(stop));
+    if (!r) return fail(r.error());
+    return false;
+  }
   auto r = wait_for_token(awaited, deadline, std::move(stop));
   if (!r) return fail(r.error());
   // A wake token is pushed only when the awaited entry leaves the queue (entry ids are never

@@ -47,15 +47,17 @@ std::vector<result<reply_ptr>> session::queue_calls(std::string_view lock,
                                                     std::optional<add_request> add,
                                                     std::int64_t created_ms) {
   // The stored entry text up to its grant: "kind|session|created|".
-  auto head = add ? (add->kind == entry_kind::shared ? "s|" : "x|") + info_.id + '|' +
+  auto head = add ? std::string(1, stored_kind(add->kind, add->id)) + '|' + info_.id + '|' +
                         std::to_string(created_ms) + '|'
                   : std::string();
-  std::vector<std::string> argv{"5",
+  std::vector<std::string> argv{"7",
                                 key('q', lock),
                                 key('m', lock),
                                 key('f', lock),
                                 key('s', info_.id),
                                 key('h', lock),
+                                key('v', lock),
+                                key('o', lock),
                                 add ? std::string(add->id) : std::string(),
                                 std::move(head),
                                 info_.owner,
@@ -66,7 +68,7 @@ std::vector<result<reply_ptr>> session::queue_calls(std::string_view lock,
   {
     std::lock_guard lk(mu_);
     if (auto it = at_least_.find(lock); it != at_least_.end())
-      argv[10] = std::to_string(it->second);
+      argv[12] = std::to_string(it->second);
     if (redlock()) {
       if (auto it = mine_.find(lock); it != mine_.end())
         argv.insert(argv.end(), it->second.begin(), it->second.end());
@@ -120,7 +122,9 @@ result<queue_view> session::queue_round(std::string_view lock, std::optional<add
     queue_view out{{}, sent};
     for (auto& ne : views[0]->entries) out.entries.push_back(std::move(ne.e));
     if (add) {
-      trim_to_wait(out.entries, add->id);
+      // Only a lock's exclusive entry: a permit waits on N entries, and an election's
+      // listing shows every candidate.
+      if (stored_kind(add->kind, add->id) == 'x') trim_to_wait(out.entries, add->id);
       if (!views[0]->lone) {
         std::lock_guard lk(mu_);
         if (queued_.size() > 10000) queued_.clear();  // a hint; 'l' is always correct
@@ -214,6 +218,8 @@ std::vector<std::string> session::release_argv(const std::vector<own_entry>& ent
     keys.push_back(key('q', e.lock));
     keys.push_back(key('m', e.lock));
     keys.push_back(key('h', e.lock));
+    keys.push_back(key('v', e.lock));
+    keys.push_back(key('o', e.lock));
     args.push_back(e.id);
     args.push_back(e.queued ? "q" : "l");
   }
@@ -328,7 +334,8 @@ result<void> session::remove_everywhere(std::string_view lock, std::string_view 
     }
   }
   std::vector<result<reply_ptr>> replies;
-  if (!queued && !redlock()) {
+  // A candidate's removal also drops its value and wakes observers: release_script only.
+  if (!queued && !redlock() && stored_kind(entry_kind::exclusive, id) != 'e') {
     // Most likely a lone holder: the one-key release (as cheap as the minimal
     // compare-and-delete). The full script only if a contender has moved the entry into the
     // queue meanwhile, or it is in neither place.

@@ -6,46 +6,19 @@
 #include <cstdint>
 
 #include "backends/common/wire_time.hpp"
+#include "backends/redis/redis_lua_common.hpp"
 
 namespace dlock::detail::redis {
 namespace {
 
-// Shared by both scripts: how many entries wait on the entry at position i of ids/kinds
-// (the recipes of verdict.hpp: an exclusive entry waits on its predecessor; a shared one on
-// the last exclusive entry before it), and the push of that many wake tokens.
-constexpr std::string_view lua_common = R"lua(
-local function count_waiters(kinds, i, n)
-  local c = 0
-  for j = i + 1, n do
-    if kinds[j] ~= 's' then
-      if j == i + 1 then c = c + 1 end
-      return c
-    end
-    if kinds[i] ~= 's' then c = c + 1 else return c end
-  end
-  return c
-end
--- Whether every entry (by its stored text) belongs to a live session. An 'h' wake token
--- lets the woken entry hold without listing, so it goes only to live sessions: a waiter
--- whose session ended must list, find its entry purged, and hold nothing.
-local function live_sessions(prefix, metas)
-  for _, meta in ipairs(metas) do
-    local s = meta and string.match(meta, '^%a|(%x+)|')
-    if not s or redis.call('PTTL', prefix .. 's:' .. s) == -2 then return false end
-  end
-  return true
-end
-local function wake(prefix, id, n, ttl, value)
-  if n > 0 then
-    local key = prefix .. 'w:' .. id
-    for _ = 1, n do redis.call('RPUSH', key, value) end
-    redis.call('PEXPIRE', key, ttl)
-  end
-end
-)lua";
-
 constexpr std::string_view queue_text = R"lua(
-local q, m, f, own, h = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
+-- One entry of the reply in one string (a reply element costs the server more than a few
+-- concatenations): "id|token|kind|session|created|grant|ttl|version|owner", its value apart.
+local function pack(id, token, kind, sid, created, grant, ttl, version, owner)
+  return id .. '|' .. token .. '|' .. kind .. '|' .. sid .. '|' .. created .. '|' .. grant ..
+         '|' .. string.format('%d', ttl) .. '|' .. version .. '|' .. owner
+end
+local q, m, f, own, h, v, o = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7]
 -- The uncontended path reads only the first five arguments and converts none to a number:
 -- in a script this short, argument handling is a good part of the server's work.
 local add_id, head, owner, bump = ARGV[1], ARGV[2], ARGV[3], ARGV[4] == '1'
@@ -84,7 +57,10 @@ else
     if e[1] then
       e[8] = redis.call('PTTL', ARGV[6] .. 's:' .. e[4])
       if e[8] ~= -2 then
-        for i = 1, 8 do out[i + 2] = e[i] end
+        local val, ver = '', '0'
+        if e[3] == 'e' then val, ver = value_of(redis.call('HGET', v, e[1])) end
+        out[3] = pack(e[1], e[2], e[3], e[4], e[5], e[6], e[8], ver, e[7])
+        out[4] = val
       end
     end
     return out
@@ -103,18 +79,18 @@ end
 -- One server, an exclusive entry joining a live tail: it waits on that tail, whatever is
 -- ahead of it, so only the tail is read; the client keeps just [tail, new] of a waiting
 -- enqueue anyway. Anything else (a dead tail, a retry, shared, Redlock) takes the full path.
-if add_id ~= '' and not bump and add_kind ~= 's' then
+if add_id ~= '' and not bump and add_kind == 'x' then
   local tail = redis.call('ZRANGE', q, -1, -1, 'WITHSCORES')
   local tmeta = tail[1] and tail[1] ~= add_id and redis.call('HGET', m, tail[1])
-  local k, s, c, g, o
-  if tmeta then k, s, c, g, o = string.match(tmeta, '^(%a)|(%x+)|(%d*)|(%d*)|(.*)$') end
+  local k, s, c, g, ow
+  if tmeta then k, s, c, g, ow = string.match(tmeta, '^(%a)|(%x+)|(%d*)|(%d*)|(.*)$') end
   local tail_ttl = k and redis.call('PTTL', prefix .. 's:' .. s) or -2
   if tail_ttl ~= -2 then
     -- HSETNX finds a retried enqueue's entry (then the full path below answers it).
     local fresh = redis.call('HSETNX', m, add_id, head .. '|' .. owner) == 1
     if fresh then
       redis.call('ZADD', q, ts, add_id)
-      return {3, t, own_ttl, tail[1], tail[2], k, s, c, g, o, tail_ttl}
+      return {3, t, own_ttl, pack(tail[1], tail[2], k, s, c, g, tail_ttl, '0', ow), ''}
     end
   end
 end
@@ -153,6 +129,7 @@ for i = 1, #ids do
     kept[#kept + 1] = i
   else
     wake(prefix, ids[i], count_waiters(kinds, i, #ids), wake_ttl, '1')
+    left(prefix, ids[i], kinds[i], wake_ttl, v, o)
     redis.call('ZREM', q, ids[i])
     redis.call('HDEL', m, ids[i])
   end
@@ -172,6 +149,7 @@ if add_id ~= '' then
     created[n], grants[n], owners[n] = add_created, '', owner
     redis.call('HSET', m, add_id, kinds[n] .. '|' .. sids[n] .. '|' .. created[n] .. '||' .. owners[n])
     kept[#kept + 1] = n
+    if add_kind == 'e' then push_all(o, wake_ttl) end  -- a candidate joined: observers look
   end
 end
 if bump then
@@ -189,17 +167,17 @@ if bump then
     end
   end
 end
+local values = {}
+for _, i in ipairs(kept) do
+  if kinds[i] == 'e' then values[i] = redis.call('HGET', v, ids[i]) end
+end
 local out = {1, tonumber(redis.call('GET', f) or '0')}
 for _, i in ipairs(kept) do
   local t = session_ttl(sids[i])
-  out[#out + 1] = ids[i]
-  out[#out + 1] = scores[i]
-  out[#out + 1] = kinds[i]
-  out[#out + 1] = sids[i]
-  out[#out + 1] = created[i]
-  out[#out + 1] = grants[i]
-  out[#out + 1] = owners[i]
-  out[#out + 1] = t
+  local val, ver = value_of(values[i])
+  out[#out + 1] = pack(ids[i], scores[i], kinds[i], sids[i], created[i], grants[i], t, ver,
+                       owners[i])
+  out[#out + 1] = val
 end
 return out
 )lua";
@@ -208,7 +186,8 @@ constexpr std::string_view release_text = R"lua(
 local prefix, wake_ttl, sid, drop = ARGV[1], ARGV[2], ARGV[3], ARGV[4] == '1'
 local removed = 0
 for p = 1, (#ARGV - 4) / 2 do
-  local q, m, h = KEYS[3 * p - 2], KEYS[3 * p - 1], KEYS[3 * p]
+  local q, m, h, v, o = KEYS[5 * p - 4], KEYS[5 * p - 3], KEYS[5 * p - 2], KEYS[5 * p - 1],
+                        KEYS[5 * p]
   local id, maybe_lone = ARGV[3 + 2 * p], ARGV[4 + 2 * p] == 'l'
   -- A lone holder is only ever in h (an entry that was queued never moves back there).
   local lone = false
@@ -217,6 +196,7 @@ for p = 1, (#ARGV - 4) / 2 do
     local hv = redis.call('GET', h)
     if hv and string.sub(hv, 1, #id + 1) == id .. '|' then
       redis.call('DEL', h)
+      left(prefix, id, string.match(hv, '^[^|]+|%d+|(%a)|'), wake_ttl, v, o)
       removed = removed + 1
       lone = true
     end
@@ -240,12 +220,14 @@ for p = 1, (#ARGV - 4) / 2 do
     if #head == 1 and head[1] == id then
       -- Alone in the queue: nobody to wake, and the queue's keys go with the entry.
       redis.call('DEL', q, m, h)
+      left(prefix, id, kind, wake_ttl, v, o)
       removed = removed + 1
     elseif next_kind == 'x' then
       -- An exclusive holder hands over to one exclusive successor (count_waiters: one).
       redis.call('ZREM', q, id)
       redis.call('HDEL', m, id)
       wake(prefix, id, 1, wake_ttl, live_sessions(prefix, {next_meta}) and 'h' or '1')
+      left(prefix, id, kind, wake_ttl, v, o)
       removed = removed + 1
     elseif owner == sid then
       local rank = redis.call('ZRANK', q, id)
@@ -275,6 +257,7 @@ for p = 1, (#ARGV - 4) / 2 do
       local woken = {}
       for j = 1, n do woken[j] = metas[j] end
       wake(prefix, id, n, wake_ttl, rank == 0 and live_sessions(prefix, woken) and 'h' or '1')
+      left(prefix, id, kind, wake_ttl, v, o)
       removed = removed + 1
     end
   end
@@ -314,6 +297,21 @@ std::optional<std::uint64_t> to_u64(std::string_view s) {
 
 }  // namespace
 
+// The kind letter stored for an entry (redis_scripts.hpp): the engine hands permits and
+// candidates over as exclusive, with what they are in their id (verdict.hpp); the scripts
+// need to know them apart only for whom a removal notifies, never for who holds.
+char stored_kind(entry_kind kind, std::string_view id) {
+  if (kind == entry_kind::shared) return 's';
+  if (id.ends_with("~e")) return 'e';
+  // "~p<1-4 digits>" at the end.
+  std::size_t digits = 0;
+  while (digits < id.size() && digits < 5 && id[id.size() - 1 - digits] >= '0' &&
+         id[id.size() - 1 - digits] <= '9')
+    ++digits;
+  if (digits == 0 || digits > 4 || id.size() < digits + 2) return 'x';
+  return id.substr(id.size() - digits - 2, 2) == "~p" ? 'p' : 'x';
+}
+
 const lua_script queue_script{"queue", queue_full};
 const lua_script release_script{"release", release_full};
 const lua_script raise_script{"raise", raise_text};
@@ -350,26 +348,40 @@ result<node_view> parse_queue_reply(const target& where, const redisReply* r,
     v.lone = status == 2;
     first = 3;
   }
-  if (r->elements < first || (r->elements - first) % 8 != 0) return bad("length");
+  if (r->elements < first || (r->elements - first) % 2 != 0) return bad("length");
   v.counter = static_cast<std::uint64_t>(r->element[1]->integer);
-  for (std::size_t i = first; i < r->elements; i += 8) {
-    auto field = [&](std::size_t k) { return reply_text(r->element[i + k]); };
+  for (std::size_t i = first; i < r->elements; i += 2) {
+    // "id|token|kind|session|created|grant|ttl|version|owner" (the owner may hold '|'), value.
+    std::string_view packed = reply_text(r->element[i]);
+    std::string_view field[9];
+    for (std::size_t k = 0; k < 8; ++k) {
+      auto bar = packed.find('|');
+      if (bar == std::string_view::npos) return bad("entry");
+      field[k] = packed.substr(0, bar);
+      packed.remove_prefix(bar + 1);
+    }
+    field[8] = packed;
     node_entry ne;
-    ne.e.id = std::string(field(0));
-    auto token = to_u64(field(1));
-    if (!token) return bad("token");
+    ne.e.id = std::string(field[0]);
+    auto token = to_u64(field[1]);
+    if (!token || ne.e.id.empty()) return bad("token");
     ne.e.token = *token;
-    ne.e.kind = field(2) == "s" ? entry_kind::shared : entry_kind::exclusive;
-    ne.session = std::string(field(3));
-    if (auto ms = to_u64(field(4)); ms && *ms <= INT64_MAX) {
+    // 'p' (permit) and 'e' (candidate) are exclusive here: the engine reads them from ids.
+    ne.e.kind = field[2] == "s" ? entry_kind::shared : entry_kind::exclusive;
+    ne.session = std::string(field[3]);
+    if (auto ms = to_u64(field[4]); ms && *ms <= INT64_MAX) {
       ne.e.since = unix_ms_time(static_cast<std::int64_t>(*ms));
     }
-    if (auto g = to_u64(field(5))) ne.grant = *g;
-    ne.e.owner = std::string(field(6));
-    auto* ttl = r->element[i + 7];
-    if (ttl->type == REDIS_REPLY_INTEGER && ttl->integer >= 0) {
-      ne.e.lease_left = std::chrono::milliseconds{ttl->integer};
+    if (auto g = to_u64(field[5])) ne.grant = *g;
+    // A negative TTL (no expiry: -1) is unknown; to_u64 refuses it.
+    if (auto ttl = to_u64(field[6]); ttl && *ttl <= INT32_MAX) {
+      ne.e.lease_left = std::chrono::milliseconds{static_cast<std::int64_t>(*ttl)};
     }
+    auto version = to_u64(field[7]);
+    if (!version) return bad("version");
+    ne.e.version = *version;
+    ne.e.owner = std::string(field[8]);
+    if (*version > 0) ne.e.value = std::string(reply_text(r->element[i + 1]));
     v.entries.push_back(std::move(ne));
   }
   if (added) v.entries.push_back(std::move(*added));

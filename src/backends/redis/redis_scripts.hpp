@@ -13,6 +13,18 @@
 //   P w:<entry>    list: one wake token per waiter of a removed entry, PX-expiring; the
 //                  token is 'h' when the entry was at the head of the queue as it went (then
 //                  every waiter it wakes holds: nothing is left ahead of it), else '1'
+// Layout 2 adds, for semaphores and elections (keys an older client never reads or writes;
+// the kinds 'p' and 'e' read as exclusive to it, so it waits behind them):
+//   m's kind       'x' exclusive, 's' shared, 'p' a semaphore's permit, 'e' an election's
+//                  candidate (the engine reads the limit / candidacy from the entry id)
+//   P v:<lock>     hash: candidate entry id -> "version|value" (set_value_script); goes
+//                  with the entry
+//   P r:<entry>    set: inboxes registered on a permit entry (watch_script), PX-expiring;
+//                  its removal pushes one token to each and deletes the set
+//   P o:<lock>     set: observers' inboxes (observe_script), PX-expiring; a candidate's
+//                  arrival, removal or set_value pushes to each and deletes the set
+//   P i:<session>:<n>  list: one waiter's inbox (BLPOP), PX-expiring
+// No script decides who holds from these: the woken client lists and the recipe decides.
 // An entry lives while its session key does; scripts purge entries of vanished sessions.
 
 #include <cstdint>
@@ -31,14 +43,15 @@ struct lua_script {
   std::string_view text;
 };
 
-// KEYS q m f s_own h; ARGV add_id "kind|sid|created|" owner bump at_least prefix wake_ttl
+// KEYS q m f s_own h v o; ARGV add_id "kind|sid|created|" owner bump at_least prefix wake_ttl
 // own_ids...: on a free lock, makes add_id its lone holder and returns {2, token, own ttl};
 // behind a live tail (one server, exclusive) it returns {3, token, own ttl, the tail entry};
 // otherwise purges dead entries (waking their waiters), adds add_id unless present (or
 // returns {0} if the own session key is gone), with bump=1 assigns a grant number to each
-// own entry that holds on this server, and returns {1, counter, entries (8 fields each)...}.
+// own entry that holds on this server, and returns {1, counter, entries...}, each entry as
+// two strings: "id|token|kind|session|created|grant|ttl|version|owner" and its value.
 extern const lua_script queue_script;
-// KEYS (q m h)... [s_own]; ARGV prefix wake_ttl sid drop_session (id where)...: removes own
+// KEYS (q m h v o)... [s_own]; ARGV prefix wake_ttl sid drop_session (id where)...: removes own
 // entries (one per key triple; where = 'q' if known to be queued, 'l' if it may be a lone
 // holder), pushes one wake token per waiter of each, optionally DELs s_own.
 extern const lua_script release_script;
@@ -47,6 +60,18 @@ extern const lua_script raise_script;
 // KEYS h; ARGV id: DELs h if it holds entry `id` as a lone holder (ids begin with their
 // session's id, so this is the owner check); 1 if it did, else 0 (then release_script).
 extern const lua_script release_lone_script;
+// KEYS q m h v o s_own; ARGV id value wake_ttl sid: sets the value of this session's live
+// entry `id` (version + 1) and wakes the observers; returns the version, or -1 if the entry
+// or the session is gone.
+extern const lua_script set_value_script;
+// KEYS m h; ARGV prefix ttl inbox ids...: registers inbox on every awaited entry (1), or 0
+// at once when one of them is gone or its session has ended.
+extern const lua_script watch_script;
+// KEYS o; ARGV inbox ttl: registers an observer's inbox for the lock's next change.
+extern const lua_script observe_script;
+
+// The kind letter stored for an entry of `kind` with id `id` (the layout above).
+char stored_kind(entry_kind kind, std::string_view id);
 
 // One entry as one server stores it.
 struct node_entry {

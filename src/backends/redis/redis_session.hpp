@@ -17,6 +17,9 @@
 
 namespace dlock::detail::redis {
 
+// Counts a waiter's wake-up (pushed, or its safety net's timeout) for redis_wakeups().
+void count_wakeup(bool pushed) noexcept;
+
 class session final : public backend_session {
  public:
   session(config cfg, session_info info);
@@ -24,10 +27,14 @@ class session final : public backend_session {
   result<void> start();
 
   capabilities caps() const noexcept override {
+    // Semaphores and elections on one server only: Redlock would need a quorum for values
+    // and registrations on independent masters (docs/redis.md).
     return {.scope = reach::network,
             .push_wakeups = true,
             .bounded_remove = true,
-            .ends_other_sessions = true};
+            .ends_other_sessions = true,
+            .permits = !redlock(),
+            .values = !redlock()};
   }
   result<queue_view> enqueue(std::string_view lock, entry_kind kind,
                              std::string_view entry_id) override;
@@ -40,6 +47,12 @@ class session final : public backend_session {
                     std::stop_token stop) override;
   result<bool> wait_knowing(std::string_view lock, const entry& awaited,
                             steady::time_point deadline, std::stop_token stop) override;
+  result<void> wait_any(std::string_view lock, std::span<const entry> awaited,
+                        steady::time_point deadline, std::stop_token stop) override;
+  result<void> wait_change(std::string_view lock, const queue_view& seen,
+                           steady::time_point deadline, std::stop_token stop) override;
+  result<std::uint64_t> set_value(std::string_view lock, std::string_view entry_id,
+                                  std::string_view value) override;
   result<steady::time_point> keep_alive() override;
   void close() noexcept override;
   result<std::vector<std::string>> lock_names(std::string_view prefix) override;
@@ -93,7 +106,12 @@ class session final : public backend_session {
                                                     steady::time_point deadline,
                                                     std::stop_token stop);
 
+  // A fresh inbox key for one registered wait (i:<session>:<n>): stale tokens of an earlier
+  // registration never wake a later wait.
+  std::string next_inbox();
+
   config cfg_;
+  std::atomic<std::uint64_t> inboxes_{0};
   session_info info_;
   std::vector<std::unique_ptr<node>> owned_;
   std::vector<node*> nodes_;

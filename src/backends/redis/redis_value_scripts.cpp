@@ -1,0 +1,74 @@
+// The scripts of semaphores and elections on redis:// (redis_scripts.hpp): a value set by its
+// owner, a waiter's registration on the entries it waits on, an observer's on the lock. None
+// decides who holds.
+#include <string>
+
+#include "backends/redis/redis_lua_common.hpp"
+#include "backends/redis/redis_scripts.hpp"
+
+namespace dlock::detail::redis {
+namespace {
+
+constexpr std::string_view set_value_text = R"lua(
+local q, m, h, v, o, own = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
+local id, value, ttl, sid = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
+-- Storage, not a verdict: only the owner's live entry takes a value (etcd's Proclaim guard).
+if redis.call('PTTL', own) == -2 then return -1 end
+local meta = redis.call('HGET', m, id)
+local present
+if meta then
+  present = string.match(meta, '^%a|(%x+)|') == sid
+else
+  -- A lone holder; entry ids begin with their session's id, checked by the client.
+  local hv = redis.call('GET', h)
+  present = hv and string.sub(hv, 1, #id + 1) == id .. '|'
+end
+if not present then return -1 end
+local _, ver = value_of(redis.call('HGET', v, id))
+ver = string.format('%d', tonumber(ver) + 1)
+redis.call('HSET', v, id, ver .. '|' .. value)
+push_all(o, ttl)
+return tonumber(ver)
+)lua";
+
+constexpr std::string_view watch_text = R"lua(
+local m, h = KEYS[1], KEYS[2]
+local prefix, ttl, inbox = ARGV[1], ARGV[2], ARGV[3]
+-- Registers `inbox` on each awaited entry, in the same step as seeing that it is still there
+-- and its session alive: a removal after this pushes to the inbox, one before it is seen
+-- here (0: look again at once). Which waiter holds next is not decided here.
+for a = 4, #ARGV do
+  local id = ARGV[a]
+  local sid
+  local meta = redis.call('HGET', m, id)
+  if meta then
+    sid = string.match(meta, '^%a|(%x+)|')
+  else
+    local hv = redis.call('GET', h)
+    if hv and string.sub(hv, 1, #id + 1) == id .. '|' then
+      sid = string.match(hv, '^[^|]+|%d+|%a|(%x+)|')
+    end
+  end
+  if not sid or redis.call('PTTL', prefix .. 's:' .. sid) == -2 then return 0 end
+  local r = prefix .. 'r:' .. id
+  redis.call('SADD', r, inbox)
+  redis.call('PEXPIRE', r, ttl)
+end
+return 1
+)lua";
+
+constexpr std::string_view observe_text = R"lua(
+redis.call('SADD', KEYS[1], ARGV[1])
+redis.call('PEXPIRE', KEYS[1], ARGV[2])
+return 1
+)lua";
+
+const std::string set_value_full = std::string(lua_common) + std::string(set_value_text);
+
+}  // namespace
+
+const lua_script set_value_script{"set_value", set_value_full};
+const lua_script watch_script{"watch", watch_text};
+const lua_script observe_script{"observe", observe_text};
+
+}  // namespace dlock::detail::redis

@@ -1,0 +1,111 @@
+// Semaphores and elections on redis:// (docs/redis.md): registered waits, observers and
+// values. The recipe decides in the engine; these only store, register and wait.
+#include <hiredis/hiredis.h>
+
+#include "backends/redis/redis_session.hpp"
+
+namespace dlock::detail::redis {
+
+std::string session::next_inbox() {
+  return key('i', info_.id + ':' + std::to_string(inboxes_.fetch_add(1) + 1));
+}
+
+// The semaphore recipe waits on the N entries just ahead (verdict.hpp). The waiter registers
+// one inbox of its own on each of them and blocks on that inbox: a permit's removal pushes
+// to the inboxes registered on it only, so a release wakes at most the N waiters whose
+// answer it may change, however many wait; each decides for itself from a fresh listing.
+result<void> session::wait_any(std::string_view lock, std::span<const entry> awaited,
+                               steady::time_point deadline, std::stop_token stop) {
+  if (auto r = check_open(); !r) return r;
+  if (awaited.empty()) return {};
+  if (redlock()) return backend_session::wait_any(lock, awaited, deadline, std::move(stop));
+  // A crashed holder's entry goes only when its session key expires, which pushes nothing:
+  // the registration is renewed (and the awaited sessions' keys looked at) after a quarter
+  // of the TTL, or just after the first awaited lease ends. Only a removal or an ended
+  // session returns to the engine, so a waiter lists again only when its answer may change.
+  auto safety = std::max(info_.ttl / 4, std::chrono::milliseconds{10});
+  for (const auto& e : awaited) {
+    if (e.lease_left) safety = std::min(safety, *e.lease_left + std::chrono::milliseconds{20});
+  }
+  auto inbox = next_inbox();
+  std::vector<std::string> argv{
+      "2", key('m', lock), key('h', lock), cfg_.prefix, std::to_string(wake_ttl().count()), inbox};
+  for (const auto& e : awaited) argv.push_back(e.id);
+  while (!stop.stop_requested() && steady::now() < deadline) {
+    auto r = nodes_[0]->run({&watch_script, argv}, stop);
+    if (stop.stop_requested()) return {};
+    if (!r) return fail(r.error());
+    if ((*r)->type != REDIS_REPLY_INTEGER || (*r)->integer == 0) return {};  // one has left
+    const auto until = std::min(deadline, steady::now() + safety);
+    auto popped = nodes_[0]->pop_wake(inbox, until, stop);
+    if (!popped) return fail(popped.error());
+    if (*popped) {
+      count_wakeup(true);
+      return {};
+    }
+    count_wakeup(false);
+    safety = std::max(info_.ttl / 4, std::chrono::milliseconds{10});
+  }
+  return {};
+}
+
+// Observers register an inbox on the lock first and only then compare a fresh listing with
+// what they saw: a change after the listing pushes to the inbox, one before it shows in it.
+result<void> session::wait_change(std::string_view lock, const queue_view& seen,
+                                  steady::time_point deadline, std::stop_token stop) {
+  if (auto r = check_open(); !r) return r;
+  if (redlock()) return backend_session::wait_change(lock, seen, deadline, std::move(stop));
+  auto inbox = next_inbox();
+  while (!stop.stop_requested() && steady::now() < deadline) {
+    auto r = nodes_[0]->run(
+        {&observe_script, {"1", key('o', lock), inbox, std::to_string(wake_ttl().count())}}, stop);
+    if (stop.stop_requested()) return {};
+    if (!r) return fail(r.error());
+    auto now = list(lock);
+    if (stop.stop_requested()) return {};
+    if (!now) return fail(now.error());
+    if (!same_entries(now->entries, seen.entries)) return {};
+    // A leader that crashed leaves when its session key expires, which pushes nothing: look
+    // again just after its lease ends (the listing purges it and wakes the others).
+    auto safety = std::max(info_.ttl / 4, std::chrono::milliseconds{10});
+    for (const auto& e : now->entries) {
+      if (e.lease_left) safety = std::min(safety, *e.lease_left + std::chrono::milliseconds{20});
+    }
+    auto popped = nodes_[0]->pop_wake(inbox, std::min(deadline, steady::now() + safety), stop);
+    if (!popped) return fail(popped.error());
+    if (*popped) {
+      count_wakeup(true);
+      return {};
+    }
+    count_wakeup(false);
+  }
+  return {};
+}
+
+result<std::uint64_t> session::set_value(std::string_view lock, std::string_view entry_id,
+                                         std::string_view value) {
+  if (auto r = check_open(); !r) return fail(r.error());
+  if (redlock()) return backend_session::set_value(lock, entry_id, value);
+  if (value.size() > max_value_size || !entry_id.starts_with(info_.id)) {
+    return fail(errc::invalid_argument, "redis: set_value of " + std::string(entry_id) +
+                                            ": not this session's entry, or a value over " +
+                                            std::to_string(max_value_size) + " bytes");
+  }
+  auto r = nodes_[0]->run({&set_value_script,
+                           {"6", key('q', lock), key('m', lock), key('h', lock), key('v', lock),
+                            key('o', lock), key('s', info_.id), std::string(entry_id),
+                            std::string(value), std::to_string(wake_ttl().count()), info_.id}},
+                          expired_.get_token());
+  if (!r) return fail(r.error());
+  if ((*r)->type != REDIS_REPLY_INTEGER) {
+    return fail(errc::protocol_error, cfg_.servers[0].where + ": malformed set_value reply");
+  }
+  if ((*r)->integer < 0) {
+    return fail(errc::lock_lost, cfg_.servers[0].where + ": entry " + std::string(entry_id) +
+                                     " of '" + std::string(lock) +
+                                     "' is gone (or its session's lease ended): no value set");
+  }
+  return static_cast<std::uint64_t>((*r)->integer);
+}
+
+}  // namespace dlock::detail::redis
