@@ -108,6 +108,10 @@ class backend_session {
 
   virtual capabilities caps() const noexcept = 0;
 
+  // The backend's own session under any decorators the engine put around it (the request
+  // observer): what a backend's introspection hooks downcast.
+  virtual backend_session& innermost() noexcept { return *this; }
+
   // The lease actually granted (a server may clamp the requested TTL). Default: as asked.
   virtual std::optional<std::chrono::milliseconds> granted_ttl() const { return std::nullopt; }
 

@@ -13,6 +13,7 @@ class observed_backend final : public backend_session {
       : inner_(std::move(inner)), observer_(std::move(o)) {}
 
   capabilities caps() const noexcept override { return inner_->caps(); }
+  backend_session& innermost() noexcept override { return inner_->innermost(); }
   std::optional<std::chrono::milliseconds> granted_ttl() const override {
     return inner_->granted_ttl();
   }

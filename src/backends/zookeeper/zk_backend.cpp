@@ -479,14 +479,14 @@ result<std::unique_ptr<backend_session>> open_zookeeper(const url& u, const sess
 }
 
 std::optional<zk::client_identity> zookeeper_identity(backend_session& b) {
-  if (auto* s = dynamic_cast<zk_session*>(&b)) return s->conn().identity();
+  if (auto* s = dynamic_cast<zk_session*>(&b.innermost())) return s->conn().identity();
   return std::nullopt;
 }
 
 std::uint64_t zookeeper_node_events() { return zk::node_event_count(); }
 
 std::optional<zk::request_counts> zookeeper_requests(backend_session& b) {
-  if (auto* s = dynamic_cast<zk_session*>(&b)) return s->conn().sent_counts();
+  if (auto* s = dynamic_cast<zk_session*>(&b.innermost())) return s->conn().sent_counts();
   return std::nullopt;
 }
 
