@@ -1,5 +1,5 @@
-# cmake --install: headers, libdlock, the dlock CLI (with its man page and bash completion), a
-# CMake package and a pkg-config file.
+# cmake --install: headers, libdlock and its backend plug-ins, the dlock CLI (with its man page
+# and bash completion), a CMake package (one component per plug-in) and pkg-config files.
 include(CMakePackageConfigHelpers)
 
 install(TARGETS dlock EXPORT dlockTargets
@@ -7,6 +7,17 @@ install(TARGETS dlock EXPORT dlockTargets
   ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
   RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR}
   INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+# Each plug-in next to libdlock (where the core looks for it), with an export set of its own:
+# find_package(dlock COMPONENTS redis) loads dlock-redis-targets.cmake (target dlock::redis).
+foreach(b IN LISTS DLOCK_PLUGIN_BACKENDS)
+  if(TARGET dlock_${b}_plugin)
+    install(TARGETS dlock_${b}_plugin EXPORT dlock-${b}-targets
+      LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
+      ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})
+    install(EXPORT dlock-${b}-targets NAMESPACE dlock:: DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/dlock)
+    list(APPEND DLOCK_INSTALLED_PLUGINS ${b})
+  endif()
+endforeach()
 install(DIRECTORY include/dlock DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 if(TARGET dlock_cli)
   install(TARGETS dlock_cli RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
@@ -29,3 +40,8 @@ install(FILES ${CMAKE_CURRENT_BINARY_DIR}/dlockConfig.cmake
 file(RELATIVE_PATH DLOCK_PC_TO_PREFIX "/${CMAKE_INSTALL_LIBDIR}/pkgconfig" "/")
 configure_file(cmake/dlock.pc.in ${CMAKE_CURRENT_BINARY_DIR}/dlock.pc @ONLY)
 install(FILES ${CMAKE_CURRENT_BINARY_DIR}/dlock.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
+foreach(b IN LISTS DLOCK_INSTALLED_PLUGINS)
+  set(DLOCK_PLUGIN_NAME ${b})
+  configure_file(cmake/dlock-plugin.pc.in ${CMAKE_CURRENT_BINARY_DIR}/dlock-${b}.pc @ONLY)
+  install(FILES ${CMAKE_CURRENT_BINARY_DIR}/dlock-${b}.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
+endforeach()
