@@ -55,7 +55,11 @@ int main(int argc, char** argv) {
   for (const char* u : urls) {
     std::fflush(stdout);
     pid_t pid = fork();
-    if (pid == 0) _exit(measure(u));
+    if (pid == 0) {
+      int rc = measure(u);
+      std::fflush(stdout);  // _exit does not flush
+      _exit(rc);
+    }
     int status = 0;
     waitpid(pid, &status, 0);
     if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) ++failed;
