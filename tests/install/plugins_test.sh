@@ -13,18 +13,9 @@ for b in redis zookeeper postgres mysql; do
   test -f "$libdir/libdlock-$b.so.0" || { echo "libdlock-$b.so.0 not installed in $libdir"; exit 1; }
 done
 
-# A real redis-server on a free loopback port, as the fixtures start theirs.
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-mkdir "$tmp/redis"
-redis-server --bind 127.0.0.1 --port "$port" --dir "$tmp/redis" --save '' --appendonly no \
-  >"$tmp/redis/log" 2>&1 &
-redis_pid=$!
-for _ in $(seq 100); do
-  redis-cli -p "$port" ping 2>/dev/null | grep -q PONG && break
-  sleep 0.05
-done
-redis-cli -p "$port" ping | grep -q PONG || { echo "redis-server did not start"; cat "$tmp/redis/log"; exit 1; }
-redis_url="redis://127.0.0.1:$port"
+# shellcheck source=start_redis.sh
+source "$(dirname "${BASH_SOURCE[0]}")/start_redis.sh"
+start_redis "$tmp/redis"
 
 # (b) find_package(dlock COMPONENTS redis) and dlock::redis: builds, links the plug-in, and
 # opens a redis:// session; the same through pkg-config's dlock-redis.
