@@ -6,6 +6,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdint>
 #include <cstdio>
@@ -122,7 +123,10 @@ bool local_wake::listener::wait_any(std::span<listener> ls, std::chrono::millise
     (void)::sendto(fd, "s", 1, MSG_DONTWAIT, reinterpret_cast<sockaddr*>(&a), len);
     ::close(fd);
   });
-  int r = ::poll(p.data(), p.size(), static_cast<int>(timeout.count()));
+  // A deadline that passed since the caller computed `timeout` makes it negative, which poll
+  // takes as "forever": a timed wait then never returned (seen under ASan, where the caller's
+  // checks before it are slow).
+  int r = ::poll(p.data(), p.size(), static_cast<int>(std::max<long long>(timeout.count(), 0)));
   if (r <= 0) return false;
   char buf[16];
   for (const auto& q : p) {
