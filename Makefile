@@ -1,13 +1,14 @@
 # The two set-up commands of the README:
 #   make demo   installs what building needs (Debian 12), builds the CLI, runs the flash-sale demo
 #   make test   installs what is missing, builds, runs every test (plain, ASan+UBSan, TSan)
+#   make package  Debian packages in $(BUILD): libdlock, libdlock-<backend>, libdlock-dev, dlock
 # CI (.ci/run) runs `make test` and nothing else.
 
 JOBS ?= $(shell nproc)
 BUILD ?= build
 CMAKE_FLAGS ?=
 
-.PHONY: all deps deps-build configure build demo test test-plain test-asan test-tsan bench format clean
+.PHONY: all deps deps-build configure build package demo test test-plain test-asan test-tsan bench format clean
 
 all: build
 
@@ -23,6 +24,9 @@ configure: deps
 
 build: configure
 	cmake --build $(BUILD) -j$(JOBS)
+
+package: build
+	cmake --build $(BUILD) --target package
 
 # Only the CLI (and libdlock): the tests and benchmarks take many minutes more to build.
 demo: deps-build

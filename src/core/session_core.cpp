@@ -47,6 +47,10 @@ result<std::shared_ptr<session_core>> session_core::open(std::string_view text,
                     o->observe_only};
   std::shared_ptr<session_core> s(new session_core(std::move(*u), std::move(*o), std::move(info)),
                                   &session_core::destroy);
+  // The backend (its plug-in loaded) before the retries: a backend that is not installed
+  // stays so however long open_timeout is.
+  auto opener = find_backend(s->url_);
+  if (!opener) return fail(opener.error());
   auto started = steady::now();
   auto budget =
       s->options_.open_timeout.count() > 0 ? s->options_.open_timeout : s->options_.request_timeout;
@@ -55,7 +59,7 @@ result<std::shared_ptr<session_core>> session_core::open(std::string_view text,
   auto b = with_retry(s->options_.retry, deadline, {}, [&] {
     ++attempts;
     open_attempt_scope scope(deadline);  // each connect of this attempt: at most what is left
-    return open_backend(s->url_, s->info_);
+    return (*opener)(s->url_, s->info_);
   });
   if (!b) {
     auto f = b.error();

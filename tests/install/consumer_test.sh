@@ -1,11 +1,20 @@
 #!/usr/bin/env bash
 # Installs dlock into a temporary prefix and builds examples/ against it twice: through
 # find_package(dlock) and through pkg-config. Then runs the example on a temporary database.
+# Then the backend plug-ins (plugins_test.sh): a SQLite-only program links no server client
+# library; a find_package(dlock COMPONENTS redis) consumer opens a redis:// session; the
+# installed CLI without the plug-in says it is not installed (exit 69).
 set -euo pipefail
 build_dir=$1
 source_dir=$2
 tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+cleanup() {
+  [[ -n ${redis_pid:-} ]] && kill "$redis_pid" 2>/dev/null && wait "$redis_pid" 2>/dev/null
+  rm -rf "$tmp"
+}
+trap cleanup EXIT
+# A plug-in left in $DLOCK_PLUGIN_PATH by the caller must not stand in for the installed ones.
+unset DLOCK_PLUGIN_PATH
 cmake --install "$build_dir" --prefix "$tmp/prefix" >/dev/null
 cmake -S "$source_dir/examples" -B "$tmp/consumer" -DCMAKE_PREFIX_PATH="$tmp/prefix" >/dev/null
 cmake --build "$tmp/consumer" >/dev/null
@@ -41,4 +50,6 @@ completion="$tmp/prefix/share/bash-completion/completions/dlock"
 test -f "$completion" || { echo "bash completion not installed"; exit 1; }
 got=$(bash -c 'source "$1"; COMP_WORDS=(dlock ru); COMP_CWORD=1; _dlock; echo "${COMPREPLY[*]}"' _ "$completion")
 [[ $got == run ]] || { echo "bash completion of 'dlock ru' gave '$got'"; exit 1; }
-echo "install: 1 passed, 0 failed"
+# shellcheck source=plugins_test.sh
+source "$(dirname "$0")/plugins_test.sh"
+echo "install: 2 passed, 0 failed"
