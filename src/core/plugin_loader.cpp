@@ -28,7 +28,8 @@ std::string own_directory() {
 
 std::vector<std::string> search_directories() {
   std::vector<std::string> dirs;
-  if (const char* env = std::getenv(plugin_path_variable)) {
+  // secure_getenv: a set-user-ID program does not load code from a directory its caller names.
+  if (const char* env = secure_getenv(plugin_path_variable)) {
     std::string_view rest = env;
     while (!rest.empty()) {
       auto colon = rest.find(':');
