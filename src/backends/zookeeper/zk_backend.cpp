@@ -29,6 +29,7 @@
 #include "backends/zookeeper/zk_connection.hpp"
 #include "backends/zookeeper/zk_fetch.hpp"
 #include "backends/zookeeper/zk_names.hpp"
+#include "backends/zookeeper/zk_nodes.hpp"
 #include "backends/zookeeper/zk_queue.hpp"
 #include "backends/zookeeper/zk_value.hpp"
 
@@ -42,18 +43,9 @@ class zk_session final : public backend_session {
  public:
   zk_session(std::unique_ptr<connection> c, std::string base, bool secure, bool mutex_as_writer,
              session_info info)
-      : conn_(std::move(c)),
-        base_(std::move(base)),
+      : nodes_(std::move(c), std::move(base), secure, info.owner),
         info_(std::move(info)),
-        mutex_as_writer_(mutex_as_writer) {
-    if (secure) {
-      secure_acl_[0] = {ZOO_PERM_READ, ZOO_ANYONE_ID_UNSAFE};
-      secure_acl_[1] = {ZOO_PERM_ALL, ZOO_AUTH_IDS};
-      acl_ = {2, secure_acl_};
-    } else {
-      acl_ = ZOO_OPEN_ACL_UNSAFE;
-    }
-  }
+        mutex_as_writer_(mutex_as_writer) {}
 
   ~zk_session() override { conn_->close(); }
 
@@ -85,7 +77,7 @@ class zk_session final : public backend_session {
 
   result<queue_view> enqueue_entry(std::string_view lock, entry_kind kind, bool mutex,
                                    std::string_view entry_id) {
-    auto lp = lock_path(lock);
+    auto lp = nodes_.lock_path(lock);
     const std::string id(entry_id);
     auto sent = steady::now();
     // A retry after an earlier try created the node but failed later (its getChildren lost
@@ -94,14 +86,14 @@ class zk_session final : public backend_session {
     bool adopted = cache_.own_path(id).has_value();
     if (!adopted && cache_.uncertain(id)) {
       // An earlier create of this entry may have been applied with its reply lost.
-      auto found = adopt(lp, id);
+      auto found = nodes_.adopt(lp, id);
       if (!found) return fail(found.error());
       adopted = *found;
     }
     if (!adopted) {
-      if (auto c = create_entry(lp, kind, mutex, id); !c) return fail(c.error());
+      if (auto c = nodes_.create_entry(lp, kind, mutex, id); !c) return fail(c.error());
     }
-    auto q = read_queue(lp, /*all_tokens=*/false);
+    auto q = nodes_.read_queue(lp, /*all_tokens=*/false);
     if (!q) return q;
     q->sent_at = sent;
     return q;
@@ -109,7 +101,7 @@ class zk_session final : public backend_session {
 
   result<queue_view> list(std::string_view lock) override {
     auto sent = steady::now();
-    auto q = read_queue(lock_path(lock), /*all_tokens=*/true);
+    auto q = nodes_.read_queue(nodes_.lock_path(lock), /*all_tokens=*/true);
     if (q) q->sent_at = sent;
     return q;
   }
@@ -117,7 +109,7 @@ class zk_session final : public backend_session {
   // A failed removal is retried by the engine's remover threads (session_core) until the
   // node is gone or the session ends.
   result<void> remove(std::string_view lock, std::string_view entry_id) override {
-    return remove_entry(lock_path(lock), std::string(entry_id), std::nullopt);
+    return nodes_.remove_entry(nodes_.lock_path(lock), std::string(entry_id), std::nullopt);
   }
 
   // The same with the asynchronous calls, waited for until `deadline`: a sync call waits
@@ -125,7 +117,7 @@ class zk_session final : public backend_session {
   // keeps the entry's node in the cache, so the retry deletes it or finds it gone.
   result<void> remove_until(std::string_view lock, std::string_view entry_id,
                             steady::time_point deadline) override {
-    return remove_entry(lock_path(lock), std::string(entry_id), deadline);
+    return nodes_.remove_entry(nodes_.lock_path(lock), std::string(entry_id), deadline);
   }
 
   result<void> wait(std::string_view lock, const entry& awaited, steady::time_point deadline,
@@ -139,7 +131,7 @@ class zk_session final : public backend_session {
   // getChildren: a handoff costs the holder's delete and one notification, nothing more.
   result<bool> wait_knowing(std::string_view lock, const entry& awaited,
                             steady::time_point deadline, std::stop_token stop) override {
-    auto lp = lock_path(lock);
+    auto lp = nodes_.lock_path(lock);
     auto name = cache_.child_with_prefix(lp, zk::node_prefix(awaited.id));
     if (!name) return false;  // not seen in our last listing: let the engine list again
     return conn_->await_change(lp + "/" + *name, deadline, std::move(stop));
@@ -147,7 +139,7 @@ class zk_session final : public backend_session {
 
   result<void> wait_any(std::string_view lock, std::span<const entry> awaited,
                         steady::time_point deadline, std::stop_token stop) override {
-    auto lp = lock_path(lock);
+    auto lp = nodes_.lock_path(lock);
     std::vector<std::string> paths;
     for (const auto& e : awaited) {
       auto name = cache_.child_with_prefix(lp, zk::node_prefix(e.id));
@@ -176,7 +168,8 @@ class zk_session final : public backend_session {
           zk::compared_entries(now.children, static_cast<std::uint64_t>(now.head_version)),
           seen.entries);
     };
-    return conn_->await_queue_change(lock_path(lock), pick, unchanged, deadline, std::move(stop));
+    return conn_->await_queue_change(nodes_.lock_path(lock), pick, unchanged, deadline,
+                                     std::move(stop));
   }
 
   // setData on this session's own node: only the owner sets its value, and ZooKeeper refuses
@@ -192,17 +185,17 @@ class zk_session final : public backend_session {
     auto expected = cache_.own_version(id);
     for (int attempt = 0;; ++attempt) {
       struct Stat st {};
-      int rc = conn_->set_until(*path, data, expected, backstop(), st);
+      int rc = conn_->set_until(*path, data, expected, nodes_.backstop(), st);
       if (rc == ZOK) {
         cache_.set_own_version(id, st.version);
         return static_cast<std::uint64_t>(st.version);
       }
-      if (rc != ZBADVERSION || attempt == 2) return fail(value_failure(rc, *path, id));
+      if (rc != ZBADVERSION || attempt == 2) return fail(nodes_.value_failure(rc, *path, id));
       // Someone set it since our last write: our own lost reply, or an operator's zkCli.
-      auto reads = fetch({*path});
-      if (!reads) return fail(value_failure(reads.error(), id));
+      auto reads = nodes_.fetch({*path});
+      if (!reads) return fail(nodes_.value_failure(reads.error(), id));
       auto& r = reads->front();
-      if (r.rc == ZNONODE) return fail(value_failure(ZNONODE, *path, id));
+      if (r.rc == ZNONODE) return fail(nodes_.value_failure(ZNONODE, *path, id));
       expected = r.stat.version;
       if (zk::decode_data(std::move(r.data), r.stat.version).value == value) {
         cache_.set_own_version(id, expected);
@@ -237,16 +230,16 @@ class zk_session final : public backend_session {
   void on_expired() noexcept override { conn_->end_locally(); }
 
   result<std::vector<std::string>> lock_names(std::string_view prefix) override {
-    auto children = get_children(base_);
+    auto children = nodes_.get_children(nodes_.base());
     if (!children) return fail(children.error());
     std::vector<std::string> names, paths;
     for (auto& c : *children) {
       auto name = zk::unescape_lock_name(c);
       if (!name || !name->starts_with(prefix)) continue;
       names.push_back(std::move(*name));
-      paths.push_back(base_ + "/" + c);
+      paths.push_back(nodes_.base() + "/" + c);
     }
-    auto reads = fetch(paths);
+    auto reads = nodes_.fetch(paths);
     if (!reads) return fail(reads.error());
     std::vector<std::string> out;
     for (std::size_t i = 0; i < names.size(); ++i) {
@@ -257,214 +250,12 @@ class zk_session final : public backend_session {
   }
 
  private:
-  std::string lock_path(std::string_view lock) const {
-    return base_ + "/" + zk::escape_lock_name(lock);
-  }
-
-  result<void> remove_entry(const std::string& lp, const std::string& id,
-                            std::optional<steady::time_point> until) {
-    auto path = cache_.own_path(id);
-    if (!path && cache_.uncertain(id)) {
-      auto children = until ? get_children_until(lp, *until) : get_children(lp);
-      if (!children) return fail(children.error());
-      auto prefix = zk::entry_prefix(id);
-      for (auto& name : *children) {
-        if (name.starts_with(prefix)) path = lp + "/" + name;
-      }
-    }
-    if (path) {
-      int rc;
-      if (until) {
-        rc = conn_->delete_until(*path, *until);
-      } else {
-        auto u = conn_->acquire();
-        if (!u) return fail(u.error());
-        conn_->sent(connection::op::remove);
-        rc = zoo_delete(u->zh(), path->c_str(), -1);
-      }
-      if (rc != ZOK && rc != ZNONODE) return fail(conn_->error(rc, "delete", *path));
-      cache_.disown(id);
-      if (rc == ZOK) return {};
-    }
-    cache_.disown(id);
-    // Deleted by someone else (the session expired, an operator), or never created.
-    return fail(errc::lock_lost, "zookeeper entry " + id + " is gone");
-  }
-
-  result<std::vector<std::string>> get_children(const std::string& path) {
-    return get_children_until(path, backstop());
-  }
-
-  // A set_value failure: the entry gone, or its session's lease ended, is lock_lost.
-  failure value_failure(int rc, const std::string& path, const std::string& id) {
-    if (rc == ZNONODE)
-      return {make_error_code(errc::lock_lost), "zookeeper entry " + id + " is gone"};
-    return value_failure(conn_->error(rc, "setData", path), id);
-  }
-  static failure value_failure(failure f, const std::string& id) {
-    if (f.code == make_error_code(errc::session_expired)) {
-      f.code = make_error_code(errc::lock_lost);
-      f.message += " (entry " + id + ")";
-    }
-    return f;
-  }
-
-  // A deadline for requests without one of their own: the client answers every request (with
-  // ZCONNECTIONLOSS if need be), and the session's end cuts them off sooner; only a backstop.
-  steady::time_point backstop() const {
-    return steady::now() +
-           std::max(conn_->negotiated_timeout() * 2, std::chrono::milliseconds{10000});
-  }
-
-  result<std::vector<std::string>> get_children_until(const std::string& path,
-                                                      steady::time_point deadline) {
-    std::vector<std::string> out;
-    int rc = conn_->get_children_until(path, deadline, out);
-    if (rc == ZNONODE) return std::vector<std::string>{};
-    if (rc != ZOK) return fail(conn_->error(rc, "getChildren", path));
-    return out;
-  }
-
-  result<std::vector<zk::node_read>> fetch(const std::vector<std::string>& paths) {
-    if (paths.empty()) return std::vector<zk::node_read>{};
-    auto u = conn_->acquire();
-    if (!u) return fail(u.error());
-    zk::fetch_error err;
-    conn_->sent(connection::op::get_data, paths.size());
-    auto reads =
-        zk::fetch_nodes(u->zh(), paths, conn_->negotiated_timeout() * 2, conn_->ended(), err);
-    if (err.rc == ZCLOSING) err.rc = conn_->ended_rc();
-    if (err.rc != ZOK) return fail(conn_->error(err.rc, "getData", err.path));
-    return reads;
-  }
-
-  // Finds this session's child for entry `id` (from a create whose reply was lost) and
-  // adopts it. A node with the id but another owner is never adopted.
-  result<bool> adopt(const std::string& lp, const std::string& id) {
-    auto children = get_children(lp);
-    if (!children) return fail(children.error());
-    auto prefix = zk::entry_prefix(id);
-    std::vector<std::string> names, paths;
-    for (auto& n : *children) {
-      if (n.starts_with(prefix)) {
-        names.push_back(n);
-        paths.push_back(lp + "/" + n);
-      }
-    }
-    auto reads = fetch(paths);
-    if (!reads) return fail(reads.error());
-    for (std::size_t i = 0; i < names.size(); ++i) {
-      auto& r = (*reads)[i];
-      if (r.rc != ZOK || r.stat.ephemeralOwner != conn_->identity().session_id) continue;
-      auto d = zk::decode_data(std::move(r.data), r.stat.version);
-      cache_.own(id, lp, names[i], {r.stat.czxid, r.stat.ctime, std::move(d.owner)},
-                 r.stat.version);
-      return true;
-    }
-    return false;
-  }
-
-  result<void> create_entry(const std::string& lp, entry_kind kind, bool mutex,
-                            const std::string& id) {
-    const auto path = lp + "/" + zk::child_prefix(id, kind, mutex);
-    std::string created;
-    for (int attempt = 0;; ++attempt) {
-      int rc;
-      struct Stat st {};
-      rc = conn_->create_until(path, info_.owner, &acl_, ZOO_EPHEMERAL_SEQUENTIAL, backstop(),
-                               created, st);
-      if (rc == ZOK) {
-        cache_.own(id, lp, created.substr(lp.size() + 1), {st.czxid, st.ctime, info_.owner});
-        return {};
-      }
-      auto f = conn_->error(rc, "create", path);
-      if (rc == ZNONODE && attempt < 4) {
-        if (auto p = ensure_parent(lp); !p) return p;
-        continue;
-      }
-      if (is_transient(f)) cache_.mark_uncertain(id);
-      return fail(std::move(f));
-    }
-  }
-
-  // The lock's container node, and the persistent nodes above it when missing.
-  result<void> ensure_parent(const std::string& lp) {
-    auto u = conn_->acquire();
-    if (!u) return fail(u.error());
-    auto create = [&](const std::string& p, int mode) {
-      conn_->sent(connection::op::create);
-      return zoo_create(u->zh(), p.c_str(), nullptr, -1, &acl_, mode, nullptr, 0);
-    };
-    int rc = create(lp, ZOO_CONTAINER);
-    if (rc == ZOK || rc == ZNODEEXISTS) return {};
-    if (rc != ZNONODE) return fail(conn_->error(rc, "create", lp));
-    for (std::size_t pos = 1; pos <= base_.size(); ++pos) {
-      if (pos != base_.size() && base_[pos] != '/') continue;
-      auto p = base_.substr(0, pos);
-      rc = create(p, ZOO_PERSISTENT);
-      if (rc != ZOK && rc != ZNODEEXISTS) return fail(conn_->error(rc, "create", p));
-    }
-    rc = create(lp, ZOO_CONTAINER);
-    if (rc == ZOK || rc == ZNODEEXISTS) return {};
-    return fail(conn_->error(rc, "create", lp));
-  }
-
-  // With !all_tokens (enqueue, the hot path) the metadata of entries not yet seen is not
-  // read: the grant needs only our own czxid, which create2 returned, and that read was one
-  // pipelined round trip per handoff. Such entries carry token 0 until a list() reads them.
-  // With all_tokens the head's data is read too when it is a candidate (its value changes, so
-  // no cache serves it): one more request in the same round trip.
-  result<queue_view> read_queue(const std::string& lp, bool all_tokens) {
-    auto children = get_children(lp);
-    if (!children) return fail(children.error());
-    auto items =
-        zk::dlock_children(*children, [&](const std::string& n) { return cache_.meta(lp, n); });
-    // The head candidate's index, or items.size() for none.
-    const auto none = items.size();
-    const auto head = all_tokens ? zk::head_candidate(items).value_or(none) : none;
-    std::vector<std::string> missing;
-    for (std::size_t i = 0; i < items.size(); ++i) {
-      auto& p = items[i];
-      if ((!p.meta && all_tokens) || i == head) missing.push_back(lp + "/" + p.name);
-      if (!p.meta && !all_tokens) p.meta = child_meta{};  // czxid 0: unknown, see zk_cache
-    }
-    auto reads = fetch(missing);
-    if (!reads) return fail(reads.error());
-    std::map<std::string, zk::node_read> fresh;  // absent: deleted meanwhile
-    for (std::size_t i = 0; i < missing.size(); ++i) {
-      auto& r = (*reads)[i];
-      if (r.rc == ZOK) fresh[missing[i].substr(lp.size() + 1)] = std::move(r);
-    }
-    std::vector<std::pair<std::string, child_meta>> present;
-    for (std::size_t i = 0; i < items.size(); ++i) {
-      auto& p = items[i];
-      auto f = fresh.find(p.name);
-      if (f == fresh.end() && (!p.meta || i == head)) {
-        p.meta.reset();  // deleted meanwhile: no longer in the queue
-        continue;
-      }
-      if (f != fresh.end()) {
-        const auto& st = f->second.stat;
-        auto d = zk::decode_data(std::move(f->second.data), st.version);
-        if (!p.meta) p.meta = child_meta{st.czxid, st.ctime, std::move(d.owner)};
-        if (i == head) {
-          p.value = std::move(d.value);
-          p.version = static_cast<std::uint64_t>(st.version);
-        }
-      }
-      present.emplace_back(p.name, *p.meta);
-    }
-    cache_.replace(lp, std::move(present));
-    return zk::children_to_queue(std::move(items));
-  }
-
-  std::unique_ptr<connection> conn_;
-  const std::string base_;  // "<chroot>/dlock"
+  // The znodes; conn_ and cache_ name its connection and cache for the requests above.
+  zk::lock_nodes nodes_;
+  connection* const conn_{&nodes_.conn()};
+  zk::session_cache& cache_{nodes_.cache()};
   session_info info_;
   const bool mutex_as_writer_;
-  struct ACL secure_acl_[2]{};
-  struct ACL_vector acl_ {};
-  zk::session_cache cache_;
 };
 
 }  // namespace
