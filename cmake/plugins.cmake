@@ -24,4 +24,9 @@ function(dlock_add_plugin name objects)
     SOVERSION ${DLOCK_SOVERSION}
     LIBRARY_OUTPUT_DIRECTORY ${DLOCK_LIBRARY_DIR})
   dlock_controlled_exports(${t})
+  # A program links a plug-in to have it registered before main; nothing in the program uses
+  # its symbols, so the toolchain's default --as-needed (Debian's g++) would drop it again.
+  # Consumers of dlock::NAME therefore link with --no-as-needed from here on (the libraries
+  # after it are kept too, which costs them nothing they did not ask for).
+  target_link_options(${t} INTERFACE "LINKER:--no-as-needed")
 endfunction()

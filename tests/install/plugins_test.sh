@@ -22,18 +22,24 @@ start_redis "$tmp/redis"
 cmake -S "$source_dir/tests/install/redis_consumer" -B "$tmp/redis_consumer" \
   -DCMAKE_PREFIX_PATH="$tmp/prefix" -DDLOCK_EXAMPLE_SOURCE="$source_dir/examples/basic.cpp" >/dev/null
 cmake --build "$tmp/redis_consumer" >/dev/null
-# (Linked with --as-needed, a toolchain default, and no symbol of it used, the linker drops
-# libdlock-redis again; the core then loads it from libdlock's directory, as unlinked.)
 LD_LIBRARY_PATH=$libdir "$tmp/redis_consumer/redis_consumer" "$redis_url"
 g++ -std=c++20 "$source_dir/examples/basic.cpp" -o "$tmp/pc_redis" $(pkg-config --cflags --libs dlock-redis)
 LD_LIBRARY_PATH=$libdir "$tmp/pc_redis" "$redis_url"
+# Linked means linked: nothing in the program calls the plug-in, and the toolchain's default
+# --as-needed would have dropped it (then only a plug-in next to libdlock would be found).
+for f in "$tmp/redis_consumer/redis_consumer" "$tmp/pc_redis"; do
+  readelf -d "$f" | grep -q 'NEEDED.*libdlock-redis' ||
+    { echo "$f does not need libdlock-redis although it linked it:"; readelf -d "$f" | grep NEEDED; exit 1; }
+done
 # A component that does not exist is not found.
 mkdir -p "$tmp/nosuch"
 printf 'cmake_minimum_required(VERSION 3.25)\nproject(p LANGUAGES CXX)\nfind_package(dlock REQUIRED COMPONENTS nosuch)\n' \
   >"$tmp/nosuch/CMakeLists.txt"
-if cmake -S "$tmp/nosuch" -B "$tmp/nosuch/build" -DCMAKE_PREFIX_PATH="$tmp/prefix" >/dev/null 2>&1; then
+if cmake -S "$tmp/nosuch" -B "$tmp/nosuch/build" -DCMAKE_PREFIX_PATH="$tmp/prefix" >"$tmp/nosuch.out" 2>&1; then
   echo "find_package(dlock COMPONENTS nosuch) must fail"; exit 1
 fi
+grep -q "component(s) nosuch not installed" "$tmp/nosuch.out" ||
+  { echo "the missing component is not named:"; cat "$tmp/nosuch.out"; exit 1; }
 
 # The installed CLI (only libdlock linked) loads the plug-in next to libdlock by scheme...
 set +e
