@@ -10,6 +10,15 @@
 /// block: they run inside the operation they describe. They must not call back into the
 /// session that reports them. An exception escaping a member is caught and dropped.
 ///
+/// Lifetime: the session keeps its observer (a shared_ptr) as long as it has background work,
+/// which can outlive close() and the last session handle: a release the server had not
+/// confirmed is retried until it is, or until the lease would have ended anyway, and each
+/// retry is reported. Keep whatever the observer refers to (a logger, a metrics registry)
+/// alive with it, e.g. by owning it. Every std::string_view in an event is valid only during
+/// the call. Events carry no session identity: share one observer between sessions only if
+/// that does not matter to it. A session::open that fails reports nothing (its error says
+/// what happened).
+///
 /// Curator has tracer hooks (TracerDriver), ShedLock a Micrometer module; this is dlock's
 /// equivalent, without any third-party header.
 
@@ -43,7 +52,8 @@ struct acquire_event {
 struct release_event {
   std::string_view lock;
   recipe_kind recipe{recipe_kind::lock};
-  std::chrono::nanoseconds held{};  ///< from the grant to the release
+  /// From the grant to the release, including any time after a loss before the release.
+  std::chrono::nanoseconds held{};
   fencing_token token{};
   /// empty: confirmed; lock_lost: it was not ours any more; backend_unavailable: not
   /// confirmed (the lease frees it).
@@ -60,7 +70,9 @@ enum class wakeup_kind {
 /// Returns "changed", "spurious" or "timeout".
 const char* to_string(wakeup_kind k) noexcept;
 
-/// One request to the backend (server round trips and waits).
+/// One request to the backend (server round trips and waits), as the engine made it: a
+/// request the backend answered without the server (a removal already known to be lost)
+/// is reported too, with its short latency and its error.
 struct request_event {
   std::string_view operation;  ///< "enqueue", "list", "remove", "wait", "renew", "set_value", ...
   std::chrono::nanoseconds latency{};

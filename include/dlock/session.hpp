@@ -43,8 +43,10 @@ struct session_options {
   std::chrono::milliseconds keepalive_interval{0};
   /// Bound on connecting and on each backend request before it counts as a failure. Keep it
   /// well below the TTL: a renewal that hangs for request_timeout makes holds *suspect* only
-  /// when it gives up, so with request_timeout >= ttl a hold can go straight from held to
-  /// *lost* with no *suspect* signal first.
+  /// when it gives up, and it starts a keepalive interval after the last good one, so when
+  /// keepalive interval + request_timeout >= ttl (with the default interval ttl / 3: when
+  /// request_timeout >= 2/3 of the TTL, e.g. the default 5 s with ttl=6s) a hold can go
+  /// straight from held to *lost* with no *suspect* signal first.
   std::chrono::milliseconds request_timeout{std::chrono::seconds{5}};
   /// Bound on session::open in total, every connection attempt and retry included; zero
   /// means request_timeout. Values above request_timeout still give one attempt at most

@@ -139,15 +139,15 @@ int run_reported(const run_options& o, run_report& rep);
 
 int run_job(const run_options& o) {
   run_report rep{.verb = o.verb, .name = o.name, .started = std::chrono::system_clock::now()};
-  if (o.metrics_file.empty()) return run_reported(o, rep);
-  // A path that cannot be written is found before the job runs, not after.
-  check_metrics_path(o.metrics_file);
+  if (!o.metrics_file) return run_reported(o, rep);
+  // A path that cannot be written (or an empty one) is found before the job runs, not after.
+  check_metrics_path(*o.metrics_file);
   // The job's own status outranks its report: a failed write is said, and the status kept.
   auto finish = [&](int code) {
     rep.exit_code = code;
     rep.ended = std::chrono::system_clock::now();
     try {
-      write_run_metrics(o.metrics_file, rep);
+      write_run_metrics(*o.metrics_file, rep);
     } catch (const cli_error& e) {
       print_error(e.what());
     }

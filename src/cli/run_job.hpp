@@ -25,9 +25,9 @@ struct run_options {
   std::string hold_at_most;
   bool quiet{false};
   bool verbose{false};
-  int permits{0};                       // run --permits N: a semaphore of N permits
-  std::optional<std::string> campaign;  // elect: leadership, campaigning with this value
-  std::string metrics_file;             // --metrics-file: the last run, for Prometheus
+  int permits{0};                           // run --permits N: a semaphore of N permits
+  std::optional<std::string> campaign;      // elect: leadership, campaigning with this value
+  std::optional<std::string> metrics_file;  // --metrics-file: the last run, for Prometheus
   std::vector<std::string> command;
 };
 

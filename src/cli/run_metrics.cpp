@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <charconv>
 #include <cstdio>
 #include <cstring>
 
@@ -30,10 +31,11 @@ std::string label_value(const std::string& v) {
   return out;
 }
 
+// The shortest text that reads back as `v` (not %.17g's 0.0016871869999999999).
 std::string number(double v) {
   char buf[64];
-  std::snprintf(buf, sizeof buf, "%.17g", v);
-  return buf;
+  auto [end, ec] = std::to_chars(buf, buf + sizeof buf, v);
+  return ec == std::errc{} ? std::string(buf, end) : std::to_string(v);
 }
 
 double seconds(std::chrono::nanoseconds d) { return std::chrono::duration<double>(d).count(); }
@@ -107,7 +109,7 @@ void check_metrics_path(const std::string& path) {
   auto bad = [&](const std::string& why) {
     throw cli_error(exit_usage, "--metrics-file '" + path + "': " + why);
   };
-  if (path.empty() || path.back() == '/') bad("want a file name");
+  if (path.empty() || path.back() == '/') bad("want a file name");  // '' too: never silently off
   struct stat st {};
   if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) bad("is a directory");
   if (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) bad("no directory " + dir);

@@ -27,8 +27,8 @@ std::map<std::string, std::string> samples(const std::string& text) {
   return out;
 }
 
-std::string series(const std::string& name, const std::string& lock,
-                   const std::string& extra = {}, const std::string& verb = "run") {
+std::string series(const std::string& name, const std::string& lock, const std::string& extra = {},
+                   const std::string& verb = "run") {
   return name + "{command=\"" + verb + "\",lock=\"" + lock + "\"" + extra + "}";
 }
 
@@ -100,8 +100,8 @@ TEST(CliMetricsFile, AConflictAnErrorAndALossAreReportedToo) {
   expect_promtool_accepts(file);
 
   // The holder's session ended by an operator: the run is told lost and exits 70.
-  auto loser = box.start({"run", "--metrics-file", file, "lost-job", "--", "sh", "-c",
-                          "echo running; exec sleep 60"});
+  auto loser = box.start(
+      {"run", "--metrics-file", file, "lost-job", "--", "sh", "-c", "echo running; exec sleep 60"});
   ASSERT_TRUE(loser.wait_for_line("running", 30s));
   ASSERT_EQ(box.run({"unlock", "lost-job", "--force", "--yes"}).status, 0);
   EXPECT_EQ(loser.wait(30s), 70);
@@ -132,14 +132,19 @@ TEST(CliMetricsFile, ElectReportsLeadershipAndLabelsAreEscaped) {
 
 TEST(CliMetricsFile, APathThatCannotBeWrittenIsRefusedBeforeTheJobRuns) {
   cli_sandbox box;
-  auto r = box.run({"run", "--metrics-file", box.dir() + "/missing/x.prom", "j", "--", "echo",
-                    "CMD-RAN"});
+  auto r = box.run(
+      {"run", "--metrics-file", box.dir() + "/missing/x.prom", "j", "--", "echo", "CMD-RAN"});
   EXPECT_EQ(r.status, 64);
   EXPECT_NE(r.output.find("missing"), std::string::npos) << r.output;
   EXPECT_EQ(r.output.find("CMD-RAN"), std::string::npos) << r.output;
   auto d = box.run({"run", "--metrics-file", box.dir(), "j", "--", "true"});
   EXPECT_EQ(d.status, 64);
   EXPECT_NE(d.output.find("is a directory"), std::string::npos) << d.output;
+  // An empty path is a mistake, not "no metrics file".
+  auto e = box.run({"run", "--metrics-file", "", "j", "--", "echo", "CMD-RAN"});
+  EXPECT_EQ(e.status, 64);
+  EXPECT_NE(e.output.find("want a file name"), std::string::npos) << e.output;
+  EXPECT_EQ(e.output.find("CMD-RAN"), std::string::npos) << e.output;
 }
 
 }  // namespace
