@@ -24,9 +24,6 @@ class poll_pacer {
   // The next pause: jittered over [pause/2, pause]; the pause then doubles, up to the cap.
   std::chrono::microseconds next() noexcept;
 
-  // The current (unjittered) pause: what the next call draws from.
-  std::chrono::microseconds pause() const noexcept { return pause_; }
-
  private:
   std::chrono::microseconds pause_;
   std::chrono::microseconds cap_;
