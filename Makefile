@@ -5,6 +5,10 @@
 # CI (.ci/run) runs `make test` and nothing else.
 
 JOBS ?= $(shell nproc)
+# Tests run two at a time: most of a test's time is spent waiting (servers starting, leases
+# ending, timeouts), and each starts its own servers on free ports in its own directories.
+# Tests that compile take both processors (PROCESSORS 2); fault runs never overlap.
+TEST_JOBS ?= 2
 BUILD ?= build
 CMAKE_FLAGS ?=
 
@@ -37,13 +41,13 @@ demo: deps-build
 test: test-plain test-asan test-tsan
 
 test-plain: build
-	cd $(BUILD) && ctest --output-on-failure --timeout 900
+	cd $(BUILD) && ctest --output-on-failure --timeout 900 -j$(TEST_JOBS)
 
 # AddressSanitizer + UndefinedBehaviorSanitizer over the whole suite.
 test-asan: deps
 	cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DDLOCK_SANITIZE=address,undefined -DDLOCK_BUILD_BENCH=OFF >/dev/null
 	cmake --build build-asan -j$(JOBS)
-	cd build-asan && ctest --output-on-failure --timeout 900 -LE nosan
+	cd build-asan && ctest --output-on-failure --timeout 900 -j$(TEST_JOBS) -LE nosan
 
 # ThreadSanitizer over the in-process concurrency tests (label inprocess); only their
 # executables are built.
@@ -51,7 +55,7 @@ TSAN_TARGETS = unit_tests conformance_memory dlock_fault_checker_test dlock_faul
 test-tsan: deps
 	cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=Debug -DDLOCK_SANITIZE=thread -DDLOCK_BUILD_BENCH=OFF >/dev/null
 	cmake --build build-tsan -j$(JOBS) --target $(TSAN_TARGETS)
-	cd build-tsan && ctest --output-on-failure --timeout 900 -L inprocess
+	cd build-tsan && ctest --output-on-failure --timeout 900 -j$(TEST_JOBS) -L inprocess
 
 format:
 	git ls-files '*.cpp' '*.hpp' | xargs clang-format -i

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <filesystem>
 #include <mutex>
 #include <vector>
 
@@ -21,9 +22,10 @@ std::string own_directory() {
   Dl_info info{};
   if (dladdr(reinterpret_cast<void*>(&load_plugin), &info) == 0 || info.dli_fname == nullptr)
     return {};
-  std::string path = info.dli_fname;
-  auto slash = path.rfind('/');
-  return slash == std::string::npos ? std::string{} : path.substr(0, slash);
+  // Normal form: the message names ".../lib", not ".../bin/../lib".
+  auto dir = std::filesystem::path(info.dli_fname).parent_path().lexically_normal().string();
+  while (dir.size() > 1 && dir.ends_with('/')) dir.pop_back();
+  return dir;
 }
 
 std::vector<std::string> search_directories() {
@@ -89,10 +91,14 @@ load_result load_plugin(std::string_view name) {
   if (!why.starts_with(file + ":") || why.find("No such file") == std::string::npos)
     return {load_outcome::failed,
             "the " + std::string(name) + " backend (" + file + ") cannot be loaded: " + why};
+  const char* env = secure_getenv(plugin_path_variable);
+  std::string more = env != nullptr && *env != '\0'
+                         ? std::string("; ") + plugin_path_variable + " is '" + env + "'"
+                         : std::string("; ") + plugin_path_variable + " names more directories";
   return {load_outcome::not_found,
           "the " + std::string(name) + " backend is not installed (libdlock-" + std::string(name) +
               "; looked for " + file + " in " + (looked.empty() ? "" : looked + " and ") +
-              "the system library path; " + plugin_path_variable + " names more directories)"};
+              "the system library path" + more + ")"};
 }
 
 }  // namespace dlock::detail

@@ -56,5 +56,16 @@ set -e
 [[ $code == 69 ]] || { echo "dlock without libdlock-redis: exit $code, want 69"; cat "$tmp/noplugin.err"; exit 1; }
 grep -q "the redis backend is not installed (libdlock-redis" "$tmp/noplugin.err" ||
   { echo "no clear not-installed message:"; cat "$tmp/noplugin.err"; exit 1; }
+# It names the library directory in normal form (not .../bin/../lib).
+if grep -q '/\.\./' "$tmp/noplugin.err"; then
+  echo "not-installed message names an unnormalised directory:"; cat "$tmp/noplugin.err"; exit 1
+fi
+# With DLOCK_PLUGIN_PATH set, the message says what it is instead of suggesting it.
+set +e
+env -u LD_LIBRARY_PATH DLOCK_PLUGIN_PATH="$tmp/nowhere" "$tmp/prefix/bin/dlock" status \
+  --url "$redis_url" nightly 2>"$tmp/noplugin-env.err"
+set -e
+grep -q "DLOCK_PLUGIN_PATH is '$tmp/nowhere'" "$tmp/noplugin-env.err" ||
+  { echo "DLOCK_PLUGIN_PATH not reported:"; cat "$tmp/noplugin-env.err"; exit 1; }
 # SQLite still works without any plug-in.
 env -u LD_LIBRARY_PATH "$tmp/prefix/bin/dlock" status --url "sqlite://$tmp/cli.db" nightly || [[ $? == 1 ]]
