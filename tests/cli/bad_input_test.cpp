@@ -1,6 +1,9 @@
 // Bad input: a one-line error naming what was wrong, a sysexits code, and nothing created.
 #include <gtest/gtest.h>
 
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <fstream>
 
 #include "cli_harness.hpp"
@@ -123,6 +126,47 @@ TEST(CliBadInput, UnwritableDatabasePathExits77) {
       box,
       {{"run", "x", "--url", "sqlite://" + file + "/locks.db", "--", "echo", "CMD-RAN"}, 77, file});
   expect_rejected(box, {{"status", "x", "--url", "sqlite://" + file + "/locks.db"}, 77, file});
+}
+
+// Another user's database: SQLite says only "unable to open database file"; dlock names the
+// file or directory refused, its mode and owner, and who asked (exit 77). As root (CI), dlock
+// runs as nobody through setpriv; otherwise the file is made unreadable to its owner.
+TEST(CliBadInput, ForeignDatabaseNamesModeOwnerAndUserExits77) {
+  cli_sandbox box;
+  std::string db = box.dir() + "/locks.db";
+  ASSERT_EQ(box.run({"run", "x", "--url", "sqlite://" + db, "--", "true"}).status, 0);
+  ASSERT_EQ(::chmod(box.dir().c_str(), 0755), 0);
+  ASSERT_EQ(::chmod(db.c_str(), 0600), 0);
+  std::vector<std::string> as;
+  if (::geteuid() == 0) {
+    as = {"setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--"};
+  } else {
+    ASSERT_EQ(::chmod(db.c_str(), 0000), 0);
+  }
+  auto run_as = [&](std::vector<std::string> args) {
+    std::vector<std::string> argv = as;
+    argv.push_back(DLOCK_CLI_PATH);
+    argv.insert(argv.end(), args.begin(), args.end());
+    child_process::options o;
+    o.env = box.env();
+    o.merge_stderr = true;
+    child_process p(argv, o);
+    cli_result r;
+    while (auto l = p.read_line(std::chrono::seconds{30})) r.output += *l + "\n";
+    r.status = p.wait(std::chrono::seconds{30}).value_or(-1);
+    return r;
+  };
+  for (auto args : {std::vector<std::string>{"status", "x", "--url", "sqlite://" + db},
+                    std::vector<std::string>{"run", "x", "--url", "sqlite://" + db, "--", "echo",
+                                             "CMD-RAN"}}) {
+    auto r = run_as(args);
+    EXPECT_EQ(r.status, 77) << r.output;
+    ASSERT_EQ(r.lines().size(), 1u) << r.output;
+    EXPECT_NE(r.output.find("permission denied"), std::string::npos) << r.output;
+    EXPECT_NE(r.output.find("mode 0"), std::string::npos) << r.output;
+    EXPECT_NE(r.output.find("this process runs as"), std::string::npos) << r.output;
+    EXPECT_EQ(r.output.find("CMD-RAN"), std::string::npos) << r.output;
+  }
 }
 
 TEST(CliBadInput, BackendThatCannotServeExits69) {

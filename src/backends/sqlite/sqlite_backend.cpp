@@ -402,7 +402,9 @@ result<std::unique_ptr<backend_session>> open_sqlite(const url& u, const session
   if (!d) return fail(d.error());
   auto s = std::make_unique<sqlite_session>(std::move(*d), info);
   if (auto r = s->start(); !r) {
-    return fail(failure{r.error().code, "sqlite database '" + u.path + "': " + r.error().message});
+    auto& m = r.error().message;
+    if (m.find("'" + u.path + "'") != std::string::npos) return fail(r.error());
+    return fail(failure{r.error().code, "sqlite database '" + u.path + "': " + m});
   }
   return s;
 }

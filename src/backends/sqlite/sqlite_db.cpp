@@ -1,6 +1,12 @@
 #include "backends/sqlite/sqlite_db.hpp"
 
+#include <grp.h>
+#include <pwd.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <cctype>
+#include <cstdio>
 #include <filesystem>
 
 namespace dlock::detail::sqlite {
@@ -14,14 +20,68 @@ failure map_error(sqlite3* h, int rc, std::string_view what) {
     case SQLITE_CANTOPEN:
     case SQLITE_READONLY:
     case SQLITE_PERM:
-    case SQLITE_AUTH:
+    case SQLITE_AUTH: {
+      // A file opened read-write that the process may only read is opened read-only by
+      // SQLite: the first write is refused here, mid-statement.
+      const char* file = h ? sqlite3_db_filename(h, "main") : nullptr;
+      if (file != nullptr && *file != '\0') {
+        if (auto why = explain_access(file, true)) msg = std::string(what) + ": " + *why;
+      }
       return {make_error_code(errc::permission_denied), msg};
+    }
     case SQLITE_NOTADB:
     case SQLITE_CORRUPT:
       return {make_error_code(errc::protocol_error), msg};
     default:
       return {make_error_code(errc::backend_error), msg};
   }
+}
+
+namespace {
+
+std::string user_name(uid_t uid) {
+  if (const passwd* p = ::getpwuid(uid)) return p->pw_name;
+  return std::to_string(uid);
+}
+
+std::string group_name(gid_t gid) {
+  if (const group* g = ::getgrgid(gid)) return g->gr_name;
+  return std::to_string(gid);
+}
+
+// "'p' is mode 0600, owned by root:root"
+std::string describe(const std::string& p, const struct stat& st) {
+  char mode[8];
+  std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(st.st_mode & 07777));
+  return "'" + p + "' is mode " + mode + ", owned by " + user_name(st.st_uid) + ":" +
+         group_name(st.st_gid);
+}
+
+}  // namespace
+
+// SQLite says only "unable to open database file" (or "attempt to write a readonly database")
+// when the cause is a permission: name the file or directory refused, its mode and owner, and
+// who asked, so the fix (a shared group, docs/sqlite.md) is evident.
+std::optional<std::string> explain_access(const std::string& path, bool write) {
+  namespace fs = std::filesystem;
+  int want = R_OK | (write ? W_OK : 0);
+  auto dir = fs::path(path).parent_path().string();
+  if (dir.empty()) dir = ".";
+  std::string who = "this process runs as " + user_name(::geteuid()) + " (uid " +
+                    std::to_string(::geteuid()) + ")";
+  struct stat st{};
+  if (::stat(dir.c_str(), &st) == 0 && ::access(dir.c_str(), X_OK | (write ? W_OK : 0)) != 0)
+    return "permission denied: directory " + describe(dir, st) + "; " + who +
+           (write ? " and needs to create and remove the -wal and -shm files there" : "");
+  if (::stat(path.c_str(), &st) == 0 && ::access(path.c_str(), want) != 0)
+    return "permission denied: " + describe(path, st) + "; " + who + " and needs " +
+           (write ? "read and write" : "read") + " access";
+  for (const char* suffix : {"-wal", "-shm"}) {
+    auto side = path + suffix;
+    if (::stat(side.c_str(), &st) == 0 && ::access(side.c_str(), want) != 0)
+      return "permission denied: " + describe(side, st) + "; " + who;
+  }
+  return std::nullopt;
 }
 
 result<bool> stmt::step() {
@@ -54,6 +114,9 @@ result<db> db::open(const std::string& path, int busy_timeout_ms) {
       f = {make_error_code(errc::invalid_argument),
            "cannot open database '" + path + "': directory '" + dir.string() +
                "' does not exist (dlock creates the file, not its directory)"};
+    } else if (f.code == make_error_code(errc::permission_denied)) {
+      if (auto why = explain_access(path, true))
+        f = {f.code, "cannot open database '" + path + "': " + *why};
     }
     return fail(f);
   }
@@ -90,6 +153,10 @@ result<sqlite3*> open_uri(const std::string& uri, const std::string& path) {
   if (rc != SQLITE_OK) {
     auto f = map_error(h, rc, "cannot read database '" + path + "'");
     sqlite3_close_v2(h);
+    if (f.code == make_error_code(errc::permission_denied)) {
+      if (auto why = explain_access(path, false))
+        f = {f.code, "cannot read database '" + path + "': " + *why};
+    }
     return fail(f);
   }
   return h;

@@ -5,6 +5,7 @@
 #include <sqlite3.h>
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -93,5 +94,8 @@ class db {
 
 // Maps a sqlite result code to a dlock failure naming `what`.
 failure map_error(sqlite3* h, int rc, std::string_view what);
+// Why `path` cannot be opened (write: for writing), when the cause is a file or directory
+// permission; nothing when it is not.
+std::optional<std::string> explain_access(const std::string& path, bool write);
 
 }  // namespace dlock::detail::sqlite
