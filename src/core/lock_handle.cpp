@@ -183,14 +183,17 @@ std::string lock_handle::what() const {
 
 result<void> lock_handle::check_recipe(entry_kind kind) const {
   const auto caps = session_->backend().caps();
+  // The caller's context already names the URL ("acquire 'x' on URL: ..."): name the backend.
+  const std::string& url = session_->redacted_url();
+  const std::string backend = "the " + url.substr(0, url.find("://")) + " backend";
   if (kind == entry_kind::shared && !caps.shared_locks) {
-    return fail(errc::unsupported, session_->redacted_url() +
-                                       ": this backend has no shared locks (its capabilities); "
+    return fail(errc::unsupported, backend +
+                                       " has no shared locks (its capabilities); "
                                        "see its page in docs/ for a mode that has them");
   }
   if (kind == entry_kind::candidate && !caps.values) {
-    return fail(errc::unsupported, session_->redacted_url() +
-                                       ": this backend has no elections (its entries carry no "
+    return fail(errc::unsupported, backend +
+                                       " has no elections (its entries carry no "
                                        "values: its capabilities); see the README's backend "
                                        "table for those that have");
   }
@@ -200,8 +203,8 @@ result<void> lock_handle::check_recipe(entry_kind kind) const {
                                             "-byte limit");
   }
   if (kind == entry_kind::permit && !caps.permits) {
-    return fail(errc::unsupported, session_->redacted_url() +
-                                       ": this backend has no semaphores (its capabilities); "
+    return fail(errc::unsupported, backend +
+                                       " has no semaphores (its capabilities); "
                                        "see the README's backend table for those that have");
   }
   return {};

@@ -282,6 +282,7 @@ TEST_F(CliBackends, PermitsRunWhereTheBackendHasSemaphoresAndAreRefusedElsewhere
     if (refuses) {
       EXPECT_EQ(r.status, 64) << r.output;
       EXPECT_NE(r.output.find("has no semaphores"), std::string::npos) << r.output;
+      EXPECT_EQ(r.output.find(url), r.output.rfind(url)) << "the URL said twice: " << r.output;
     } else {
       EXPECT_EQ(r.status, 0) << r.output;
       EXPECT_NE(r.output.find("token "), std::string::npos) << r.output;
@@ -312,6 +313,7 @@ TEST_F(CliBackends, ElectionsRunWhereTheBackendHasValuesAndAreRefusedElsewhere) 
         auto r = box.run(args);
         EXPECT_EQ(r.status, 64) << r.output;
         EXPECT_NE(r.output.find("has no elections"), std::string::npos) << r.output;
+        EXPECT_EQ(r.output.find(url), r.output.rfind(url)) << "the URL said twice: " << r.output;
         EXPECT_EQ(r.output.find("CMD-RAN"), std::string::npos) << r.output;
       }
       EXPECT_EQ(box.run({"status", name, "--url", url}).status, 1) << "something was left behind";

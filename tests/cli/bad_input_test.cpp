@@ -1,6 +1,5 @@
 // Bad input: a one-line error naming what was wrong, a sysexits code, and nothing created.
 #include <gtest/gtest.h>
-
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -156,9 +155,9 @@ TEST(CliBadInput, ForeignDatabaseNamesModeOwnerAndUserExits77) {
     r.status = p.wait(std::chrono::seconds{30}).value_or(-1);
     return r;
   };
-  for (auto args : {std::vector<std::string>{"status", "x", "--url", "sqlite://" + db},
-                    std::vector<std::string>{"run", "x", "--url", "sqlite://" + db, "--", "echo",
-                                             "CMD-RAN"}}) {
+  for (auto args :
+       {std::vector<std::string>{"status", "x", "--url", "sqlite://" + db},
+        std::vector<std::string>{"run", "x", "--url", "sqlite://" + db, "--", "echo", "CMD-RAN"}}) {
     auto r = run_as(args);
     EXPECT_EQ(r.status, 77) << r.output;
     ASSERT_EQ(r.lines().size(), 1u) << r.output;

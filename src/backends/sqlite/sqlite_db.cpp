@@ -69,7 +69,7 @@ std::optional<std::string> explain_access(const std::string& path, bool write) {
   if (dir.empty()) dir = ".";
   std::string who = "this process runs as " + user_name(::geteuid()) + " (uid " +
                     std::to_string(::geteuid()) + ")";
-  struct stat st{};
+  struct stat st {};
   if (::stat(dir.c_str(), &st) == 0 && ::access(dir.c_str(), X_OK | (write ? W_OK : 0)) != 0)
     return "permission denied: directory " + describe(dir, st) + "; " + who +
            (write ? " and needs to create and remove the -wal and -shm files there" : "");
