@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <mutex>
+#include <stop_token>
 #include <thread>
 
 #include "zookeeper/zk_env.hpp"
@@ -164,13 +165,21 @@ TEST(zk_failure, closing_while_watched_nodes_go_leaks_no_event) {
     const auto watches_before = server_watches();
     std::atomic<int> granted{0};
     {
+      // The waiters give up (cancelled) once every one has its watch set on the server: a
+      // fixed wait was too short on a loaded machine (46 of 100 watches set in 300 ms).
+      std::stop_source give_up;
       std::vector<std::jthread> waiters;
       for (int i = 0; i < locks; ++i) {
         waiters.emplace_back([&, i] {
           dlock::mutex m(waiter_s, prefix + std::to_string(i));
-          if (m.try_lock_for(300ms)) ++granted;  // gives up, its watch still set on the server
+          std::error_code ec;
+          if (m.try_lock_until(clock::now() + 60s, give_up.get_token(), ec)) ++granted;
         });
       }
+      auto until = clock::now() + 60s;
+      while (server_watches() - watches_before < locks && clock::now() < until)
+        std::this_thread::sleep_for(20ms);
+      give_up.request_stop();  // each gives up, its watch still set on the server
     }
     ASSERT_EQ(granted.load(), 0);
     ASSERT_EQ(server_watches() - watches_before, locks) << "the set-up left no watches to race";
