@@ -16,35 +16,64 @@ out=${1:-$(mktemp -d)}
 seconds=${FUZZ_SECONDS:-8}
 mkdir -p "$out"
 CXX=${FUZZ_CXX:-clang++-16}
-flags=(-std=c++2b -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all
-       -Wno-macro-redefined -Wno-builtin-macro-redefined -U__cpp_concepts -D__cpp_concepts=202002L
-       -I"$src/include" -I"$src/src")
+# Every object gets coverage (fuzzer-no-link); only the link adds libFuzzer's main.
+cflags=(-std=c++2b -g -O1 -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=all
+        -Wno-macro-redefined -Wno-builtin-macro-redefined -U__cpp_concepts -D__cpp_concepts=202002L
+        -I"$src/include" -I"$src/src")
+read -ra pkg_cflags <<<"$(pkg-config --cflags hiredis libpq libmariadb sqlite3)"
+cflags+=("${pkg_cflags[@]}")
+ldflags=(-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all)
 core=("$src/src/core/url.cpp" "$src/src/core/duration.cpp" "$src/src/core/names.cpp" "$src/src/core/errors.cpp")
 b="$src/src/backends"
-# Per target: the sources and client libraries it needs beyond its own file and core. The
+# Per target: the sources it needs beyond its own file and core, and its client library. The
 # *_reply / *_rows / *_children targets feed each backend's reply parsing what a server
 # (or, for SQLite, the shared database file) may send back.
 declare -A extra=(
   [url]="" [name]="" [duration]=""
   [redis_reply]="$b/redis/redis_scripts.cpp $b/redis/redis_conn.cpp $b/redis/redis_dial.cpp $b/redis/redis_merge.cpp
-                 $src/src/core/verdict.cpp $(pkg-config --cflags --libs hiredis)"
+                 $src/src/core/verdict.cpp"
   [zk_children]="$b/zookeeper/zk_names.cpp $b/zookeeper/zk_queue.cpp $b/zookeeper/zk_value.cpp
                  $src/src/core/verdict.cpp"
-  [pg_rows]="$b/postgres/pg_conn.cpp $(pkg-config --cflags --libs libpq)"
-  [mysql_rows]="$b/mysql/my_conn.cpp $(pkg-config --cflags --libs libmariadb)"
-  [sqlite_rows]="$b/sqlite/sqlite_rows.cpp $b/sqlite/sqlite_db.cpp $(pkg-config --cflags --libs sqlite3)"
+  [pg_rows]="$b/postgres/pg_conn.cpp"
+  [mysql_rows]="$b/mysql/my_conn.cpp"
+  [sqlite_rows]="$b/sqlite/sqlite_rows.cpp $b/sqlite/sqlite_db.cpp"
+)
+declare -A libs=(
+  [redis_reply]="$(pkg-config --libs hiredis)" [pg_rows]="$(pkg-config --libs libpq)"
+  [mysql_rows]="$(pkg-config --libs libmariadb)" [sqlite_rows]="$(pkg-config --libs sqlite3)"
 )
 targets=(url name duration redis_reply zk_children pg_rows mysql_rows sqlite_rows)
-# Compiling dominates the run (each target is a full ASan build): as many at once as there
-# are CPUs. A target that fails to compile is reported below as failed.
-build() {
+sources_of() {
   # shellcheck disable=SC2086 # extra[] is a word list on purpose
-  "$CXX" "${flags[@]}" "$src/tests/fuzz/$1_fuzz.cpp" "${core[@]}" ${extra[$1]} -o "$out/$1_fuzz"
+  echo "$src/tests/fuzz/$1_fuzz.cpp" "${core[@]}" ${extra[$1]}
 }
+object_of() { local rel=${1#"$src"/}; echo "$out/obj/${rel//\//_}.o"; }
+# Compiling dominates the run (each file is an ASan build): each source once, shared by the
+# targets that use it, as many at once as there are CPUs; then one link per target. A target
+# whose sources or link fail is reported below as not compiling.
+mkdir -p "$out/obj"
+declare -A seen=()
 max_jobs=$(nproc)
 for target in "${targets[@]}"; do
+  for f in $(sources_of "$target"); do
+    [[ -n ${seen[$f]:-} ]] && continue
+    seen[$f]=1
+    o=$(object_of "$f")
+    rm -f "$o"
+    "$CXX" "${cflags[@]}" -c "$f" -o "$o" >"$o.log" 2>&1 &
+    while (($(jobs -rp | wc -l) >= max_jobs)); do wait -n || true; done
+  done
+done
+wait || true
+for target in "${targets[@]}"; do
   rm -f "$out/${target}_fuzz"
-  build "$target" >"$out/${target}.build.log" 2>&1 &
+  objects=()
+  for f in $(sources_of "$target"); do objects+=("$(object_of "$f")"); done
+  {
+    for o in "${objects[@]}"; do [[ -f $o ]] || cat "$o.log"; done
+    # shellcheck disable=SC2086 # libs[] is a word list on purpose
+    "$CXX" "${ldflags[@]}" "${objects[@]}" ${libs[$target]:-} -o "$out/${target}_fuzz"
+  } >"$out/${target}.build.log" 2>&1 &
   while (($(jobs -rp | wc -l) >= max_jobs)); do wait -n || true; done
 done
 wait || true
