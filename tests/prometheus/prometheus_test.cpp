@@ -174,6 +174,35 @@ TEST(prometheus, counts_what_sessions_on_memory_and_sqlite_do_and_passes_promtoo
   })) << scrape(*registry).text;
 }
 
+// Observers are called from many threads at once: contended grants on one memory:// lock, each
+// thread with its own session (and observer), add up exactly.
+TEST(prometheus, concurrent_sessions_add_up) {
+  auto registry = std::make_shared<prometheus::Registry>();
+  dlock::prometheus_metrics metrics(registry, {.lock_labels = {"shared-counter"}});
+  const auto url = "memory://prom-" + random_suffix();
+  constexpr int threads = 4, rounds = 25;
+  std::vector<std::thread> ts;
+  for (int t = 0; t < threads; ++t) {
+    ts.emplace_back([&] {
+      auto s = dlock::session::open(url, {.observer = metrics.observer_for(url)});
+      dlock::mutex m(s, "shared-counter");
+      for (int i = 0; i < rounds; ++i) {
+        m.lock();
+        m.unlock();
+      }
+    });
+  }
+  for (auto& t : ts) t.join();
+  scrape s(*registry);
+  const std::map<std::string, std::string> lab{{"backend", "memory"}, {"lock", "shared-counter"}};
+  auto granted = lab;
+  granted["result"] = "granted";
+  EXPECT_EQ(s("dlock_acquire_total", granted), threads * rounds) << s.text;
+  EXPECT_EQ(s("dlock_acquire_wait_seconds_count", granted), threads * rounds);
+  EXPECT_EQ(s("dlock_hold_seconds_count", lab), threads * rounds);
+  EXPECT_EQ(s("dlock_holds", lab), 0);
+}
+
 // A loss the session reported is counted once, not again when the release finds it gone; a
 // release that finds a hold gone unannounced is a loss of its own.
 TEST(prometheus, a_loss_is_counted_once_by_its_reason) {
