@@ -49,12 +49,12 @@ struct prometheus_options {
 class prometheus_metrics {
  public:
   /// Registers the dlock_* families in `registry` (created there, or the existing ones if this
-  /// registry already has them with the same help text, e.g. from another prometheus_metrics).
+  /// registry already has them, e.g. from another prometheus_metrics: their series are shared).
   /// The registry is kept alive as long as this object or any observer it made: a session
   /// reports events after close() while it retries an unconfirmed release.
   /// Throws dlock::system_error (errc::invalid_argument) if `registry` is null or a lock label
   /// is empty; std::invalid_argument (from prometheus-cpp) if the registry already holds a
-  /// family of one of these names with another type or help text.
+  /// family of one of these names of another type.
   prometheus_metrics(std::shared_ptr<prometheus::Registry> registry,
                      prometheus_options options = {});
   ~prometheus_metrics();
