@@ -13,9 +13,10 @@
 /// The metrics (docs/observability.md has the table): dlock_acquire_total,
 /// dlock_acquire_wait_seconds, dlock_hold_seconds, dlock_holds, dlock_lost_total,
 /// dlock_backend_request_seconds, dlock_backend_request_failures_total, dlock_session_state.
-/// Every series has a `backend` label (the URL's scheme). Lock names become a `lock` label only
-/// for the names listed in prometheus_options::lock_labels, so that the number of series stays
-/// bounded whatever names an application makes up; the events of other locks are recorded in
+/// Durations are in seconds (Prometheus's base unit), as doubles with the steady clock's
+/// resolution. Every series has a `backend` label (the URL's scheme). Lock names become a `lock`
+/// label only for the names listed in prometheus_options::lock_labels, so that the number of series
+/// stays bounded whatever names an application makes up; the events of other locks are recorded in
 /// series without a `lock` label.
 
 #include <dlock/observer.hpp>
@@ -57,7 +58,9 @@ class prometheus_metrics {
   /// family of one of these names of another type.
   prometheus_metrics(std::shared_ptr<prometheus::Registry> registry,
                      prometheus_options options = {});
+  /// Leaves the families and their series in the registry (observers still feed them).
   ~prometheus_metrics();
+  /// Copies share the families: observer_for() on either feeds the same series.
   prometheus_metrics(const prometheus_metrics&) = default;
   prometheus_metrics& operator=(const prometheus_metrics&) = default;
 
