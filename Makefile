@@ -51,7 +51,7 @@ test-asan: deps
 
 # ThreadSanitizer over the in-process concurrency tests (label inprocess); only their
 # executables are built.
-TSAN_TARGETS = unit_tests conformance_memory dlock_fault_checker_test dlock_fault_tcp_proxy_test
+TSAN_TARGETS = unit_tests conformance_memory dlock_fault_checker_test dlock_fault_tcp_proxy_test prometheus_tests
 test-tsan: deps
 	cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=Debug -DDLOCK_SANITIZE=thread -DDLOCK_BUILD_BENCH=OFF >/dev/null
 	cmake --build build-tsan -j$(JOBS) --target $(TSAN_TARGETS)

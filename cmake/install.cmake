@@ -22,7 +22,21 @@ foreach(b IN LISTS DLOCK_PLUGIN_BACKENDS)
     list(APPEND DLOCK_INSTALLED_PLUGINS ${b})
   endif()
 endforeach()
-install(DIRECTORY include/dlock DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} COMPONENT dev)
+# libdlock-prometheus: a library of its own (package libdlock-prometheus), exported as the
+# CMake component prometheus (dlock::prometheus), with dlock-prometheus.pc; its header is in
+# dev with the others, and only when it is built.
+if(TARGET dlock_prometheus)
+  install(TARGETS dlock_prometheus EXPORT dlock-prometheus-targets
+    LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT prometheus NAMELINK_COMPONENT dev
+    ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT dev)
+  install(EXPORT dlock-prometheus-targets NAMESPACE dlock:: DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/dlock
+          COMPONENT prometheus)
+  set(_dlock_no_prometheus_header "")
+else()
+  set(_dlock_no_prometheus_header PATTERN prometheus.hpp EXCLUDE)
+endif()
+install(DIRECTORY include/dlock DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} COMPONENT dev
+        ${_dlock_no_prometheus_header})
 if(TARGET dlock_cli)
   install(TARGETS dlock_cli RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT cli)
   install(FILES man/dlock.1 DESTINATION ${CMAKE_INSTALL_MANDIR}/man1 COMPONENT cli)
@@ -52,3 +66,8 @@ foreach(b IN LISTS DLOCK_INSTALLED_PLUGINS)
   install(FILES ${CMAKE_CURRENT_BINARY_DIR}/dlock-${b}.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig
           COMPONENT dev)
 endforeach()
+if(TARGET dlock_prometheus)
+  configure_file(cmake/dlock-prometheus.pc.in ${CMAKE_CURRENT_BINARY_DIR}/dlock-prometheus.pc @ONLY)
+  install(FILES ${CMAKE_CURRENT_BINARY_DIR}/dlock-prometheus.pc
+          DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig COMPONENT dev)
+endif()

@@ -1,6 +1,7 @@
 # `make package` (cpack): Debian packages, one per install component (cmake/install.cmake):
 #   libdlock          the core (sqlite://, memory://)
 #   libdlock-<name>   one per backend plug-in, with its client library as a dependency
+#   libdlock-prometheus  dlock's metrics for prometheus-cpp (an application links it)
 #   libdlock-dev      headers, .so links, CMake package (core) and pkg-config files
 #   dlock             the CLI, its man page and bash completion
 # A plug-in works only with the libdlock of its own version (docs/plugins.md), so every
@@ -40,6 +41,13 @@ foreach(b IN LISTS DLOCK_PLUGIN_BACKENDS)
     list(APPEND _dlock_suggests "libdlock-${b} (= ${PROJECT_VERSION})")
   endif()
 endforeach()
+if(TARGET dlock_prometheus)
+  set(CPACK_DEBIAN_PROMETHEUS_PACKAGE_NAME libdlock-prometheus)
+  set(CPACK_DEBIAN_PROMETHEUS_PACKAGE_DEPENDS "${_dlock_exact}")
+  set(CPACK_COMPONENT_PROMETHEUS_DESCRIPTION "dlock's metrics for prometheus-cpp (dlock::prometheus)")
+  list(APPEND CPACK_COMPONENTS_ALL prometheus)
+  set(CPACK_DEBIAN_DEV_PACKAGE_SUGGESTS "libdlock-prometheus (= ${PROJECT_VERSION}), prometheus-cpp-dev")
+endif()
 list(JOIN _dlock_suggests ", " CPACK_DEBIAN_CLI_PACKAGE_SUGGESTS)
 set(CPACK_DEBIAN_LIB_PACKAGE_SUGGESTS "${CPACK_DEBIAN_CLI_PACKAGE_SUGGESTS}")
 set(CPACK_COMPONENT_LIB_DESCRIPTION "dlock's core library (SQLite and in-memory backends)")

@@ -9,6 +9,7 @@ build_packages=(
   build-essential cmake pkg-config git
   libsqlite3-dev libcli11-dev libfmt-dev nlohmann-json3-dev
   libhiredis-dev libzookeeper-mt-dev libpq-dev libmariadb-dev
+  prometheus-cpp-dev  # libdlock-prometheus (dlock::prometheus)
 )
 # What the tests and benchmarks add (`make test`): the test frameworks, the servers the tests
 # start on loopback, and clang for the fuzz targets.

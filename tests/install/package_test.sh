@@ -29,8 +29,15 @@ for b in redis zookeeper postgres mysql; do
   dpkg-deb -f "$(deb "libdlock-$b")" Depends | grep -q "libdlock (= $version)" ||
     { echo "libdlock-$b does not depend on libdlock (= $version)"; exit 1; }
 done
-# The core package needs no server client library.
-if dpkg-deb -f "$(deb libdlock)" Depends | grep -E 'libpq|libmariadb|libzookeeper|libhiredis'; then
+has libdlock-prometheus 'lib/libdlock-prometheus\.so\.0$'
+has libdlock-prometheus 'cmake/dlock/dlock-prometheus-targets\.cmake$'
+has libdlock-dev 'include/dlock/prometheus\.hpp$'
+dpkg-deb -f "$(deb libdlock-prometheus)" Depends | grep -q "libdlock (= $version)" ||
+  { echo "libdlock-prometheus does not depend on libdlock (= $version)"; exit 1; }
+dpkg-deb -f "$(deb libdlock-prometheus)" Depends | grep -q libprometheus-cpp-core ||
+  { echo "libdlock-prometheus lacks prometheus-cpp"; exit 1; }
+# The core package needs no server client library (nor prometheus-cpp).
+if dpkg-deb -f "$(deb libdlock)" Depends | grep -E 'libpq|libmariadb|libzookeeper|libhiredis|prometheus'; then
   echo "libdlock depends on a server client library"; exit 1
 fi
 dpkg-deb -f "$(deb libdlock-redis)" Depends | grep -q libhiredis || { echo "libdlock-redis lacks hiredis"; exit 1; }

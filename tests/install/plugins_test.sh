@@ -3,7 +3,7 @@
 
 # (a) The embedded default costs no server client library: neither libdlock nor a program
 # that uses it alone loads one.
-clients='libpq|libmariadb|libzookeeper|libhiredis'
+clients='libpq|libmariadb|libzookeeper|libhiredis|libprometheus'
 for f in "$libdir/libdlock.so" "$tmp/consumer/dlock_example" "$tmp/prefix/bin/dlock"; do
   if LD_LIBRARY_PATH=$libdir ldd "$f" | grep -E "$clients"; then
     echo "$f loads a server client library (above)"; exit 1
@@ -40,6 +40,20 @@ if cmake -S "$tmp/nosuch" -B "$tmp/nosuch/build" -DCMAKE_PREFIX_PATH="$tmp/prefi
 fi
 grep -q "component(s) nosuch not installed" "$tmp/nosuch.out" ||
   { echo "the missing component is not named:"; cat "$tmp/nosuch.out"; exit 1; }
+
+# (b') The prometheus component: find_package(dlock COMPONENTS prometheus) and dlock-prometheus.pc
+# each build a program whose exposition counts its one grant (libdlock itself links no
+# prometheus-cpp: (a) above).
+want='dlock_acquire_total{backend="sqlite",lock="nightly",result="granted"} 1'
+cmake -S "$source_dir/tests/install/prometheus_consumer" -B "$tmp/prom_consumer" \
+  -DCMAKE_PREFIX_PATH="$tmp/prefix" >/dev/null
+cmake --build "$tmp/prom_consumer" >/dev/null
+g++ -std=c++20 "$source_dir/tests/install/prometheus_consumer/main.cpp" -o "$tmp/pc_prom" \
+  $(pkg-config --cflags --libs dlock-prometheus)
+for f in "$tmp/prom_consumer/prometheus_consumer" "$tmp/pc_prom"; do
+  LD_LIBRARY_PATH=$libdir "$f" "sqlite://$tmp/prom.db" >"$tmp/prom.out"
+  grep -qF "$want" "$tmp/prom.out" || { echo "$f: no '$want' in:"; cat "$tmp/prom.out"; exit 1; }
+done
 
 # The installed CLI (only libdlock linked) loads the plug-in next to libdlock by scheme...
 set +e
