@@ -155,7 +155,10 @@ result<open_fn> find_backend(const url& u) {
   std::string_view plugin = plugin_for(u.scheme);
   bool well_known = !plugin.empty();
   if (!well_known) {
-    if (!plain_name(u.scheme)) return fail(unknown_scheme(u));
+    // libdlock-<name> libraries that are components, not backends: never loaded as one.
+    constexpr std::string_view components[] = {"prometheus"};
+    if (!plain_name(u.scheme) || std::ranges::find(components, u.scheme) != std::end(components))
+      return fail(unknown_scheme(u));
     plugin = u.scheme;
   }
   std::string refusal;

@@ -34,6 +34,8 @@ TEST(CliBadInput, UsageErrorsExit64AndCreateNothing) {
   std::vector<bad_case> cases = {
       {{"run", "x", "--url", "no-scheme-here", "--", "echo", "CMD-RAN"}, 64, "no-scheme-here"},
       {{"run", "x", "--url", "nosuch://host", "--", "echo", "CMD-RAN"}, 64, "nosuch"},
+      // libdlock-prometheus sits beside the plug-ins but is no backend.
+      {{"status", "x", "--url", "prometheus://host"}, 64, "prometheus"},
       {{"run", "x", "--url", "sqlite://host:99999/db", "--", "echo", "CMD-RAN"}, 64, "port"},
       {{"run", "", "--", "echo", "CMD-RAN"}, 64, "empty"},
       {{"run", control_name, "--", "echo", "CMD-RAN"}, 64, "control character"},
