@@ -152,3 +152,42 @@ TEST(redis_cleanup, an_abandoned_wait_leaves_no_wake_list_or_entry) {
 
 }  // namespace
 }  // namespace dlock::test
+
+namespace dlock::test {
+namespace {
+
+// Redis ends a blocked BLPOP in its cron (every 100 ms at the default hz), so a wait that
+// relied on the server's timeout alone overran short deadlines by up to 100 ms. Every
+// duration must end near its deadline, including ones not a multiple of 100 ms; the bound
+// here is generous (a loaded machine), yet far below the old 100 ms overrun.
+TEST(redis_deadlines, a_wait_ends_near_its_deadline_for_every_duration) {
+  const std::string prefix = "d" + random_suffix() + ":";
+  const auto url = "redis://" + server().address() + "?ttl=60s&prefix=" + prefix;
+  auto a = dlock::session::open(url);
+  auto b = dlock::session::open(url);
+  dlock::mutex ma(a, "x"), mb(b, "x");
+  dlock::shared_mutex sa(a, "y"), sb(b, "y");
+  dlock::semaphore pa(a, "z", 1), pb(b, "z", 1);
+  ma.lock();
+  sa.lock();
+  auto held = pa.try_acquire_for(1s);
+  ASSERT_TRUE(held);
+  auto check = [](const char* what, std::chrono::milliseconds d, auto&& wait) {
+    auto t0 = std::chrono::steady_clock::now();
+    EXPECT_FALSE(wait(d)) << what;
+    auto took = std::chrono::steady_clock::now() - t0;
+    EXPECT_GE(took, d) << what;
+    EXPECT_LT(took, d + 60ms) << what << ": a wait for " << d.count() << " ms took "
+                              << std::chrono::duration<double, std::milli>(took).count() << " ms";
+  };
+  for (auto d : {1ms, 10ms, 33ms, 50ms, 99ms, 130ms, 250ms, 333ms}) {
+    check("mutex", d, [&](auto t) { return mb.try_lock_for(t); });
+    check("shared", d, [&](auto t) { return sb.try_lock_shared_for(t); });
+    check("semaphore", d, [&](auto t) { return static_cast<bool>(pb.try_acquire_for(t)); });
+  }
+  ma.unlock();
+  sa.unlock();
+}
+
+}  // namespace
+}  // namespace dlock::test
