@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "backends/redis/redis_backend.hpp"
+#include "support/handoff_count.hpp"
 #include "support/redis_server.hpp"
 
 namespace dlock::test {
@@ -187,6 +188,42 @@ TEST(redis_deadlines, a_wait_ends_near_its_deadline_for_every_duration) {
   }
   ma.unlock();
   sa.unlock();
+}
+
+}  // namespace
+}  // namespace dlock::test
+
+namespace dlock::test {
+namespace {
+
+// Commands the server ran (scripts count as one; INFO itself as one).
+double commands_processed() {
+  auto info = server().command({"INFO", "stats"});
+  const std::string key = "total_commands_processed:";
+  for (const auto& part : info) {
+    if (auto at = part.find(key); at != std::string::npos) {
+      return std::stod(part.substr(at + key.size()));
+    }
+  }
+  throw std::runtime_error("no total_commands_processed in INFO stats");
+}
+
+// A release pushes one wake token to its successor's list; the woken waiter decides without
+// re-listing: the cost of a handoff does not grow with the queue (issue 17).
+TEST(redis_scale, commands_per_release_do_not_grow_with_the_number_of_waiters) {
+  const std::string prefix = "n" + random_suffix() + ":";
+  // A long TTL keeps renewals and the safety-net re-checks out of the count.
+  const auto url = "redis://" + server().address() + "?ttl=60s&prefix=" + prefix;
+  double small = 0;
+  constexpr int small_runs = 5;
+  for (int run = 0; run < small_runs; ++run) {
+    small += requests_per_release(url, "s10-" + std::to_string(run), 10, 10, commands_processed, 1);
+  }
+  small /= small_runs;
+  const double large = requests_per_release(url, "s100", 100, 100, commands_processed, 1);
+  std::printf("redis commands per release: %.2f with 10 waiters, %.2f with 100\n", small, large);
+  EXPECT_LE(large, 1.5 * small) << small << " commands per release with 10 waiters, " << large
+                                << " with 100";
 }
 
 }  // namespace
