@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "backends/redis/redis_backend.hpp"
+#include "support/handoff_count.hpp"
 #include "support/redis_server.hpp"
 
 namespace dlock::test {
@@ -148,6 +149,81 @@ TEST(redis_cleanup, an_abandoned_wait_leaves_no_wake_list_or_entry) {
   a.close();
   b.close();
   EXPECT_EQ(server().keys(prefix + "*"), std::vector<std::string>{prefix + "f:x"});
+}
+
+}  // namespace
+}  // namespace dlock::test
+
+namespace dlock::test {
+namespace {
+
+// Redis ends a blocked BLPOP in its cron (every 100 ms at the default hz), so a wait that
+// relied on the server's timeout alone overran short deadlines by up to 100 ms. Every
+// duration must end near its deadline, including ones not a multiple of 100 ms; the bound
+// here is generous (a loaded machine), yet far below the old 100 ms overrun.
+TEST(redis_deadlines, a_wait_ends_near_its_deadline_for_every_duration) {
+  const std::string prefix = "d" + random_suffix() + ":";
+  const auto url = "redis://" + server().address() + "?ttl=60s&prefix=" + prefix;
+  auto a = dlock::session::open(url);
+  auto b = dlock::session::open(url);
+  dlock::mutex ma(a, "x"), mb(b, "x");
+  dlock::shared_mutex sa(a, "y"), sb(b, "y");
+  dlock::semaphore pa(a, "z", 1), pb(b, "z", 1);
+  ma.lock();
+  sa.lock();
+  auto held = pa.try_acquire_for(1s);
+  ASSERT_TRUE(held);
+  auto check = [](const char* what, std::chrono::milliseconds d, auto&& wait) {
+    auto t0 = std::chrono::steady_clock::now();
+    EXPECT_FALSE(wait(d)) << what;
+    auto took = std::chrono::steady_clock::now() - t0;
+    EXPECT_GE(took, d) << what;
+    EXPECT_LT(took, d + 60ms) << what << ": a wait for " << d.count() << " ms took "
+                              << std::chrono::duration<double, std::milli>(took).count() << " ms";
+  };
+  for (auto d : {1ms, 10ms, 33ms, 50ms, 99ms, 130ms, 250ms, 333ms}) {
+    check("mutex", d, [&](auto t) { return mb.try_lock_for(t); });
+    check("shared", d, [&](auto t) { return sb.try_lock_shared_for(t); });
+    check("semaphore", d, [&](auto t) { return static_cast<bool>(pb.try_acquire_for(t)); });
+  }
+  ma.unlock();
+  sa.unlock();
+}
+
+}  // namespace
+}  // namespace dlock::test
+
+namespace dlock::test {
+namespace {
+
+// Commands the server ran (scripts count as one; INFO itself as one).
+double commands_processed() {
+  auto info = server().command({"INFO", "stats"});
+  const std::string key = "total_commands_processed:";
+  for (const auto& part : info) {
+    if (auto at = part.find(key); at != std::string::npos) {
+      return std::stod(part.substr(at + key.size()));
+    }
+  }
+  throw std::runtime_error("no total_commands_processed in INFO stats");
+}
+
+// A release pushes one wake token to its successor's list; the woken waiter decides without
+// re-listing: the cost of a handoff does not grow with the queue (issue 17).
+TEST(redis_scale, commands_per_release_do_not_grow_with_the_number_of_waiters) {
+  const std::string prefix = "n" + random_suffix() + ":";
+  // A long TTL keeps renewals and the safety-net re-checks out of the count.
+  const auto url = "redis://" + server().address() + "?ttl=60s&prefix=" + prefix;
+  double small = 0;
+  constexpr int small_runs = 5;
+  for (int run = 0; run < small_runs; ++run) {
+    small += requests_per_release(url, "s10-" + std::to_string(run), 10, 10, commands_processed, 1);
+  }
+  small /= small_runs;
+  const double large = requests_per_release(url, "s100", 100, 100, commands_processed, 1);
+  std::printf("redis commands per release: %.2f with 10 waiters, %.2f with 100\n", small, large);
+  EXPECT_LE(large, 1.5 * small) << small << " commands per release with 10 waiters, " << large
+                                << " with 100";
 }
 
 }  // namespace

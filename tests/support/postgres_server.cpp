@@ -82,6 +82,14 @@ void postgres_server::stop() {
   running_ = false;
 }
 
+void postgres_server::crash() {
+  check(run_command(as_postgres({bin + "pg_ctl", "-D", dir_.path() + "/data", "-m", "immediate",
+                                 "-w", "-t", "60", "stop"}),
+                    std::chrono::seconds{90}),
+        "pg_ctl stop -m immediate");
+  running_ = false;
+}
+
 std::string postgres_server::url(const std::string& query) const {
   return "postgres://dlock:secret@127.0.0.1:" + std::to_string(port_) + "/dlock" +
          (query.empty() ? "" : "?" + query);

@@ -27,6 +27,9 @@ class postgres_server {
   std::string url(const std::string& query = "") const;
   // Fast shutdown (clients are disconnected); start() brings it back on the same port.
   void stop();
+  // A crash: `pg_ctl stop -m immediate` (no shutdown checkpoint; what sits in the WAL buffers
+  // is lost, as a commit made with synchronous_commit off). start() recovers from the WAL.
+  void crash();
   void start();
   bool running() const { return running_; }
 

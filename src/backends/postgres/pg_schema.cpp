@@ -267,6 +267,22 @@ statements make_statements(const std::string& schema) {
       s("adv_mark", "SELECT pg_advisory_lock_shared(hashtextextended($1, 1))"),
       s("adv_unmark", "SELECT pg_advisory_unlock_shared(hashtextextended($1, 1))"),
       s("ping", "SELECT 1"),
+      // set_config(..., true) lasts until the statement's own (implicit) transaction ends,
+      // after its commit record is written: one round trip, as the durable forms.
+      s("remove_lazy",
+        "WITH d AS (DELETE FROM @S.entries WHERE name = $1 AND id = $2 AND session = $3"
+        " RETURNING session)"
+        " SELECT count(*), set_config('synchronous_commit', 'off', true)"
+        " FROM d JOIN @S.sessions s ON s.id = d.session WHERE s.expires > clock_timestamp()"),
+      s("keep_alive_lazy",
+        "UPDATE @S.sessions SET expires = clock_timestamp() + $2::float8 * interval '1 millisecond'"
+        " FROM (SELECT set_config('synchronous_commit', 'off', true)) AS lazy"
+        " WHERE id = $1 AND expires > clock_timestamp()"
+        " AND (pid IS NULL OR pid = pg_backend_pid())"),
+      s("close_lazy",
+        "WITH lazy AS (SELECT set_config('synchronous_commit', 'off', true) AS v),"
+        " gone AS (DELETE FROM @S.entries WHERE session = $1)"
+        " DELETE FROM @S.sessions USING lazy WHERE id = $1 AND lazy.v IS NOT NULL"),
   };
 }
 

@@ -46,6 +46,14 @@ struct statements {
   statement adv_mark;      // (schema:name): "this session waits" (a shared lock on key 2)
   statement adv_unmark;    // (schema:name)
   statement ping;          // () -> 1
+  // remove, keep_alive and close, committed without waiting for the WAL flush
+  // (synchronous_commit off for their own transaction only). Only for a session bound to its
+  // server process: a crash that loses such a commit also ends that process, and with it the
+  // session, so the lost release or renewal was moot. Enqueue stays durable: it bumps the
+  // fencing counter, and its flush also flushes every earlier lazy commit.
+  statement remove_lazy;
+  statement keep_alive_lazy;
+  statement close_lazy;
 };
 // Queue rows: id, kind, token, created_ms, owner, lease_ms, hex value, version -- live
 // entries in token order.

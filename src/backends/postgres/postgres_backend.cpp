@@ -60,6 +60,7 @@ class postgres_session final : public backend_session {
     auto route = pg::probe_route(c, target_, info_.request_timeout);
     if (!route) return fail(route.error());
     pooled_ = route->pooled;
+    direct_ = route->direct;
     if (pooled_) {
       c.set_unnamed(true);
       listener_.set_pooled();
@@ -160,7 +161,8 @@ class postgres_session final : public backend_session {
       return fail(errc::lock_lost, "postgres entry " + std::string(id) + " of '" +
                                        std::string(lock) + "' is gone (the session expired)");
     }
-    auto r = run(stmts_.remove, {std::string(lock), std::string(id), info_.id});
+    auto r = run(direct_ ? stmts_.remove_lazy : stmts_.remove,
+                 {std::string(lock), std::string(id), info_.id});
     if (!r) return fail(r.error());
     if (r->count() == 1 && r->i64(0, 0) == 0) {
       return fail(errc::lock_lost, "postgres entry " + std::string(id) + " of '" +
@@ -235,7 +237,8 @@ class postgres_session final : public backend_session {
 
   result<steady::time_point> keep_alive() override {
     auto sent = steady::now();
-    auto r = run(stmts_.keep_alive, {info_.id, std::to_string(info_.ttl.count())}, true);
+    auto r = run(direct_ ? stmts_.keep_alive_lazy : stmts_.keep_alive,
+                 {info_.id, std::to_string(info_.ttl.count())}, true);
     if (!r) return fail(r.error());
     if (r->affected() == 0) {
       return fail(errc::session_expired, target_.where + ": session " + info_.id +
@@ -246,7 +249,9 @@ class postgres_session final : public backend_session {
 
   void close() noexcept override {
     listener_.close();
-    link_.close([&](pg::conn& c) { return static_cast<bool>(c.run(stmts_.close, {info_.id})); });
+    link_.close([&](pg::conn& c) {
+      return static_cast<bool>(c.run(direct_ ? stmts_.close_lazy : stmts_.close, {info_.id}));
+    });
   }
 
   // The statement this session's own close runs, for another session: its waiters notice at
@@ -300,6 +305,10 @@ class postgres_session final : public backend_session {
   // Behind a transaction pooler: unnamed statements, no LISTEN. Set while opening, before
   // any spare connection is made.
   bool pooled_{false};
+  // The session is bound to its server process (see open_session): then a crash that loses a
+  // release or renewal committed lazily (pg_schema.hpp) ends the session too. Otherwise only
+  // the lease counts, and every write stays durable.
+  bool direct_{false};
   session_conn<pg::conn> link_;  // last: its watch stops before the members above go
 };
 

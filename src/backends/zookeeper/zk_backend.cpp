@@ -106,6 +106,17 @@ class zk_session final : public backend_session {
     return q;
   }
 
+  // A woken waiter decides from the children's names alone (sequence order; its own token is
+  // cached since its create): one getChildren, however long the queue and however many of
+  // the entries it saw have left. list() would read every child it has not seen (N reads
+  // for a waiter whose view predates N departures).
+  result<queue_view> list_for_waiter(std::string_view lock) override {
+    auto sent = steady::now();
+    auto q = nodes_.read_queue(nodes_.lock_path(lock), /*all_tokens=*/false);
+    if (q) q->sent_at = sent;
+    return q;
+  }
+
   // A failed removal is retried by the engine's remover threads (session_core) until the
   // node is gone or the session ends.
   result<void> remove(std::string_view lock, std::string_view entry_id) override {

@@ -1,0 +1,67 @@
+#pragma once
+// Requests per release through a queue of waiters (issue 17): `waiters` contenders queue
+// behind a holder (spread over `sessions` sessions), each releasing as soon as it is granted;
+// `requests()` (a server-side counter, or an observer's) is read once every waiter is queued
+// and settled, and again after the last release. A handoff that costs O(1) requests gives the
+// same figure for 10 waiters as for 100.
+
+#include <atomic>
+#include <chrono>
+#include <dlock/dlock.hpp>
+#include <functional>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace dlock::test {
+
+// Reads the counter until two reads `settle` apart differ by at most `own` (what one read
+// itself adds, e.g. a Redis INFO), so that the waiters' own setup (watches, subscriptions)
+// is behind the first reading. Gives up settling after 10 s (the caller's ratio then shows it).
+inline double settled(const std::function<double()>& requests, double own,
+                      std::chrono::milliseconds settle = std::chrono::milliseconds{300}) {
+  double last = requests();
+  auto until = std::chrono::steady_clock::now() + std::chrono::seconds{10};
+  while (std::chrono::steady_clock::now() < until) {
+    std::this_thread::sleep_for(settle);
+    double now = requests();
+    if (now - last <= own) return now;
+    last = now;
+  }
+  return last;
+}
+
+inline double requests_per_release(const std::string& url, const std::string& lock, int waiters,
+                                   int sessions, const std::function<double()>& requests,
+                                   double own = 0, const session_options& options = {}) {
+  auto holder_session = session::open(url, options);
+  mutex holder(holder_session, lock);
+  holder.lock();
+  std::vector<session> ss;
+  for (int i = 0; i < sessions; ++i) ss.push_back(session::open(url, options));
+  std::atomic<int> granted{0};
+  std::vector<std::jthread> threads;
+  for (int i = 0; i < waiters; ++i) {
+    threads.emplace_back([&, i] {
+      mutex m(ss[static_cast<std::size_t>(i % sessions)], lock);
+      if (m.try_lock_for(std::chrono::seconds{120})) {
+        ++granted;
+        m.unlock();
+      }
+    });
+  }
+  auto until = std::chrono::steady_clock::now() + std::chrono::seconds{60};
+  while (inspect(holder_session, lock).size() < static_cast<std::size_t>(waiters) + 1) {
+    if (std::chrono::steady_clock::now() > until) throw std::runtime_error("waiters not queued");
+    std::this_thread::sleep_for(std::chrono::milliseconds{20});
+  }
+  const double before = settled(requests, own);
+  holder.unlock();
+  threads.clear();  // joins: every waiter was granted and released, or timed out
+  const double after = requests() - own;
+  if (granted != waiters) throw std::runtime_error("not every waiter was granted");
+  return (after - before) / (waiters + 1);
+}
+
+}  // namespace dlock::test
