@@ -1,0 +1,77 @@
+#pragma once
+// The etcd v3 calls the backend makes, over one gRPC channel, with plain C++ types: the only
+// interface to the generated code (etcd_rpc.proto), whose headers stay in etcd_client.cpp.
+//
+// Every call has a deadline (request_timeout) and can be cut off by close(). gRPC statuses map
+// to dlock's errors: UNAVAILABLE, DEADLINE_EXCEEDED, RESOURCE_EXHAUSTED, ABORTED (a member
+// without a leader, a leader change, a connection lost) are backend_unavailable; a lease the
+// server no longer knows is session_expired; the rest backend_error.
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <stop_token>
+#include <string>
+#include <vector>
+
+#include "backends/etcd/etcd_config.hpp"
+#include "core/backend.hpp"
+
+namespace dlock::detail::etcd {
+
+struct key_value {
+  std::string key, value;
+  std::int64_t create_revision{0}, mod_revision{0}, version{0}, lease{0};
+};
+
+struct range_result {
+  std::int64_t revision{0};      // the store's revision the answer was read at
+  std::vector<key_value> kvs;    // sorted by create revision, ascending
+};
+
+struct create_result {
+  bool created{false};           // false: the key existed (a retry after a lost reply)
+  range_result range;            // the lock's keys after the create
+};
+
+// A key to wait on, and the revision from which its history is replayed: a deletion after
+// it is seen even if it happened before the watch was set up.
+struct watched_key {
+  std::string key;
+  std::int64_t from_revision{0};
+};
+
+class client {
+ public:
+  static result<std::unique_ptr<client>> open(const config& c);
+  virtual ~client() = default;
+
+  // LeaseGrant: {id, granted TTL in seconds}.
+  virtual result<std::pair<std::int64_t, std::int64_t>> grant(std::int64_t ttl_seconds) = 0;
+  virtual result<void> revoke(std::int64_t lease, steady::time_point deadline) = 0;
+  // One LeaseKeepAlive round for each lease; session_expired if any is gone (answered with
+  // TTL <= 0). Returns the smallest TTL granted.
+  virtual result<std::int64_t> keep_alive(std::span<const std::int64_t> leases) = 0;
+
+  // Txn: if `key` does not exist, put it with `value` bound to `lease`; then (either way) the
+  // range [begin, end) sorted by create revision -- one round trip.
+  virtual result<create_result> create_and_range(const std::string& key, const std::string& value,
+                                                 std::int64_t lease, const std::string& begin,
+                                                 const std::string& end) = 0;
+  virtual result<range_result> range(const std::string& begin, const std::string& end,
+                                     bool keys_only) = 0;
+  // Txn: delete `key` if its value is `value`. false: it was not there (or not ours).
+  virtual result<bool> delete_if_value(const std::string& key, const std::string& value) = 0;
+
+  // Watches `keys` (one stream, one watch each) until one is deleted (true), or `deadline`,
+  // `stop` or close() (false). A watch the server cancels (its revision compacted) is set
+  // up again from the compaction revision.
+  virtual result<bool> await_delete(std::span<const watched_key> keys, steady::time_point deadline,
+                                    std::stop_token stop) = 0;
+
+  // Cuts off every call in flight and every later one (close).
+  virtual void shut_down() noexcept = 0;
+};
+
+}  // namespace dlock::detail::etcd
