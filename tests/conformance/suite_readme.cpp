@@ -38,6 +38,7 @@ TEST_P(conformance, the_readme_backend_table_states_these_capabilities) {
   static const std::map<std::string, std::string> rows{{"memory", "memory"},
                                                        {"sqlite", "SQLite (default)"},
                                                        {"zookeeper", "ZooKeeper"},
+                                                       {"etcd", "etcd"},
                                                        {"redis", "Redis"},
                                                        {"redlock", "Redlock"},
                                                        {"postgres", "PostgreSQL"},
