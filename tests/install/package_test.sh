@@ -23,14 +23,14 @@ has libdlock 'lib/libdlock\.so\.0$'
 has libdlock-dev 'include/dlock/dlock\.hpp$'
 has libdlock-dev 'pkgconfig/dlock-redis\.pc$'
 has dlock 'bin/dlock$'
-for b in redis zookeeper postgres mysql; do
+for b in redis zookeeper postgres mysql etcd; do
   has "libdlock-$b" "lib/libdlock-$b\.so\.0$"
   has "libdlock-$b" "cmake/dlock/dlock-$b-targets\.cmake$"
   dpkg-deb -f "$(deb "libdlock-$b")" Depends | grep -q "libdlock (= $version)" ||
     { echo "libdlock-$b does not depend on libdlock (= $version)"; exit 1; }
 done
 # The core package needs no server client library.
-if dpkg-deb -f "$(deb libdlock)" Depends | grep -E 'libpq|libmariadb|libzookeeper|libhiredis'; then
+if dpkg-deb -f "$(deb libdlock)" Depends | grep -E 'libpq|libmariadb|libzookeeper|libhiredis|libgrpc|libprotobuf'; then
   echo "libdlock depends on a server client library"; exit 1
 fi
 dpkg-deb -f "$(deb libdlock-redis)" Depends | grep -q libhiredis || { echo "libdlock-redis lacks hiredis"; exit 1; }
