@@ -121,8 +121,7 @@ struct backend_capabilities {
 ///
 /// URLs (see README): `memory://NAME`, `sqlite:///path/locks.db`, `zk://host:port,.../chroot`,
 /// `redis://[user:pass@]host:port[/db]`, `redlock://h1:p1,h2:p2,h3:p3`,
-/// `postgres://user:pass@host:port/db`, `mysql://user:pass@host:port/db`,
-/// `etcd://host:port,.../prefix`. Query parameters
+/// `postgres://user:pass@host:port/db`, `mysql://user:pass@host:port/db`. Query parameters
 /// `ttl=` (a duration such as `30s`) and `keepalive=` are understood by every backend.
 class session {
  public:

@@ -27,17 +27,34 @@
 #include "backends/etcd/etcd_client.hpp"
 #include "backends/etcd/etcd_config.hpp"
 #include "backends/etcd/etcd_keys.hpp"
+#include "core/verdict.hpp"
 
 namespace dlock::detail {
 namespace {
 
 using etcd::key_value;
 
-// A key this session wrote: what its removal compares and deletes.
+// An entry this session wrote: its contender key and its companion with the record, which
+// removal and set_value compare (so they never act on a later entry of the same lease).
 struct own_entry {
   std::string key;
-  std::string value;
+  std::string meta_key;
+  std::string record;
   std::int64_t lease{0};
+  std::int64_t create_revision{0};  // once known: what set_value guards its put with
+};
+
+// A lock's two ranges: its contender keys (Go's) and dlock's companions.
+struct lock_ranges {
+  std::string prefix, end, meta, meta_end;
+  lock_ranges(std::string_view base, std::string_view lock)
+      : prefix(etcd::lock_prefix(base, lock)),
+        end(etcd::prefix_range_end(prefix)),
+        meta(etcd::meta_prefix(base, lock)),
+        meta_end(etcd::prefix_range_end(meta)) {}
+  std::vector<etcd::txn_op> reads() const {
+    return {{etcd::txn_op::range, prefix, end, {}, 0}, {etcd::txn_op::range, meta, meta_end, {}, 0}};
+  }
 };
 
 class etcd_session final : public backend_session {
@@ -54,7 +71,8 @@ class etcd_session final : public backend_session {
     return {.scope = reach::network,
             .push_wakeups = true,
             .durable_tokens = true,
-            .permits = true};
+            .permits = true,
+            .values = true};
   }
 
   std::optional<std::chrono::milliseconds> granted_ttl() const override {
@@ -64,31 +82,40 @@ class etcd_session final : public backend_session {
 
   result<queue_view> enqueue(std::string_view lock, entry_kind kind,
                              std::string_view entry_id) override {
-    const auto prefix = etcd::lock_prefix(cfg_.base, lock);
-    auto own = own_key(lock, prefix, kind, entry_id);
+    const lock_ranges r(cfg_.base, lock);
+    auto own = own_key(lock, r, kind, entry_id);
     if (!own) return fail(own.error());
     auto sent = steady::now();
-    auto r = client_->create_and_range(own->key, own->value, own->lease, prefix,
-                                       etcd::prefix_range_end(prefix));
-    if (!r) return fail(r.error());
-    auto mine = std::find_if(r->range.kvs.begin(), r->range.kvs.end(),
-                             [&](const key_value& kv) { return kv.key == own->key; });
-    if (mine == r->range.kvs.end() || mine->value != own->value) {
-      // Our lease's key holds another entry: only an operator's put can do that.
+    // Go's tryAcquire: create the key if this lease has none on the lock, then read the lock;
+    // the companion goes in with it. A retry after a lost reply finds both in place.
+    std::vector<etcd::txn_op> create{{etcd::txn_op::put, own->key, {}, {}, own->lease},
+                                     {etcd::txn_op::put, own->meta_key, {}, own->record,
+                                      own->lease}};
+    for (auto& op : r.reads()) create.push_back(std::move(op));
+    auto t = client_->txn({{own->key, false, 0, {}}}, create, r.reads());
+    if (!t) return fail(t.error());
+    if (t->ranges.size() != 2) return fail(errc::protocol_error, "etcd Txn: missing ranges");
+    auto q = view(lock, r, t->ranges[0], t->ranges[1], sent);
+    auto mine = find_entry(q.entries, entry_id);
+    if (!mine) {
+      // Our lease's key holds another entry (an operator's put), or the lease just ended.
       return fail(errc::backend_error, "etcd key '" + own->key +
                                            "' of this session's lease holds another entry");
     }
-    return view(lock, prefix, r->range, sent);
+    remember_revision(lock, entry_id, static_cast<std::int64_t>(q.entries[*mine].token));
+    return q;
   }
 
   result<queue_view> list(std::string_view lock) override {
-    const auto prefix = etcd::lock_prefix(cfg_.base, lock);
+    const lock_ranges r(cfg_.base, lock);
     auto sent = steady::now();
-    auto r = client_->range(prefix, etcd::prefix_range_end(prefix), false);
-    if (!r) return fail(r.error());
-    return view(lock, prefix, *r, sent);
+    auto t = client_->txn({}, r.reads(), {});
+    if (!t) return fail(t.error());
+    if (t->ranges.size() != 2) return fail(errc::protocol_error, "etcd Txn: missing ranges");
+    return view(lock, r, t->ranges[0], t->ranges[1], sent);
   }
 
+  // Both keys, if the companion still holds this entry's record.
   result<void> remove(std::string_view lock, std::string_view entry_id) override {
     own_entry own;
     {
@@ -99,8 +126,11 @@ class etcd_session final : public backend_session {
       }
       own = it->second;
     }
-    auto r = client_->delete_if_value(own.key, own.value);
-    if (!r) return fail(r.error());
+    auto t = client_->txn({{own.meta_key, true, 0, own.record}},
+                          {{etcd::txn_op::del, own.key, {}, {}, 0},
+                           {etcd::txn_op::del, own.meta_key, {}, {}, 0}},
+                          {});
+    if (!t) return fail(t.error());
     {
       // Gone either way: the lease's slot on this lock is free again.
       std::lock_guard g(mu_);
@@ -111,10 +141,52 @@ class etcd_session final : public backend_session {
         if (u->second.empty()) used_.erase(u);
       }
     }
-    if (!*r) {
-      return fail(errc::lock_lost, "etcd key '" + own.key + "' is gone (its lease ended, or "
-                                                            "someone deleted it)");
+    if (!t->succeeded) {
+      return fail(errc::lock_lost, "etcd key '" + own.key +
+                                       "' is gone (its lease ended, or someone deleted it)");
     }
+    return {};
+  }
+
+  // Go's Proclaim: a put of the candidate's key guarded by its create revision (and by the
+  // companion, so it is this entry's), read back for the version. A retry after a lost reply
+  // puts the same value again: one version more, harmless (observers compare values too).
+  result<std::uint64_t> set_value(std::string_view lock, std::string_view entry_id,
+                                  std::string_view value) override {
+    own_entry own;
+    {
+      std::lock_guard g(mu_);
+      auto it = own_.find(own_id(lock, entry_id));
+      if (it == own_.end() || it->second.create_revision == 0) {
+        return fail(errc::lock_lost, "etcd entry " + std::string(entry_id) + " is gone");
+      }
+      own = it->second;
+    }
+    auto t = client_->txn({{own.key, false, own.create_revision, {}},
+                           {own.meta_key, true, 0, own.record}},
+                          {{etcd::txn_op::put, own.key, {}, std::string(value), own.lease},
+                           {etcd::txn_op::range, own.key, {}, {}, 0}},
+                          {});
+    if (!t) return fail(t.error());
+    if (!t->succeeded || t->ranges.empty() || t->ranges[0].kvs.empty()) {
+      return fail(errc::lock_lost, "etcd key '" + own.key + "' is gone");
+    }
+    return static_cast<std::uint64_t>(std::max<std::int64_t>(t->ranges[0].kvs[0].version - 1, 1));
+  }
+
+  // Any change under the lock's prefix after the listing `seen` came from (a key put,
+  // deleted, or a value proclaimed) wakes the observer.
+  result<void> wait_change(std::string_view lock, const queue_view& seen,
+                           steady::time_point deadline, std::stop_token stop) override {
+    const lock_ranges r(cfg_.base, lock);
+    auto t = client_->txn({}, r.reads(), {});
+    if (!t) return fail(t.error());
+    if (t->ranges.size() != 2) return fail(errc::protocol_error, "etcd Txn: missing ranges");
+    auto now = view(lock, r, t->ranges[0], t->ranges[1], steady::now());
+    read_recipes(now.entries);
+    if (!same_entries(now.entries, seen.entries)) return {};
+    auto w = client_->await_change(r.prefix, r.end, t->revision + 1, deadline, std::move(stop));
+    if (!w) return fail(w.error());
     return {};
   }
 
@@ -210,7 +282,7 @@ class etcd_session final : public backend_session {
   // The key of entry `entry_id` on `lock`: the one recorded by an earlier attempt (a retry
   // after a lost reply creates nothing twice), else a lease of the pool without a key on this
   // lock, granting one more if every lease has one.
-  result<own_entry> own_key(std::string_view lock, const std::string& prefix, entry_kind kind,
+  result<own_entry> own_key(std::string_view lock, const lock_ranges& r, entry_kind kind,
                             std::string_view entry_id) {
     if (info_.observe_only) {
       return fail(errc::unsupported, "an observe-only etcd session writes no entries");
@@ -224,8 +296,8 @@ class etcd_session final : public backend_session {
         for (auto lease : leases_) {
           if (used.contains(lease)) continue;
           used.insert(lease);
-          own_entry e{etcd::lease_key(prefix, lease),
-                      etcd::entry_value(kind, entry_id, info_.owner), lease};
+          own_entry e{etcd::lease_key(r.prefix, lease), etcd::lease_key(r.meta, lease),
+                      etcd::entry_record(kind, entry_id, info_.owner), lease, 0};
           own_.emplace(id, e);
           return e;
         }
@@ -240,27 +312,40 @@ class etcd_session final : public backend_session {
     }
   }
 
+  void remember_revision(std::string_view lock, std::string_view entry_id, std::int64_t rev) {
+    std::lock_guard g(mu_);
+    if (auto it = own_.find(own_id(lock, entry_id)); it != own_.end()) {
+      it->second.create_revision = rev;
+    }
+  }
+
   // The queue in create-revision order; remembers each entry's key for wait().
-  queue_view view(std::string_view lock, const std::string& prefix, const etcd::range_result& r,
-                  steady::time_point sent) {
+  queue_view view(std::string_view lock, const lock_ranges& r, const etcd::range_result& keys,
+                  const etcd::range_result& metas, steady::time_point sent) {
+    std::map<std::string_view, const std::string*> records;
+    for (const auto& m : metas.kvs) {
+      records[std::string_view(m.key).substr(r.meta.size())] = &m.value;
+    }
     queue_view q;
     q.sent_at = sent;
-    std::map<std::string, etcd::watched_key> keys;
-    for (const auto& kv : r.kvs) {
-      auto e = etcd::read_entry(std::string_view(kv.key).substr(prefix.size()), kv.value,
-                                kv.create_revision);
+    std::map<std::string, etcd::watched_key> watch;
+    for (const auto& kv : keys.kvs) {
+      etcd::listed_key k{std::string_view(kv.key).substr(r.prefix.size()), kv.value,
+                         kv.create_revision, kv.version, nullptr};
+      if (auto m = records.find(k.suffix); m != records.end()) k.record = m->second;
+      auto e = etcd::read_entry(k);
       if (!e) continue;
-      keys[e->id] = {kv.key, kv.create_revision};
+      watch[e->id] = {kv.key, kv.create_revision};
       q.entries.push_back(std::move(*e));
     }
     std::lock_guard g(mu_);
     // A miss only costs a spurious wake-up (the engine lists again), so the cache is bounded
     // crudely.
     if (watch_keys_.size() > 1024) watch_keys_.clear();
-    if (keys.empty()) {
+    if (watch.empty()) {
       watch_keys_.erase(std::string(lock));
     } else {
-      watch_keys_[std::string(lock)] = std::move(keys);
+      watch_keys_[std::string(lock)] = std::move(watch);
     }
     return q;
   }

@@ -141,31 +141,57 @@ class grpc_client final : public client {
     return least;
   }
 
-  result<create_result> create_and_range(const std::string& key, const std::string& value,
-                                         std::int64_t lease, const std::string& begin,
-                                         const std::string& end) override {
+  result<txn_result> txn(const std::vector<txn_compare>& compare,
+                         const std::vector<txn_op>& success,
+                         const std::vector<txn_op>& failure) override {
     pb::TxnRequest req;
-    auto* cmp = req.add_compare();
-    cmp->set_key(key);
-    cmp->set_target(pb::Compare::CREATE);
-    cmp->set_result(pb::Compare::EQUAL);
-    cmp->set_create_revision(0);
-    auto* put = req.add_success()->mutable_request_put();
-    put->set_key(key);
-    put->set_value(value);
-    put->set_lease(lease);
-    fill_range(*req.add_success()->mutable_request_range(), begin, end, false);
-    fill_range(*req.add_failure()->mutable_request_range(), begin, end, false);
+    for (const auto& c : compare) {
+      auto* cmp = req.add_compare();
+      cmp->set_key(c.key);
+      cmp->set_result(pb::Compare::EQUAL);
+      if (c.on_value) {
+        cmp->set_target(pb::Compare::VALUE);
+        cmp->set_value(c.value);
+      } else {
+        cmp->set_target(pb::Compare::CREATE);
+        cmp->set_create_revision(c.create_revision);
+      }
+    }
+    auto add = [](const std::vector<txn_op>& ops, auto&& next) {
+      for (const auto& o : ops) {
+        auto* r = next();
+        switch (o.kind) {
+          case txn_op::put: {
+            auto* p = r->mutable_request_put();
+            p->set_key(o.key);
+            p->set_value(o.value);
+            p->set_lease(o.lease);
+            break;
+          }
+          case txn_op::range:
+            fill_range(*r->mutable_request_range(), o.key, o.end, false);
+            break;
+          case txn_op::del:
+            r->mutable_request_delete_range()->set_key(o.key);
+            break;
+        }
+      }
+    };
+    add(success, [&] { return req.add_success(); });
+    add(failure, [&] { return req.add_failure(); });
     pb::TxnResponse resp;
     auto st = unary("Txn", steady::now() + timeout_,
                     [&](grpc::ClientContext* ctx) { return kv_->Txn(ctx, req, &resp); });
     if (!st) return fail(st.error());
-    create_result out;
-    out.created = resp.succeeded();
+    txn_result out;
+    out.succeeded = resp.succeeded();
+    out.revision = resp.header().revision();
     for (const auto& op : resp.responses()) {
-      if (op.has_response_range()) out.range = to_range(op.response_range());
+      if (op.has_response_range()) {
+        out.ranges.push_back(to_range(op.response_range()));
+        out.ranges.back().revision = out.revision;
+      }
     }
-    out.range.revision = resp.header().revision();
     return out;
   }
 
@@ -178,21 +204,6 @@ class grpc_client final : public client {
                     [&](grpc::ClientContext* ctx) { return kv_->Range(ctx, req, &resp); });
     if (!st) return fail(st.error());
     return to_range(resp);
-  }
-
-  result<bool> delete_if_value(const std::string& key, const std::string& value) override {
-    pb::TxnRequest req;
-    auto* cmp = req.add_compare();
-    cmp->set_key(key);
-    cmp->set_target(pb::Compare::VALUE);
-    cmp->set_result(pb::Compare::EQUAL);
-    cmp->set_value(value);
-    req.add_success()->mutable_request_delete_range()->set_key(key);
-    pb::TxnResponse resp;
-    auto st = unary("Txn", steady::now() + timeout_,
-                    [&](grpc::ClientContext* ctx) { return kv_->Txn(ctx, req, &resp); });
-    if (!st) return fail(st.error());
-    return resp.succeeded();
   }
 
   result<bool> await_delete(std::span<const watched_key> keys, steady::time_point deadline,
@@ -245,6 +256,34 @@ class grpc_client final : public client {
       if (!compacted) return false;  // deadline, stop, close or a stream error: spurious
     }
     return false;
+  }
+
+  result<bool> await_change(const std::string& begin, const std::string& end,
+                            std::int64_t from_revision, steady::time_point deadline,
+                            std::stop_token stop) override {
+    grpc::ClientContext ctx;
+    ctx.set_deadline(wall_deadline(deadline));
+    auto reg = track(&ctx);
+    if (!reg) return false;
+    std::stop_callback on_stop(stop, [&ctx] { ctx.TryCancel(); });
+    auto stream = watch_->Watch(&ctx);
+    pb::WatchRequest req;
+    auto* c = req.mutable_create_request();
+    c->set_key(begin);
+    c->set_range_end(end);
+    c->set_start_revision(from_revision);
+    bool changed = false;
+    if (stream->Write(req)) {
+      pb::WatchResponse resp;
+      while (!changed && stream->Read(&resp)) {
+        // A cancelled watch (compacted revision): a change may have been missed, so say so.
+        changed = resp.events_size() > 0 || resp.canceled();
+      }
+    }
+    ctx.TryCancel();
+    (void)stream->Finish();
+    untrack(&ctx);
+    return changed;
   }
 
   void shut_down() noexcept override {

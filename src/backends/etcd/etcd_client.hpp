@@ -30,9 +30,27 @@ struct range_result {
   std::vector<key_value> kvs;    // sorted by create revision, ascending
 };
 
-struct create_result {
-  bool created{false};           // false: the key existed (a retry after a lost reply)
-  range_result range;            // the lock's keys after the create
+// A Txn's comparison: the key's create revision, or its value, equal to the one given.
+struct txn_compare {
+  std::string key;
+  bool on_value{false};
+  std::int64_t create_revision{0};
+  std::string value;
+};
+
+// A Txn's operation: a put (with a lease), a range sorted by create revision, or a delete.
+struct txn_op {
+  enum kind_t { put, range, del } kind{range};
+  std::string key;
+  std::string end;    // range: the range's end ("" for the key alone)
+  std::string value;  // put
+  std::int64_t lease{0};
+};
+
+struct txn_result {
+  bool succeeded{false};
+  std::int64_t revision{0};
+  std::vector<range_result> ranges;
 };
 
 // A key to wait on, and the revision from which its history is replayed: a deletion after
@@ -54,20 +72,24 @@ class client {
   // TTL <= 0). Returns the smallest TTL granted.
   virtual result<std::int64_t> keep_alive(std::span<const std::int64_t> leases) = 0;
 
-  // Txn: if `key` does not exist, put it with `value` bound to `lease`; then (either way) the
-  // range [begin, end) sorted by create revision -- one round trip.
-  virtual result<create_result> create_and_range(const std::string& key, const std::string& value,
-                                                 std::int64_t lease, const std::string& begin,
-                                                 const std::string& end) = 0;
+  // One Txn: if every comparison holds, `success`, else `failure`. The ranges' results come
+  // back in the order of their ops (puts and deletes give none).
+  virtual result<txn_result> txn(const std::vector<txn_compare>& compare,
+                                 const std::vector<txn_op>& success,
+                                 const std::vector<txn_op>& failure) = 0;
   virtual result<range_result> range(const std::string& begin, const std::string& end,
                                      bool keys_only) = 0;
-  // Txn: delete `key` if its value is `value`. false: it was not there (or not ours).
-  virtual result<bool> delete_if_value(const std::string& key, const std::string& value) = 0;
 
   // Watches `keys` (one stream, one watch each) until one is deleted (true), or `deadline`,
   // `stop` or close() (false). A watch the server cancels (its revision compacted) is set
   // up again from the compaction revision.
   virtual result<bool> await_delete(std::span<const watched_key> keys, steady::time_point deadline,
+                                    std::stop_token stop) = 0;
+
+  // Watches the keys [begin, end) from `from_revision` until any of them changes (true), or
+  // `deadline`, `stop` or close() (false).
+  virtual result<bool> await_change(const std::string& begin, const std::string& end,
+                                    std::int64_t from_revision, steady::time_point deadline,
                                     std::stop_token stop) = 0;
 
   // Cuts off every call in flight and every later one (close).

@@ -1,5 +1,6 @@
 #include "backends/etcd/etcd_keys.hpp"
 
+#include <algorithm>
 #include <cstdio>
 
 namespace dlock::detail::etcd {
@@ -46,9 +47,17 @@ std::string prefix_range_end(std::string_view prefix) {
   return std::string(1, '\0');
 }
 
-// "dlock1\n<kind>\n<entry id>\n<owner>": line-separated; the id is hex and '~' markers, the
-// owner may hold spaces but no newline (it is the last field, so it may hold anything).
-std::string entry_value(entry_kind kind, std::string_view entry_id, std::string_view owner) {
+std::string meta_prefix(std::string_view base, std::string_view lock) {
+  std::string p(base);
+  p += lock;
+  p += '\0';
+  p += "dlock/";
+  return p;
+}
+
+// "dlock1\n<kind>\n<entry id>\n<owner>": the id is hex and '~' markers; the owner is last, so
+// it may hold anything.
+std::string entry_record(entry_kind kind, std::string_view entry_id, std::string_view owner) {
   std::string v(magic);
   v += kind_char(kind);
   v += '\n';
@@ -58,32 +67,43 @@ std::string entry_value(entry_kind kind, std::string_view entry_id, std::string_
   return v;
 }
 
-std::optional<entry> read_entry(std::string_view suffix, std::string_view value,
-                                std::int64_t create_revision) {
-  if (suffix.empty() || suffix.find('/') != std::string_view::npos) return std::nullopt;
+std::optional<entry> read_entry(const listed_key& k) {
+  if (k.suffix.empty() || k.suffix.find('/') != std::string_view::npos) return std::nullopt;
   entry e;
-  e.token = static_cast<std::uint64_t>(create_revision);
-  if (value.starts_with(magic)) {
-    auto rest = value.substr(magic.size());
+  e.token = static_cast<std::uint64_t>(k.create_revision);
+  if (k.record && std::string_view(*k.record).starts_with(magic)) {
+    auto rest = std::string_view(*k.record).substr(magic.size());
     auto nl1 = rest.find('\n');
     auto nl2 = nl1 == std::string_view::npos ? nl1 : rest.find('\n', nl1 + 1);
-    if (nl1 == 1 && nl2 != std::string_view::npos) {
+    if (nl1 == 1 && nl2 != std::string_view::npos && nl2 > nl1 + 1) {
       e.kind = rest[0] == 's' ? entry_kind::shared : entry_kind::exclusive;
       e.id = std::string(rest.substr(nl1 + 1, nl2 - nl1 - 1));
       e.owner = std::string(rest.substr(nl2 + 1));
-      if (!e.id.empty()) return e;
+      // dlock creates the key empty (version 1); each set_value puts it once more.
+      if (e.id.ends_with("~e")) {
+        e.value = std::string(k.value);
+        e.version = static_cast<std::uint64_t>(std::max<std::int64_t>(k.version - 1, 0));
+      }
+      return e;
     }
   }
-  // Another client's key (etcdctl lock, Go's Mutex): exclusive, named by its key.
+  // Another client's key: a Go Mutex's (empty) is exclusive; a Go Election's candidate (its
+  // value is the leader's value, set when it was created) is a candidate with a value.
   e.kind = entry_kind::exclusive;
-  e.id = "etcd:" + std::string(suffix);
-  e.owner = "etcd lease " + std::string(suffix);
+  e.id = "etcd:" + std::string(k.suffix);
+  e.owner = "etcd lease " + std::string(k.suffix);
+  if (!k.value.empty()) {
+    e.id += "~e";
+    e.value = std::string(k.value);
+    e.version = static_cast<std::uint64_t>(k.version);
+  }
   return e;
 }
 
 std::optional<std::string> lock_of_key(std::string_view base, std::string_view key) {
   if (!key.starts_with(base)) return std::nullopt;
   key.remove_prefix(base.size());
+  if (key.find('\0') != std::string_view::npos) return std::nullopt;  // a companion key
   auto slash = key.rfind('/');
   if (slash == std::string_view::npos || slash == 0 || slash + 1 == key.size()) {
     return std::nullopt;

@@ -5,10 +5,14 @@
 // contender waits for the deletion of the key created just before its own. dlock writes its
 // entries there, so dlock and every client of that recipe exclude each other.
 //
-// What Go writes as the value is empty; dlock writes a small record (entry_value) naming its
-// entry, so another dlock can tell a shared (reader) entry or a permit from a mutex's. A key
-// whose value is not such a record (Go's, etcdctl's) is an exclusive entry: a client that
-// knows only the mutex is never taken for a reader, and dlock's readers look exclusive to it.
+// The contender's key holds what Go's recipes hold: nothing for a lock's entry, the leader's
+// value for an election's candidate (concurrency.Election). What dlock needs besides -- the
+// entry's id, reader or not, its owner -- is a record in a companion key outside the lock's
+// range, "P/NAME\0dlock/<lease hex>", bound to the same lease, written and deleted in the same
+// Txn as the contender's key (so Go, which ranges over "P/NAME/", never sees it). A contender
+// without a companion is another client's: exclusive (a Go Mutex's key, empty), or a candidate
+// when it carries a value (a Go Election's). So a client that knows only the mutex is never
+// taken for a reader, and dlock's readers look exclusive to it.
 
 #include <cstdint>
 #include <optional>
@@ -27,15 +31,27 @@ std::string lease_key(std::string_view lock_prefix, std::int64_t lease);
 // key) for an empty prefix.
 std::string prefix_range_end(std::string_view prefix);
 
-// The value dlock stores in its entry's key.
-std::string entry_value(entry_kind kind, std::string_view entry_id, std::string_view owner);
+// "P/NAME\0dlock/": the prefix of a lock's companion keys (no lock name holds a NUL).
+std::string meta_prefix(std::string_view base, std::string_view lock);
 
-// An entry read back from one key of a lock's range. `suffix` is the key after the lock's
-// prefix. nullopt for a key of a nested name ("P/NAME/x/y": lock "NAME/x"'s, not ours).
-std::optional<entry> read_entry(std::string_view suffix, std::string_view value,
-                                std::int64_t create_revision);
+// The record dlock stores in an entry's companion key.
+std::string entry_record(entry_kind kind, std::string_view entry_id, std::string_view owner);
 
-// The lock name of a key under `base` ("P/"), if it is an entry's key ("P/NAME/<hex>").
+// A contender's key as listed, and its companion's record if it has one.
+struct listed_key {
+  std::string_view suffix;  // the key after the lock's prefix: the lease in hex
+  std::string_view value;
+  std::int64_t create_revision{0};
+  std::int64_t version{0};
+  const std::string* record{nullptr};
+};
+
+// The entry of one contender key. nullopt for a key of a nested name ("P/NAME/x/y": lock
+// "NAME/x"'s, not this one's).
+std::optional<entry> read_entry(const listed_key& k);
+
+// The lock name of a key under `base` ("P/"), if it is shaped as a contender's key
+// ("P/NAME/<hex>"; not a companion key).
 std::optional<std::string> lock_of_key(std::string_view base, std::string_view key);
 
 }  // namespace dlock::detail::etcd
