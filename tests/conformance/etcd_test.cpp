@@ -8,7 +8,9 @@ namespace {
 
 class etcd_fixture : public backend_fixture {
  public:
-  std::string url() override { return "etcd://" + shared_etcd().address() + "/" + prefix_ + "?ttl=2s"; }
+  std::string url() override {
+    return "etcd://" + shared_etcd().address() + "/" + prefix_ + "?ttl=2s";
+  }
   std::size_t raw_entries(const std::string& lock) override {
     return shared_etcd().keys(prefix_ + "/" + lock + "/").size();
   }

@@ -4,9 +4,9 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
-#include <dlock/dlock.hpp>
 #include <atomic>
 #include <cstdio>
+#include <dlock/dlock.hpp>
 #include <filesystem>
 #include <fstream>
 #include <thread>

@@ -38,8 +38,8 @@ etcd_server::etcd_server() : dir_(make_server_dir()) {
       std::vector<std::string>{"etcd", "--name", "t", "--data-dir", dir_ + "/data",
                                "--listen-client-urls", client, "--advertise-client-urls", client,
                                "--listen-peer-urls", peer, "--initial-advertise-peer-urls", peer,
-                               "--initial-cluster", "t=" + peer, "--logger", "zap",
-                               "--log-outputs", "stderr"},
+                               "--initial-cluster", "t=" + peer, "--logger", "zap", "--log-outputs",
+                               "stderr"},
       po);
   auto until = std::chrono::steady_clock::now() + 30s;
   for (;;) {

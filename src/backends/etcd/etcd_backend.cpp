@@ -53,7 +53,8 @@ struct lock_ranges {
         meta(etcd::meta_prefix(base, lock)),
         meta_end(etcd::prefix_range_end(meta)) {}
   std::vector<etcd::txn_op> reads() const {
-    return {{etcd::txn_op::range, prefix, end, {}, 0}, {etcd::txn_op::range, meta, meta_end, {}, 0}};
+    return {{etcd::txn_op::range, prefix, end, {}, 0},
+            {etcd::txn_op::range, meta, meta_end, {}, 0}};
   }
 };
 
@@ -88,9 +89,9 @@ class etcd_session final : public backend_session {
     auto sent = steady::now();
     // Go's tryAcquire: create the key if this lease has none on the lock, then read the lock;
     // the companion goes in with it. A retry after a lost reply finds both in place.
-    std::vector<etcd::txn_op> create{{etcd::txn_op::put, own->key, {}, {}, own->lease},
-                                     {etcd::txn_op::put, own->meta_key, {}, own->record,
-                                      own->lease}};
+    std::vector<etcd::txn_op> create{
+        {etcd::txn_op::put, own->key, {}, {}, own->lease},
+        {etcd::txn_op::put, own->meta_key, {}, own->record, own->lease}};
     for (auto& op : r.reads()) create.push_back(std::move(op));
     auto t = client_->txn({{own->key, false, 0, {}}}, create, r.reads());
     if (!t) return fail(t.error());
@@ -99,8 +100,8 @@ class etcd_session final : public backend_session {
     auto mine = find_entry(q.entries, entry_id);
     if (!mine) {
       // Our lease's key holds another entry (an operator's put), or the lease just ended.
-      return fail(errc::backend_error, "etcd key '" + own->key +
-                                           "' of this session's lease holds another entry");
+      return fail(errc::backend_error,
+                  "etcd key '" + own->key + "' of this session's lease holds another entry");
     }
     remember_revision(lock, entry_id, static_cast<std::int64_t>(q.entries[*mine].token));
     return q;
@@ -126,10 +127,10 @@ class etcd_session final : public backend_session {
       }
       own = it->second;
     }
-    auto t = client_->txn({{own.meta_key, true, 0, own.record}},
-                          {{etcd::txn_op::del, own.key, {}, {}, 0},
-                           {etcd::txn_op::del, own.meta_key, {}, {}, 0}},
-                          {});
+    auto t = client_->txn(
+        {{own.meta_key, true, 0, own.record}},
+        {{etcd::txn_op::del, own.key, {}, {}, 0}, {etcd::txn_op::del, own.meta_key, {}, {}, 0}},
+        {});
     if (!t) return fail(t.error());
     {
       // Gone either way: the lease's slot on this lock is free again.
@@ -142,8 +143,8 @@ class etcd_session final : public backend_session {
       }
     }
     if (!t->succeeded) {
-      return fail(errc::lock_lost, "etcd key '" + own.key +
-                                       "' is gone (its lease ended, or someone deleted it)");
+      return fail(errc::lock_lost,
+                  "etcd key '" + own.key + "' is gone (its lease ended, or someone deleted it)");
     }
     return {};
   }
@@ -162,11 +163,11 @@ class etcd_session final : public backend_session {
       }
       own = it->second;
     }
-    auto t = client_->txn({{own.key, false, own.create_revision, {}},
-                           {own.meta_key, true, 0, own.record}},
-                          {{etcd::txn_op::put, own.key, {}, std::string(value), own.lease},
-                           {etcd::txn_op::range, own.key, {}, {}, 0}},
-                          {});
+    auto t = client_->txn(
+        {{own.key, false, own.create_revision, {}}, {own.meta_key, true, 0, own.record}},
+        {{etcd::txn_op::put, own.key, {}, std::string(value), own.lease},
+         {etcd::txn_op::range, own.key, {}, {}, 0}},
+        {});
     if (!t) return fail(t.error());
     if (!t->succeeded || t->ranges.empty() || t->ranges[0].kvs.empty()) {
       return fail(errc::lock_lost, "etcd key '" + own.key + "' is gone");
@@ -243,8 +244,8 @@ class etcd_session final : public backend_session {
     }
     // Revoking deletes every key bound to the lease at once; a lease not revoked (server
     // unreachable) ends after its TTL.
-    auto deadline = steady::now() + std::min<std::chrono::milliseconds>(
-                                        info_.request_timeout, std::chrono::seconds{2});
+    auto deadline = steady::now() + std::min<std::chrono::milliseconds>(info_.request_timeout,
+                                                                        std::chrono::seconds{2});
     for (auto id : leases) (void)client_->revoke(id, deadline);
     client_->shut_down();
   }
@@ -364,9 +365,9 @@ class etcd_session final : public backend_session {
   const session_info info_;
   const std::int64_t ttl_s_;
   std::mutex mu_;
-  std::vector<std::int64_t> leases_;                         // the pool; [0] granted at open
-  std::map<std::string, own_entry> own_;                     // by own_id(lock, entry id)
-  std::map<std::string, std::set<std::int64_t>> used_;       // lock -> leases with a key on it
+  std::vector<std::int64_t> leases_;                    // the pool; [0] granted at open
+  std::map<std::string, own_entry> own_;                // by own_id(lock, entry id)
+  std::map<std::string, std::set<std::int64_t>> used_;  // lock -> leases with a key on it
   std::map<std::string, std::map<std::string, etcd::watched_key>> watch_keys_;  // lock -> id
 };
 

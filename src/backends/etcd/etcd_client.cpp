@@ -51,8 +51,8 @@ range_result to_range(const pb::RangeResponse& r) {
   out.revision = r.header().revision();
   out.kvs.reserve(static_cast<std::size_t>(r.kvs_size()));
   for (const auto& kv : r.kvs()) {
-    out.kvs.push_back({kv.key(), kv.value(), kv.create_revision(), kv.mod_revision(),
-                       kv.version(), kv.lease()});
+    out.kvs.push_back(
+        {kv.key(), kv.value(), kv.create_revision(), kv.mod_revision(), kv.version(), kv.lease()});
   }
   return out;
 }
@@ -81,9 +81,8 @@ class grpc_client final : public client {
     pb::LeaseGrantRequest req;
     req.set_ttl(ttl_seconds);
     pb::LeaseGrantResponse resp;
-    auto st = unary("LeaseGrant", steady::now() + timeout_, [&](grpc::ClientContext* ctx) {
-      return lease_->LeaseGrant(ctx, req, &resp);
-    });
+    auto st = unary("LeaseGrant", steady::now() + timeout_,
+                    [&](grpc::ClientContext* ctx) { return lease_->LeaseGrant(ctx, req, &resp); });
     if (!st) return fail(st.error());
     if (!resp.error().empty() || resp.id() == 0) {
       return fail(errc::backend_error, "etcd LeaseGrant: " + resp.error());
@@ -95,9 +94,8 @@ class grpc_client final : public client {
     pb::LeaseRevokeRequest req;
     req.set_id(lease);
     pb::LeaseRevokeResponse resp;
-    auto st = unary("LeaseRevoke", deadline, [&](grpc::ClientContext* ctx) {
-      return lease_->LeaseRevoke(ctx, req, &resp);
-    });
+    auto st = unary("LeaseRevoke", deadline,
+                    [&](grpc::ClientContext* ctx) { return lease_->LeaseRevoke(ctx, req, &resp); });
     if (!st && st.error().code == make_error_code(errc::session_expired)) return {};
     return st;
   }

@@ -26,8 +26,8 @@ struct key_value {
 };
 
 struct range_result {
-  std::int64_t revision{0};      // the store's revision the answer was read at
-  std::vector<key_value> kvs;    // sorted by create revision, ascending
+  std::int64_t revision{0};    // the store's revision the answer was read at
+  std::vector<key_value> kvs;  // sorted by create revision, ascending
 };
 
 // A Txn's comparison: the key's create revision, or its value, equal to the one given.

@@ -48,8 +48,9 @@ result<config> parse_config(const url& u, const session_info& info) {
     c.target = "dns:///" + u.hosts[0].host + ":" + port(u.hosts[0]);
   } else {
     return fail(errc::unsupported,
-                where + "several members must be given as IP addresses (gRPC resolves one "
-                        "host name per channel)");
+                where +
+                    "several members must be given as IP addresses (gRPC resolves one "
+                    "host name per channel)");
   }
   std::string p = u.path;
   while (!p.empty() && p.front() == '/') p.erase(p.begin());

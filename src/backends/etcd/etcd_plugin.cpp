@@ -10,8 +10,7 @@ constexpr dlock::detail::plugin_scheme schemes[] = {
 };
 
 constexpr dlock::detail::backend_plugin plugin{
-    {dlock::detail::plugin_magic, dlock::detail::plugin_abi, dlock::detail::plugin_version,
-     "etcd"},
+    {dlock::detail::plugin_magic, dlock::detail::plugin_abi, dlock::detail::plugin_version, "etcd"},
     schemes};
 
 }  // namespace
