@@ -1,5 +1,6 @@
 #include "support/etcd_server.hpp"
 
+#include <signal.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -32,15 +33,33 @@ etcd_server::etcd_server() : dir_(make_server_dir()) {
   while (peer_port_ == client_port_);
   const std::string client = "http://127.0.0.1:" + std::to_string(client_port_);
   const std::string peer = "http://127.0.0.1:" + std::to_string(peer_port_);
+  argv_ = std::vector<std::string>{"etcd",
+                                   "--name",
+                                   "t",
+                                   "--data-dir",
+                                   dir_ + "/data",
+                                   "--listen-client-urls",
+                                   client,
+                                   "--advertise-client-urls",
+                                   client,
+                                   "--listen-peer-urls",
+                                   peer,
+                                   "--initial-advertise-peer-urls",
+                                   peer,
+                                   "--initial-cluster",
+                                   "t=" + peer,
+                                   "--logger",
+                                   "zap",
+                                   "--log-outputs",
+                                   "stderr"};
+  start();
+}
+
+void etcd_server::start() {
+  if (proc_) return;
   child_process::options po;
   po.log_file = dir_ + "/etcd.log";
-  proc_ = std::make_unique<child_process>(
-      std::vector<std::string>{"etcd", "--name", "t", "--data-dir", dir_ + "/data",
-                               "--listen-client-urls", client, "--advertise-client-urls", client,
-                               "--listen-peer-urls", peer, "--initial-advertise-peer-urls", peer,
-                               "--initial-cluster", "t=" + peer, "--logger", "zap", "--log-outputs",
-                               "stderr"},
-      po);
+  proc_ = std::make_unique<child_process>(argv_, po);
   auto until = std::chrono::steady_clock::now() + 30s;
   for (;;) {
     if (wait_for_port(client_port_, 200ms)) {
@@ -67,6 +86,13 @@ etcd_server::~etcd_server() {
 }
 
 void etcd_server::kill() { proc_.reset(); }
+
+void etcd_server::stop() {
+  if (!proc_) return;
+  proc_->signal(SIGTERM);
+  (void)proc_->wait(20s);
+  proc_.reset();
+}
 
 std::vector<std::string> etcd_server::etcdctl_argv(const std::vector<std::string>& args) const {
   std::vector<std::string> argv{"etcdctl", "--endpoints=" + endpoint(), "--dial-timeout=2s",

@@ -34,8 +34,12 @@ class etcd_server {
 
   // SIGKILL, as a crash.
   void kill();
+  // SIGTERM and wait (the data directory is kept); start() again on the same ports and data.
+  void stop();
+  void start();
 
  private:
+  std::vector<std::string> argv_;
   std::string dir_;
   std::uint16_t client_port_{0}, peer_port_{0};
   std::unique_ptr<child_process> proc_;
