@@ -32,3 +32,10 @@ endif()
 if(DLOCK_WITH_MYSQL)
   pkg_check_modules(LIBMARIADB REQUIRED IMPORTED_TARGET libmariadb)
 endif()
+if(DLOCK_WITH_ETCD)
+  # Debian's gRPC 1.51 CMake package. Its targets file checks that every grpc_*_plugin exists,
+  # so protobuf-compiler-grpc must be installed; it finds protobuf through CMake's FindProtobuf
+  # (module mode: Debian ships no protobuf CMake package), which gives protobuf::protoc.
+  find_package(Protobuf REQUIRED)
+  find_package(gRPC CONFIG REQUIRED)
+endif()

@@ -1,5 +1,5 @@
 # Backend plug-ins: libdlock-<name>.so, one per server backend (docs/plugins.md).
-set(DLOCK_PLUGIN_BACKENDS redis zookeeper postgres mysql)
+set(DLOCK_PLUGIN_BACKENDS redis zookeeper postgres mysql etcd)
 
 # Exports dlock's symbols only (cmake/exports.map); -z defs: a plug-in that needs a symbol
 # the core does not export fails to link here, not to load on a user's machine.

@@ -10,12 +10,16 @@ build_packages=(
   libsqlite3-dev libcli11-dev libfmt-dev nlohmann-json3-dev
   libhiredis-dev libzookeeper-mt-dev libpq-dev libmariadb-dev
   prometheus-cpp-dev  # libdlock-prometheus (dlock::prometheus)
+  # etcd (libdlock-etcd): gRPC, and protobuf spelled out (only a Recommends of protoc);
+  # gRPC's CMake package insists on every grpc_*_plugin, hence protobuf-compiler-grpc.
+  libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc
 )
 # What the tests and benchmarks add (`make test`): the test frameworks, the servers the tests
 # start on loopback, and clang for the fuzz targets.
 test_packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   redis-server zookeeper default-jre-headless postgresql mariadb-server pgbouncer
+  etcd-server etcd-client  # etcd on loopback; etcdctl for the lock interop tests
   faketime libfaketime
   python3 python3-kazoo procps iproute2
   faketime libfaketime

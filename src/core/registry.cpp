@@ -30,7 +30,7 @@ struct well_known {
 constexpr well_known plugin_schemes[] = {
     {"redis", "redis"},       {"redlock", "redis"},       {"zk", "zookeeper"},
     {"postgres", "postgres"}, {"postgresql", "postgres"}, {"mysql", "mysql"},
-    {"mariadb", "mysql"},
+    {"mariadb", "mysql"},     {"etcd", "etcd"},           {"etcds", "etcd"},
 };
 
 // Read by the core for every backend (session_core.cpp).

@@ -35,15 +35,12 @@ std::optional<bool> yes_no(const std::string& cell) {
 }  // namespace
 
 TEST_P(conformance, the_readme_backend_table_states_these_capabilities) {
-  static const std::map<std::string, std::string> rows{{"memory", "memory"},
-                                                       {"sqlite", "SQLite (default)"},
-                                                       {"zookeeper", "ZooKeeper"},
-                                                       {"redis", "Redis"},
-                                                       {"redlock", "Redlock"},
-                                                       {"postgres", "PostgreSQL"},
-                                                       {"postgres_advisory", "PostgreSQL advisory"},
-                                                       {"mysql", "MySQL / MariaDB"},
-                                                       {"mysql_advisory", "MariaDB advisory"}};
+  static const std::map<std::string, std::string> rows{
+      {"memory", "memory"},         {"sqlite", "SQLite (default)"},
+      {"zookeeper", "ZooKeeper"},   {"etcd", "etcd"},
+      {"redis", "Redis"},           {"redlock", "Redlock"},
+      {"postgres", "PostgreSQL"},   {"postgres_advisory", "PostgreSQL advisory"},
+      {"mysql", "MySQL / MariaDB"}, {"mysql_advisory", "MariaDB advisory"}};
   auto row_name = rows.find(GetParam().name);
   ASSERT_NE(row_name, rows.end()) << "a backend missing from this test: " << GetParam().name;
   std::ifstream readme(DLOCK_SOURCE_DIR "/README.md");

@@ -120,7 +120,7 @@ std::vector<fault> with_proxy_faults(std::vector<fault> base);
 
 const std::vector<backend_row>& backend_table();
 
-// The network backends (fault_zk.cpp, fault_redis.cpp, fault_sql.cpp).
+// The network backends (fault_zk.cpp, fault_redis.cpp, fault_sql.cpp, fault_etcd.cpp).
 std::unique_ptr<fault_backend> make_zk_fault(const std::string& dir);
 std::unique_ptr<fault_backend> make_zk_ensemble_fault(const std::string& dir);
 std::unique_ptr<fault_backend> make_redis_fault(const std::string& dir);
@@ -129,5 +129,6 @@ std::unique_ptr<fault_backend> make_postgres_fault(const std::string& dir);
 std::unique_ptr<fault_backend> make_postgres_advisory_fault(const std::string& dir);
 std::unique_ptr<fault_backend> make_mysql_advisory_fault(const std::string& dir);
 std::unique_ptr<fault_backend> make_mysql_fault(const std::string& dir);
+std::unique_ptr<fault_backend> make_etcd_fault(const std::string& dir);
 
 }  // namespace dlock::fault

@@ -23,7 +23,7 @@ has libdlock 'lib/libdlock\.so\.0$'
 has libdlock-dev 'include/dlock/dlock\.hpp$'
 has libdlock-dev 'pkgconfig/dlock-redis\.pc$'
 has dlock 'bin/dlock$'
-for b in redis zookeeper postgres mysql; do
+for b in redis zookeeper postgres mysql etcd; do
   has "libdlock-$b" "lib/libdlock-$b\.so\.0$"
   has "libdlock-$b" "cmake/dlock/dlock-$b-targets\.cmake$"
   dpkg-deb -f "$(deb "libdlock-$b")" Depends | grep -q "libdlock (= $version)" ||
@@ -37,7 +37,7 @@ dpkg-deb -f "$(deb libdlock-prometheus)" Depends | grep -q "libdlock (= $version
 dpkg-deb -f "$(deb libdlock-prometheus)" Depends | grep -q libprometheus-cpp-core ||
   { echo "libdlock-prometheus lacks prometheus-cpp"; exit 1; }
 # The core package needs no server client library (nor prometheus-cpp).
-if dpkg-deb -f "$(deb libdlock)" Depends | grep -E 'libpq|libmariadb|libzookeeper|libhiredis|prometheus'; then
+if dpkg-deb -f "$(deb libdlock)" Depends | grep -E 'libpq|libmariadb|libzookeeper|libhiredis|libgrpc|libprotobuf|prometheus'; then
   echo "libdlock depends on a server client library"; exit 1
 fi
 dpkg-deb -f "$(deb libdlock-redis)" Depends | grep -q libhiredis || { echo "libdlock-redis lacks hiredis"; exit 1; }

@@ -3,13 +3,13 @@
 
 # (a) The embedded default costs no server client library: neither libdlock nor a program
 # that uses it alone loads one.
-clients='libpq|libmariadb|libzookeeper|libhiredis|libprometheus'
+clients='libpq|libmariadb|libzookeeper|libhiredis|libgrpc|libprotobuf|libprometheus'
 for f in "$libdir/libdlock.so" "$tmp/consumer/dlock_example" "$tmp/prefix/bin/dlock"; do
   if LD_LIBRARY_PATH=$libdir ldd "$f" | grep -E "$clients"; then
     echo "$f loads a server client library (above)"; exit 1
   fi
 done
-for b in redis zookeeper postgres mysql; do
+for b in redis zookeeper postgres mysql etcd; do
   test -f "$libdir/libdlock-$b.so.0" || { echo "libdlock-$b.so.0 not installed in $libdir"; exit 1; }
 done
 

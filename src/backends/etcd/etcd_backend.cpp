@@ -1,0 +1,398 @@
+// The etcd backend: etcd's lock recipe (Go's client/v3/concurrency Mutex, `etcdctl lock`)
+// as dlock's store of lease-bound entries; the recipe itself is core's (verdict.hpp).
+//
+// Session: an etcd lease, renewed by keep_alive() over LeaseKeepAlive; a keep-alive answered
+// with TTL <= 0 means the server dropped it (session_expired). close() revokes it, which
+// deletes every key of the session at once.
+//
+// One key per lease per lock: the layout names a contender's key by its lease
+// ("P/NAME/<lease hex>"), as Go's Mutex does, so two entries of one dlock session on one lock
+// (two handles of one session contending, a reader beside a reader, two permits) cannot share
+// a key. The session therefore keeps a pool of leases, all renewed together: an entry takes
+// the first lease with no key on its lock, and a new lease is granted only when all have one.
+// Every key stays exactly in Go's layout; the cost of a second lease is one LeaseGrant, once.
+//
+// Cost: an acquire is one Txn (create if absent + the lock's range, sorted by create
+// revision), a release one Txn (delete if the value is still ours). A waiter watches only the
+// key it waits on, from that key's create revision, so a deletion between its listing and
+// its watch is still seen; a deletion seen is certain, and the engine decides again from its
+// view without another Range.
+#include "backends/etcd/etcd_backend.hpp"
+
+#include <algorithm>
+#include <map>
+#include <mutex>
+#include <set>
+
+#include "backends/etcd/etcd_client.hpp"
+#include "backends/etcd/etcd_config.hpp"
+#include "backends/etcd/etcd_keys.hpp"
+#include "core/verdict.hpp"
+
+namespace dlock::detail {
+namespace {
+
+using etcd::key_value;
+
+// An entry this session wrote: its contender key and its companion with the record, which
+// removal and set_value compare (so they never act on a later entry of the same lease).
+struct own_entry {
+  std::string key;
+  std::string meta_key;
+  std::string record;
+  std::int64_t lease{0};
+  std::int64_t create_revision{0};  // once known: what set_value guards its put with
+};
+
+// A lock's two ranges: its contender keys (Go's) and dlock's companions.
+struct lock_ranges {
+  std::string prefix, end, meta, meta_end;
+  lock_ranges(std::string_view base, std::string_view lock)
+      : prefix(etcd::lock_prefix(base, lock)),
+        end(etcd::prefix_range_end(prefix)),
+        meta(etcd::meta_prefix(base, lock)),
+        meta_end(etcd::prefix_range_end(meta)) {}
+  std::vector<etcd::txn_op> reads() const {
+    return {{etcd::txn_op::range, prefix, end, {}, 0},
+            {etcd::txn_op::range, meta, meta_end, {}, 0}};
+  }
+};
+
+class etcd_session final : public backend_session {
+ public:
+  etcd_session(std::unique_ptr<etcd::client> c, etcd::config cfg, session_info info,
+               std::int64_t lease, std::int64_t ttl_s)
+      : client_(std::move(c)), cfg_(std::move(cfg)), info_(std::move(info)), ttl_s_(ttl_s) {
+    if (lease != 0) leases_.push_back(lease);
+  }
+
+  ~etcd_session() override { client_->shut_down(); }
+
+  capabilities caps() const noexcept override {
+    return {.scope = reach::network,
+            .push_wakeups = true,
+            .durable_tokens = true,
+            .permits = true,
+            .values = true};
+  }
+
+  std::optional<std::chrono::milliseconds> granted_ttl() const override {
+    if (ttl_s_ <= 0) return std::nullopt;
+    return std::chrono::seconds{ttl_s_};
+  }
+
+  result<queue_view> enqueue(std::string_view lock, entry_kind kind,
+                             std::string_view entry_id) override {
+    const lock_ranges r(cfg_.base, lock);
+    auto own = own_key(lock, r, kind, entry_id);
+    if (!own) return fail(own.error());
+    auto sent = steady::now();
+    // Go's tryAcquire: create the key if this lease has none on the lock, then read the lock;
+    // the companion goes in with it. A retry after a lost reply finds both in place.
+    std::vector<etcd::txn_op> create{
+        {etcd::txn_op::put, own->key, {}, {}, own->lease},
+        {etcd::txn_op::put, own->meta_key, {}, own->record, own->lease}};
+    for (auto& op : r.reads()) create.push_back(std::move(op));
+    auto t = client_->txn({{own->key, false, 0, {}}}, create, r.reads());
+    if (!t) return fail(t.error());
+    if (t->ranges.size() != 2) return fail(errc::protocol_error, "etcd Txn: missing ranges");
+    auto q = view(lock, r, t->ranges[0], t->ranges[1], sent);
+    auto mine = find_entry(q.entries, entry_id);
+    if (!mine) {
+      // Our lease's key holds another entry (an operator's put), or the lease just ended.
+      return fail(errc::backend_error,
+                  "etcd key '" + own->key + "' of this session's lease holds another entry");
+    }
+    remember_revision(lock, entry_id, static_cast<std::int64_t>(q.entries[*mine].token));
+    return q;
+  }
+
+  result<queue_view> list(std::string_view lock) override {
+    const lock_ranges r(cfg_.base, lock);
+    auto sent = steady::now();
+    auto t = client_->txn({}, r.reads(), {});
+    if (!t) return fail(t.error());
+    if (t->ranges.size() != 2) return fail(errc::protocol_error, "etcd Txn: missing ranges");
+    return view(lock, r, t->ranges[0], t->ranges[1], sent);
+  }
+
+  // Both keys, if the companion still holds this entry's record.
+  result<void> remove(std::string_view lock, std::string_view entry_id) override {
+    own_entry own;
+    {
+      std::lock_guard g(mu_);
+      auto it = own_.find(own_id(lock, entry_id));
+      if (it == own_.end()) {
+        return fail(errc::lock_lost, "etcd entry " + std::string(entry_id) + " is gone");
+      }
+      own = it->second;
+    }
+    auto t = client_->txn(
+        {{own.meta_key, true, 0, own.record}},
+        {{etcd::txn_op::del, own.key, {}, {}, 0}, {etcd::txn_op::del, own.meta_key, {}, {}, 0}},
+        {});
+    if (!t) return fail(t.error());
+    {
+      // Gone either way: the lease's slot on this lock is free again.
+      std::lock_guard g(mu_);
+      own_.erase(own_id(lock, entry_id));
+      auto u = used_.find(std::string(lock));
+      if (u != used_.end()) {
+        u->second.erase(own.lease);
+        if (u->second.empty()) used_.erase(u);
+      }
+    }
+    if (!t->succeeded) {
+      return fail(errc::lock_lost,
+                  "etcd key '" + own.key + "' is gone (its lease ended, or someone deleted it)");
+    }
+    return {};
+  }
+
+  // Go's Proclaim: a put of the candidate's key guarded by its create revision (and by the
+  // companion, so it is this entry's), read back for the version. A retry after a lost reply
+  // puts the same value again: one version more, harmless (observers compare values too).
+  result<std::uint64_t> set_value(std::string_view lock, std::string_view entry_id,
+                                  std::string_view value) override {
+    own_entry own;
+    {
+      std::lock_guard g(mu_);
+      auto it = own_.find(own_id(lock, entry_id));
+      if (it == own_.end() || it->second.create_revision == 0) {
+        return fail(errc::lock_lost, "etcd entry " + std::string(entry_id) + " is gone");
+      }
+      own = it->second;
+    }
+    auto t = client_->txn(
+        {{own.key, false, own.create_revision, {}}, {own.meta_key, true, 0, own.record}},
+        {{etcd::txn_op::put, own.key, {}, std::string(value), own.lease},
+         {etcd::txn_op::range, own.key, {}, {}, 0}},
+        {});
+    if (!t) return fail(t.error());
+    if (!t->succeeded || t->ranges.empty() || t->ranges[0].kvs.empty()) {
+      return fail(errc::lock_lost, "etcd key '" + own.key + "' is gone");
+    }
+    return static_cast<std::uint64_t>(std::max<std::int64_t>(t->ranges[0].kvs[0].version - 1, 1));
+  }
+
+  // Any change under the lock's prefix after the listing `seen` came from (a key put,
+  // deleted, or a value proclaimed) wakes the observer.
+  result<void> wait_change(std::string_view lock, const queue_view& seen,
+                           steady::time_point deadline, std::stop_token stop) override {
+    const lock_ranges r(cfg_.base, lock);
+    auto t = client_->txn({}, r.reads(), {});
+    if (!t) return fail(t.error());
+    if (t->ranges.size() != 2) return fail(errc::protocol_error, "etcd Txn: missing ranges");
+    auto now = view(lock, r, t->ranges[0], t->ranges[1], steady::now());
+    read_recipes(now.entries);
+    if (!same_entries(now.entries, seen.entries)) return {};
+    auto w = client_->await_change(r.prefix, r.end, t->revision + 1, deadline, std::move(stop));
+    if (!w) return fail(w.error());
+    return {};
+  }
+
+  result<void> wait(std::string_view lock, const entry& awaited, steady::time_point deadline,
+                    std::stop_token stop) override {
+    auto r = wait_knowing(lock, awaited, deadline, std::move(stop));
+    if (!r) return fail(r.error());
+    return {};
+  }
+
+  result<bool> wait_knowing(std::string_view lock, const entry& awaited,
+                            steady::time_point deadline, std::stop_token stop) override {
+    auto k = watched(lock, awaited);
+    if (!k) return false;  // not in our last listing: let the engine list again
+    return client_->await_delete(std::span(&*k, 1), deadline, std::move(stop));
+  }
+
+  result<void> wait_any(std::string_view lock, std::span<const entry> awaited,
+                        steady::time_point deadline, std::stop_token stop) override {
+    std::vector<etcd::watched_key> keys;
+    for (const auto& e : awaited) {
+      auto k = watched(lock, e);
+      if (!k) return {};
+      keys.push_back(std::move(*k));
+    }
+    auto r = client_->await_delete(keys, deadline, std::move(stop));
+    if (!r) return fail(r.error());
+    return {};
+  }
+
+  result<steady::time_point> keep_alive() override {
+    auto sent = steady::now();
+    std::vector<std::int64_t> leases;
+    {
+      std::lock_guard g(mu_);
+      leases = leases_;
+    }
+    if (leases.empty()) {
+      // An observer holds no lease: a read proves the cluster answers.
+      auto r = client_->range(cfg_.base.empty() ? std::string(1, '\0') : cfg_.base, {}, true);
+      if (!r) return fail(r.error());
+      return sent;
+    }
+    auto r = client_->keep_alive(leases);
+    if (!r) return fail(r.error());
+    return sent;
+  }
+
+  void close() noexcept override {
+    std::vector<std::int64_t> leases;
+    {
+      std::lock_guard g(mu_);
+      leases.swap(leases_);
+    }
+    // Revoking deletes every key bound to the lease at once; a lease not revoked (server
+    // unreachable) ends after its TTL.
+    auto deadline = steady::now() + std::min<std::chrono::milliseconds>(info_.request_timeout,
+                                                                        std::chrono::seconds{2});
+    for (auto id : leases) (void)client_->revoke(id, deadline);
+    client_->shut_down();
+  }
+
+  result<std::vector<std::string>> lock_names(std::string_view prefix) override {
+    std::string begin = cfg_.base + std::string(prefix);
+    auto end = etcd::prefix_range_end(begin);
+    if (begin.empty()) begin.assign(1, '\0');
+    auto r = client_->range(begin, end, true);
+    if (!r) return fail(r.error());
+    std::set<std::string> names;
+    for (const auto& kv : r->kvs) {
+      // Only keys in the lock layout: "<base><name>/<hex of the key's own lease>".
+      auto name = etcd::lock_of_key(cfg_.base, kv.key);
+      if (!name || kv.lease == 0) continue;
+      if (kv.key != etcd::lease_key(etcd::lock_prefix(cfg_.base, *name), kv.lease)) continue;
+      names.insert(std::move(*name));
+    }
+    return std::vector<std::string>(names.begin(), names.end());
+  }
+
+  std::vector<std::int64_t> leases() {
+    std::lock_guard g(mu_);
+    return leases_;
+  }
+
+ private:
+  static std::string own_id(std::string_view lock, std::string_view entry_id) {
+    std::string k(lock);
+    k += '\0';
+    k += entry_id;
+    return k;
+  }
+
+  // The key of entry `entry_id` on `lock`: the one recorded by an earlier attempt (a retry
+  // after a lost reply creates nothing twice), else a lease of the pool without a key on this
+  // lock, granting one more if every lease has one.
+  result<own_entry> own_key(std::string_view lock, const lock_ranges& r, entry_kind kind,
+                            std::string_view entry_id) {
+    if (info_.observe_only) {
+      return fail(errc::unsupported, "an observe-only etcd session writes no entries");
+    }
+    const auto id = own_id(lock, entry_id);
+    for (;;) {
+      {
+        std::lock_guard g(mu_);
+        if (auto it = own_.find(id); it != own_.end()) return it->second;
+        auto& used = used_[std::string(lock)];
+        for (auto lease : leases_) {
+          if (used.contains(lease)) continue;
+          used.insert(lease);
+          own_entry e{etcd::lease_key(r.prefix, lease), etcd::lease_key(r.meta, lease),
+                      etcd::entry_record(kind, entry_id, info_.owner), lease, 0};
+          own_.emplace(id, e);
+          return e;
+        }
+        if (leases_.empty()) {
+          return fail(errc::session_expired, "the etcd session is closed");
+        }
+      }
+      auto g = client_->grant(ttl_s_);
+      if (!g) return fail(g.error());
+      std::lock_guard lk(mu_);
+      leases_.push_back(g->first);
+    }
+  }
+
+  void remember_revision(std::string_view lock, std::string_view entry_id, std::int64_t rev) {
+    std::lock_guard g(mu_);
+    if (auto it = own_.find(own_id(lock, entry_id)); it != own_.end()) {
+      it->second.create_revision = rev;
+    }
+  }
+
+  // The queue in create-revision order; remembers each entry's key for wait().
+  queue_view view(std::string_view lock, const lock_ranges& r, const etcd::range_result& keys,
+                  const etcd::range_result& metas, steady::time_point sent) {
+    std::map<std::string_view, const std::string*> records;
+    for (const auto& m : metas.kvs) {
+      records[std::string_view(m.key).substr(r.meta.size())] = &m.value;
+    }
+    queue_view q;
+    q.sent_at = sent;
+    std::map<std::string, etcd::watched_key> watch;
+    for (const auto& kv : keys.kvs) {
+      etcd::listed_key k{std::string_view(kv.key).substr(r.prefix.size()), kv.value,
+                         kv.create_revision, kv.version, nullptr};
+      if (auto m = records.find(k.suffix); m != records.end()) k.record = m->second;
+      auto e = etcd::read_entry(k);
+      if (!e) continue;
+      watch[e->id] = {kv.key, kv.create_revision};
+      q.entries.push_back(std::move(*e));
+    }
+    std::lock_guard g(mu_);
+    // A miss only costs a spurious wake-up (the engine lists again), so the cache is bounded
+    // crudely.
+    if (watch_keys_.size() > 1024) watch_keys_.clear();
+    if (watch.empty()) {
+      watch_keys_.erase(std::string(lock));
+    } else {
+      watch_keys_[std::string(lock)] = std::move(watch);
+    }
+    return q;
+  }
+
+  std::optional<etcd::watched_key> watched(std::string_view lock, const entry& e) {
+    std::lock_guard g(mu_);
+    auto l = watch_keys_.find(std::string(lock));
+    if (l == watch_keys_.end()) return std::nullopt;
+    auto k = l->second.find(e.id);
+    if (k == l->second.end()) return std::nullopt;
+    return k->second;
+  }
+
+  std::unique_ptr<etcd::client> client_;
+  const etcd::config cfg_;
+  const session_info info_;
+  const std::int64_t ttl_s_;
+  std::mutex mu_;
+  std::vector<std::int64_t> leases_;                    // the pool; [0] granted at open
+  std::map<std::string, own_entry> own_;                // by own_id(lock, entry id)
+  std::map<std::string, std::set<std::int64_t>> used_;  // lock -> leases with a key on it
+  std::map<std::string, std::map<std::string, etcd::watched_key>> watch_keys_;  // lock -> id
+};
+
+}  // namespace
+
+result<std::unique_ptr<backend_session>> open_etcd(const url& u, const session_info& info) {
+  auto cfg = etcd::parse_config(u, info);
+  if (!cfg) return fail(cfg.error());
+  auto c = etcd::client::open(*cfg);
+  if (!c) return fail(c.error());
+  // etcd counts leases in whole seconds: round the TTL up.
+  auto ttl_s = static_cast<std::int64_t>((info.ttl.count() + 999) / 1000);
+  std::int64_t lease = 0, granted = ttl_s;
+  if (!info.observe_only) {
+    auto g = (*c)->grant(ttl_s);
+    if (!g) return fail(g.error());
+    lease = g->first;
+    granted = g->second;
+  }
+  return std::make_unique<etcd_session>(std::move(*c), std::move(*cfg), info, lease, granted);
+}
+
+std::optional<std::vector<std::int64_t>> etcd_leases(backend_session& b) {
+  if (auto* s = dynamic_cast<etcd_session*>(&b.innermost())) return s->leases();
+  return std::nullopt;
+}
+
+}  // namespace dlock::detail

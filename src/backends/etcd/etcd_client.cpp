@@ -1,0 +1,345 @@
+// The gRPC side of the etcd backend: the only file that includes the generated code.
+#include "backends/etcd/etcd_client.hpp"
+
+#include <grpcpp/grpcpp.h>
+
+#include <algorithm>
+#include <mutex>
+#include <set>
+
+#include "etcd_rpc.grpc.pb.h"
+
+namespace dlock::detail::etcd {
+namespace {
+
+namespace pb = etcdserverpb;
+
+std::chrono::system_clock::time_point wall_deadline(steady::time_point d) {
+  auto now = steady::now();
+  auto left = d <= now ? steady::duration::zero() : d - now;
+  left = std::min<steady::duration>(left, std::chrono::hours{24});
+  return std::chrono::system_clock::now() +
+         std::chrono::duration_cast<std::chrono::system_clock::duration>(left);
+}
+
+failure status_failure(const grpc::Status& s, std::string_view what) {
+  std::string msg = "etcd " + std::string(what) + ": " + s.error_message() + " (gRPC status " +
+                    std::to_string(static_cast<int>(s.error_code())) + ")";
+  switch (s.error_code()) {
+    case grpc::StatusCode::UNAVAILABLE:
+    case grpc::StatusCode::DEADLINE_EXCEEDED:
+    case grpc::StatusCode::RESOURCE_EXHAUSTED:
+    case grpc::StatusCode::ABORTED:
+    case grpc::StatusCode::CANCELLED:
+      return {make_error_code(errc::backend_unavailable), std::move(msg)};
+    case grpc::StatusCode::NOT_FOUND:
+      // "etcdserver: requested lease not found": the lease expired or was revoked.
+      if (s.error_message().find("lease not found") != std::string::npos) {
+        return {make_error_code(errc::session_expired), std::move(msg)};
+      }
+      return {make_error_code(errc::backend_error), std::move(msg)};
+    case grpc::StatusCode::UNAUTHENTICATED:
+    case grpc::StatusCode::PERMISSION_DENIED:
+      return {make_error_code(errc::permission_denied), std::move(msg)};
+    default:
+      return {make_error_code(errc::backend_error), std::move(msg)};
+  }
+}
+
+range_result to_range(const pb::RangeResponse& r) {
+  range_result out;
+  out.revision = r.header().revision();
+  out.kvs.reserve(static_cast<std::size_t>(r.kvs_size()));
+  for (const auto& kv : r.kvs()) {
+    out.kvs.push_back(
+        {kv.key(), kv.value(), kv.create_revision(), kv.mod_revision(), kv.version(), kv.lease()});
+  }
+  return out;
+}
+
+void fill_range(pb::RangeRequest& r, const std::string& begin, const std::string& end,
+                bool keys_only) {
+  r.set_key(begin);
+  r.set_range_end(end);
+  r.set_sort_order(pb::RangeRequest::ASCEND);
+  r.set_sort_target(pb::RangeRequest::CREATE);
+  r.set_keys_only(keys_only);
+}
+
+// gRPC reconnects after a lost connection with an exponential backoff of up to two minutes
+// by default: far past any lease. Retry within a fraction of the request timeout instead.
+grpc::ChannelArguments channel_args(const config& c) {
+  grpc::ChannelArguments a;
+  const int cap =
+      static_cast<int>(std::clamp<std::int64_t>(c.request_timeout.count() / 20, 100, 250));
+  a.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
+  a.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
+  a.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, cap);
+  return a;
+}
+
+class grpc_client final : public client {
+ public:
+  explicit grpc_client(const config& c)
+      : timeout_(c.request_timeout),
+        channel_(grpc::CreateCustomChannel(c.target, grpc::InsecureChannelCredentials(),
+                                           channel_args(c))),
+        kv_(pb::KV::NewStub(channel_)),
+        watch_(pb::Watch::NewStub(channel_)),
+        lease_(pb::Lease::NewStub(channel_)) {}
+
+  ~grpc_client() override { shut_down(); }
+
+  result<std::pair<std::int64_t, std::int64_t>> grant(std::int64_t ttl_seconds) override {
+    pb::LeaseGrantRequest req;
+    req.set_ttl(ttl_seconds);
+    pb::LeaseGrantResponse resp;
+    auto st = unary("LeaseGrant", steady::now() + timeout_,
+                    [&](grpc::ClientContext* ctx) { return lease_->LeaseGrant(ctx, req, &resp); });
+    if (!st) return fail(st.error());
+    if (!resp.error().empty() || resp.id() == 0) {
+      return fail(errc::backend_error, "etcd LeaseGrant: " + resp.error());
+    }
+    return std::pair{resp.id(), resp.ttl()};
+  }
+
+  result<void> revoke(std::int64_t lease, steady::time_point deadline) override {
+    pb::LeaseRevokeRequest req;
+    req.set_id(lease);
+    pb::LeaseRevokeResponse resp;
+    auto st = unary("LeaseRevoke", deadline,
+                    [&](grpc::ClientContext* ctx) { return lease_->LeaseRevoke(ctx, req, &resp); });
+    if (!st && st.error().code == make_error_code(errc::session_expired)) return {};
+    return st;
+  }
+
+  // One short-lived stream per round: its deadline bounds the whole round, which a read on a
+  // long-lived synchronous stream could not be. Keep-alives are no raft writes, so the cost is
+  // one HTTP/2 stream on the open connection.
+  result<std::int64_t> keep_alive(std::span<const std::int64_t> leases) override {
+    grpc::ClientContext ctx;
+    ctx.set_deadline(wall_deadline(steady::now() + timeout_));
+    auto reg = track(&ctx);
+    if (!reg) return fail(reg.error());
+    auto stream = lease_->LeaseKeepAlive(&ctx);
+    std::int64_t least = std::numeric_limits<std::int64_t>::max();
+    std::string lost;
+    bool broken = false;
+    for (auto id : leases) {
+      pb::LeaseKeepAliveRequest req;
+      req.set_id(id);
+      pb::LeaseKeepAliveResponse resp;
+      if (!stream->Write(req) || !stream->Read(&resp)) {
+        broken = true;
+        break;
+      }
+      if (resp.ttl() <= 0) {
+        lost = "etcd lease " + std::to_string(id) + " is gone (keep-alive answered TTL " +
+               std::to_string(resp.ttl()) + ")";
+        break;
+      }
+      least = std::min(least, resp.ttl());
+    }
+    stream->WritesDone();
+    if (broken || !lost.empty()) ctx.TryCancel();
+    auto st = stream->Finish();
+    untrack(&ctx);
+    if (!lost.empty()) return fail(errc::session_expired, lost);
+    if (broken) {
+      if (st.ok()) st = grpc::Status(grpc::StatusCode::UNAVAILABLE, "stream ended");
+      return fail(status_failure(st, "LeaseKeepAlive"));
+    }
+    return least;
+  }
+
+  result<txn_result> txn(const std::vector<txn_compare>& compare,
+                         const std::vector<txn_op>& success,
+                         const std::vector<txn_op>& failure) override {
+    pb::TxnRequest req;
+    for (const auto& c : compare) {
+      auto* cmp = req.add_compare();
+      cmp->set_key(c.key);
+      cmp->set_result(pb::Compare::EQUAL);
+      if (c.on_value) {
+        cmp->set_target(pb::Compare::VALUE);
+        cmp->set_value(c.value);
+      } else {
+        cmp->set_target(pb::Compare::CREATE);
+        cmp->set_create_revision(c.create_revision);
+      }
+    }
+    auto add = [](const std::vector<txn_op>& ops, auto&& next) {
+      for (const auto& o : ops) {
+        auto* r = next();
+        switch (o.kind) {
+          case txn_op::put: {
+            auto* p = r->mutable_request_put();
+            p->set_key(o.key);
+            p->set_value(o.value);
+            p->set_lease(o.lease);
+            break;
+          }
+          case txn_op::range:
+            fill_range(*r->mutable_request_range(), o.key, o.end, false);
+            break;
+          case txn_op::del:
+            r->mutable_request_delete_range()->set_key(o.key);
+            break;
+        }
+      }
+    };
+    add(success, [&] { return req.add_success(); });
+    add(failure, [&] { return req.add_failure(); });
+    pb::TxnResponse resp;
+    auto st = unary("Txn", steady::now() + timeout_,
+                    [&](grpc::ClientContext* ctx) { return kv_->Txn(ctx, req, &resp); });
+    if (!st) return fail(st.error());
+    txn_result out;
+    out.succeeded = resp.succeeded();
+    out.revision = resp.header().revision();
+    for (const auto& op : resp.responses()) {
+      if (op.has_response_range()) {
+        out.ranges.push_back(to_range(op.response_range()));
+        out.ranges.back().revision = out.revision;
+      }
+    }
+    return out;
+  }
+
+  result<range_result> range(const std::string& begin, const std::string& end,
+                             bool keys_only) override {
+    pb::RangeRequest req;
+    fill_range(req, begin, end, keys_only);
+    pb::RangeResponse resp;
+    auto st = unary("Range", steady::now() + timeout_,
+                    [&](grpc::ClientContext* ctx) { return kv_->Range(ctx, req, &resp); });
+    if (!st) return fail(st.error());
+    return to_range(resp);
+  }
+
+  result<bool> await_delete(std::span<const watched_key> keys, steady::time_point deadline,
+                            std::stop_token stop) override {
+    std::vector<watched_key> todo(keys.begin(), keys.end());
+    for (int round = 0; round < 3 && !todo.empty(); ++round) {
+      grpc::ClientContext ctx;
+      ctx.set_deadline(wall_deadline(deadline));
+      auto reg = track(&ctx);
+      if (!reg) return false;
+      std::stop_callback on_stop(stop, [&ctx] { ctx.TryCancel(); });
+      auto stream = watch_->Watch(&ctx);
+      bool ok = true;
+      for (const auto& k : todo) {
+        pb::WatchRequest req;
+        auto* c = req.mutable_create_request();
+        c->set_key(k.key);
+        c->set_start_revision(k.from_revision);
+        c->add_filters(pb::WatchCreateRequest::NOPUT);
+        if (!stream->Write(req)) {
+          ok = false;
+          break;
+        }
+      }
+      bool deleted = false, compacted = false;
+      // Watch ids are given in creation order on a fresh stream: the n-th created is todo[n].
+      std::vector<std::int64_t> ids;
+      pb::WatchResponse resp;
+      while (ok && !deleted && stream->Read(&resp)) {
+        if (resp.created()) ids.push_back(resp.watch_id());
+        for (const auto& ev : resp.events()) {
+          if (ev.type() == pb::Event::DELETE) deleted = true;
+        }
+        if (resp.canceled()) {
+          // Compacted past the revision asked for: the key's history before it is gone, so
+          // watch again from the compaction (a deletion after it is still replayed).
+          auto it = std::find(ids.begin(), ids.end(), resp.watch_id());
+          if (resp.compact_revision() > 0 && it != ids.end()) {
+            todo[static_cast<std::size_t>(it - ids.begin())].from_revision =
+                resp.compact_revision();
+            compacted = true;
+          }
+          break;
+        }
+      }
+      ctx.TryCancel();
+      (void)stream->Finish();
+      untrack(&ctx);
+      if (deleted) return true;
+      if (!compacted) return false;  // deadline, stop, close or a stream error: spurious
+    }
+    return false;
+  }
+
+  result<bool> await_change(const std::string& begin, const std::string& end,
+                            std::int64_t from_revision, steady::time_point deadline,
+                            std::stop_token stop) override {
+    grpc::ClientContext ctx;
+    ctx.set_deadline(wall_deadline(deadline));
+    auto reg = track(&ctx);
+    if (!reg) return false;
+    std::stop_callback on_stop(stop, [&ctx] { ctx.TryCancel(); });
+    auto stream = watch_->Watch(&ctx);
+    pb::WatchRequest req;
+    auto* c = req.mutable_create_request();
+    c->set_key(begin);
+    c->set_range_end(end);
+    c->set_start_revision(from_revision);
+    bool changed = false;
+    if (stream->Write(req)) {
+      pb::WatchResponse resp;
+      while (!changed && stream->Read(&resp)) {
+        // A cancelled watch (compacted revision): a change may have been missed, so say so.
+        changed = resp.events_size() > 0 || resp.canceled();
+      }
+    }
+    ctx.TryCancel();
+    (void)stream->Finish();
+    untrack(&ctx);
+    return changed;
+  }
+
+  void shut_down() noexcept override {
+    std::lock_guard g(mu_);
+    closed_ = true;
+    for (auto* c : calls_) c->TryCancel();
+  }
+
+ private:
+  template <class F>
+  result<void> unary(std::string_view what, steady::time_point deadline, F&& call) {
+    grpc::ClientContext ctx;
+    ctx.set_deadline(wall_deadline(deadline));
+    if (auto reg = track(&ctx); !reg) return fail(reg.error());
+    auto st = call(&ctx);
+    untrack(&ctx);
+    if (!st.ok()) return fail(status_failure(st, what));
+    return {};
+  }
+
+  result<void> track(grpc::ClientContext* ctx) {
+    std::lock_guard g(mu_);
+    if (closed_) return fail(errc::backend_unavailable, "etcd: the session's client is closed");
+    calls_.insert(ctx);
+    return {};
+  }
+  void untrack(grpc::ClientContext* ctx) {
+    std::lock_guard g(mu_);
+    calls_.erase(ctx);
+  }
+
+  const std::chrono::milliseconds timeout_;
+  std::shared_ptr<grpc::Channel> channel_;
+  std::unique_ptr<pb::KV::Stub> kv_;
+  std::unique_ptr<pb::Watch::Stub> watch_;
+  std::unique_ptr<pb::Lease::Stub> lease_;
+  std::mutex mu_;
+  bool closed_{false};
+  std::set<grpc::ClientContext*> calls_;
+};
+
+}  // namespace
+
+result<std::unique_ptr<client>> client::open(const config& c) {
+  return std::unique_ptr<client>(std::make_unique<grpc_client>(c));
+}
+
+}  // namespace dlock::detail::etcd

@@ -1,0 +1,99 @@
+#pragma once
+// The etcd v3 calls the backend makes, over one gRPC channel, with plain C++ types: the only
+// interface to the generated code (etcd_rpc.proto), whose headers stay in etcd_client.cpp.
+//
+// Every call has a deadline (request_timeout) and can be cut off by close(). gRPC statuses map
+// to dlock's errors: UNAVAILABLE, DEADLINE_EXCEEDED, RESOURCE_EXHAUSTED, ABORTED (a member
+// without a leader, a leader change, a connection lost) are backend_unavailable; a lease the
+// server no longer knows is session_expired; the rest backend_error.
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <stop_token>
+#include <string>
+#include <vector>
+
+#include "backends/etcd/etcd_config.hpp"
+#include "core/backend.hpp"
+
+namespace dlock::detail::etcd {
+
+struct key_value {
+  std::string key, value;
+  std::int64_t create_revision{0}, mod_revision{0}, version{0}, lease{0};
+};
+
+struct range_result {
+  std::int64_t revision{0};    // the store's revision the answer was read at
+  std::vector<key_value> kvs;  // sorted by create revision, ascending
+};
+
+// A Txn's comparison: the key's create revision, or its value, equal to the one given.
+struct txn_compare {
+  std::string key;
+  bool on_value{false};
+  std::int64_t create_revision{0};
+  std::string value;
+};
+
+// A Txn's operation: a put (with a lease), a range sorted by create revision, or a delete.
+struct txn_op {
+  enum kind_t { put, range, del } kind{range};
+  std::string key;
+  std::string end;    // range: the range's end ("" for the key alone)
+  std::string value;  // put
+  std::int64_t lease{0};
+};
+
+struct txn_result {
+  bool succeeded{false};
+  std::int64_t revision{0};
+  std::vector<range_result> ranges;
+};
+
+// A key to wait on, and the revision from which its history is replayed: a deletion after
+// it is seen even if it happened before the watch was set up.
+struct watched_key {
+  std::string key;
+  std::int64_t from_revision{0};
+};
+
+class client {
+ public:
+  static result<std::unique_ptr<client>> open(const config& c);
+  virtual ~client() = default;
+
+  // LeaseGrant: {id, granted TTL in seconds}.
+  virtual result<std::pair<std::int64_t, std::int64_t>> grant(std::int64_t ttl_seconds) = 0;
+  virtual result<void> revoke(std::int64_t lease, steady::time_point deadline) = 0;
+  // One LeaseKeepAlive round for each lease; session_expired if any is gone (answered with
+  // TTL <= 0). Returns the smallest TTL granted.
+  virtual result<std::int64_t> keep_alive(std::span<const std::int64_t> leases) = 0;
+
+  // One Txn: if every comparison holds, `success`, else `failure`. The ranges' results come
+  // back in the order of their ops (puts and deletes give none).
+  virtual result<txn_result> txn(const std::vector<txn_compare>& compare,
+                                 const std::vector<txn_op>& success,
+                                 const std::vector<txn_op>& failure) = 0;
+  virtual result<range_result> range(const std::string& begin, const std::string& end,
+                                     bool keys_only) = 0;
+
+  // Watches `keys` (one stream, one watch each) until one is deleted (true), or `deadline`,
+  // `stop` or close() (false). A watch the server cancels (its revision compacted) is set
+  // up again from the compaction revision.
+  virtual result<bool> await_delete(std::span<const watched_key> keys, steady::time_point deadline,
+                                    std::stop_token stop) = 0;
+
+  // Watches the keys [begin, end) from `from_revision` until any of them changes (true), or
+  // `deadline`, `stop` or close() (false).
+  virtual result<bool> await_change(const std::string& begin, const std::string& end,
+                                    std::int64_t from_revision, steady::time_point deadline,
+                                    std::stop_token stop) = 0;
+
+  // Cuts off every call in flight and every later one (close).
+  virtual void shut_down() noexcept = 0;
+};
+
+}  // namespace dlock::detail::etcd

@@ -1,0 +1,126 @@
+#include "support/etcd_server.hpp"
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <sstream>
+#include <stdexcept>
+#include <thread>
+
+#include "support/net.hpp"
+
+namespace dlock::test {
+namespace {
+
+using namespace std::chrono_literals;
+
+// A fresh directory on /dev/shm (else /tmp), not under $TMPDIR: server files only.
+std::string make_server_dir() {
+  std::string root = std::filesystem::is_directory("/dev/shm") ? "/dev/shm" : "/tmp";
+  std::string tmpl = root + "/dlock-etcd-XXXXXX";
+  if (!mkdtemp(tmpl.data())) throw std::runtime_error("mkdtemp " + tmpl + " failed");
+  return tmpl;
+}
+
+}  // namespace
+
+etcd_server::etcd_server() : dir_(make_server_dir()) {
+  client_port_ = free_port();
+  do peer_port_ = free_port();
+  while (peer_port_ == client_port_);
+  const std::string client = "http://127.0.0.1:" + std::to_string(client_port_);
+  const std::string peer = "http://127.0.0.1:" + std::to_string(peer_port_);
+  argv_ = std::vector<std::string>{"etcd",
+                                   "--name",
+                                   "t",
+                                   "--data-dir",
+                                   dir_ + "/data",
+                                   "--listen-client-urls",
+                                   client,
+                                   "--advertise-client-urls",
+                                   client,
+                                   "--listen-peer-urls",
+                                   peer,
+                                   "--initial-advertise-peer-urls",
+                                   peer,
+                                   "--initial-cluster",
+                                   "t=" + peer,
+                                   "--logger",
+                                   "zap",
+                                   "--log-outputs",
+                                   "stderr"};
+  start();
+}
+
+void etcd_server::start() {
+  if (proc_) return;
+  child_process::options po;
+  po.log_file = dir_ + "/etcd.log";
+  proc_ = std::make_unique<child_process>(argv_, po);
+  auto until = std::chrono::steady_clock::now() + 30s;
+  for (;;) {
+    if (wait_for_port(client_port_, 200ms)) {
+      auto [rc, out] = etcdctl({"endpoint", "health"});
+      if (rc == 0) return;
+    }
+    if (!proc_->running()) {
+      proc_.reset();
+      throw std::runtime_error("etcd on port " + std::to_string(client_port_) + " exited; see " +
+                               dir_ + "/etcd.log");
+    }
+    if (std::chrono::steady_clock::now() > until) {
+      throw std::runtime_error("etcd on port " + std::to_string(client_port_) +
+                               " not healthy within 30 s; see " + dir_ + "/etcd.log");
+    }
+    std::this_thread::sleep_for(50ms);
+  }
+}
+
+etcd_server::~etcd_server() {
+  kill();
+  std::error_code ec;
+  std::filesystem::remove_all(dir_, ec);
+}
+
+void etcd_server::kill() { proc_.reset(); }
+
+void etcd_server::stop() {
+  if (!proc_) return;
+  proc_->signal(SIGTERM);
+  (void)proc_->wait(20s);
+  proc_.reset();
+}
+
+std::vector<std::string> etcd_server::etcdctl_argv(const std::vector<std::string>& args) const {
+  std::vector<std::string> argv{"etcdctl", "--endpoints=" + endpoint(), "--dial-timeout=2s",
+                                "--command-timeout=5s"};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return argv;
+}
+
+std::pair<int, std::string> etcd_server::etcdctl(const std::vector<std::string>& args) const {
+  return run_command(etcdctl_argv(args), 20s);
+}
+
+std::vector<std::string> etcd_server::keys(const std::string& prefix) const {
+  auto [rc, out] = etcdctl({"get", "--prefix", "--keys-only", prefix});
+  if (rc != 0) throw std::runtime_error("etcdctl get --prefix " + prefix + ": " + out);
+  std::vector<std::string> keys;
+  std::istringstream in(out);
+  for (std::string line; std::getline(in, line);) {
+    if (!line.empty()) keys.push_back(line);
+  }
+  return keys;
+}
+
+void etcd_server::revoke(std::int64_t id) const {
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%llx", static_cast<unsigned long long>(id));
+  auto [rc, out] = etcdctl({"lease", "revoke", hex});
+  if (rc != 0) throw std::runtime_error(std::string("etcdctl lease revoke ") + hex + ": " + out);
+}
+
+}  // namespace dlock::test

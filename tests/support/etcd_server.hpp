@@ -1,0 +1,48 @@
+#pragma once
+// A real etcd (Debian's etcd-server) for tests: one member on free loopback ports, its data
+// directory on a memory file system (/dev/shm when there is one: etcd fsyncs every write),
+// never under the caller's $TMPDIR; and etcdctl (etcd-client) to look at or change the store.
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "support/process.hpp"
+
+namespace dlock::test {
+
+class etcd_server {
+ public:
+  etcd_server();
+  ~etcd_server();
+  etcd_server(const etcd_server&) = delete;
+
+  std::uint16_t port() const noexcept { return client_port_; }
+  std::string address() const { return "127.0.0.1:" + std::to_string(client_port_); }
+  std::string endpoint() const { return "http://" + address(); }
+
+  // etcdctl ARGS against this member; {exit status, combined output}.
+  std::pair<int, std::string> etcdctl(const std::vector<std::string>& args) const;
+  // The keys starting with `prefix` (etcdctl get --prefix --keys-only), in key order.
+  std::vector<std::string> keys(const std::string& prefix) const;
+  // Revokes lease `id` (as the server would end it at its TTL, at once).
+  void revoke(std::int64_t id) const;
+  // The argv to start `etcdctl ARGS` as a child process against this member.
+  std::vector<std::string> etcdctl_argv(const std::vector<std::string>& args) const;
+
+  // SIGKILL, as a crash.
+  void kill();
+  // SIGTERM and wait (the data directory is kept); start() again on the same ports and data.
+  void stop();
+  void start();
+
+ private:
+  std::vector<std::string> argv_;
+  std::string dir_;
+  std::uint16_t client_port_{0}, peer_port_{0};
+  std::unique_ptr<child_process> proc_;
+};
+
+}  // namespace dlock::test
