@@ -283,6 +283,15 @@ int run_reported(const run_options& o, run_report& rep) {
     print_error("could not release '" + o.name +
                 "' (backend unreachable); the lease frees it within " +
                 std::to_string((session.ttl().count() + 999) / 1000) + " s");
+  } else if (release_ec == dlock::errc::lock_lost && !lost) {
+    // CMD ended while the lock was held; then its lease ended before the release was confirmed
+    // (a short TTL on an unreachable backend), or an operator ended the session: the lock is
+    // free, but silence would hide that the backend was gone.
+    print_error("could not confirm the release of '" + o.name +
+                "': its lease ended first (backend unreachable?) or an operator ended its "
+                "session; the lock is free");
+  } else if (release_ec && !lost) {
+    print_error("could not release '" + o.name + "': " + release_ec.message());
   }
   return status;
 }

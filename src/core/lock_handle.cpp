@@ -361,6 +361,9 @@ void lock_handle::release(std::error_code& ec) noexcept {
       if (ticket->was_absent()) {
         ec = make_error_code(errc::lock_lost);
         message = what() + ": the entry was gone (the lease had ended)";
+      } else if (ticket->ended_unconfirmed()) {
+        ec = make_error_code(errc::lock_lost);
+        message = what() + ": its lease ended before the removal was confirmed (the lock is free)";
       }
     } else if (session_->state() == session_state::expired) {
       ec = make_error_code(errc::lock_lost);  // the lease ended while we waited

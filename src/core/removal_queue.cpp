@@ -35,11 +35,17 @@ std::optional<failure> removal_ticket::last_error() const {
   return last_;
 }
 
-void removal_ticket::settle(bool absent) {
+bool removal_ticket::ended_unconfirmed() const {
+  std::lock_guard lk(mu_);
+  return unconfirmed_;
+}
+
+void removal_ticket::settle(bool absent, bool unconfirmed) {
   std::lock_guard lk(mu_);
   if (settled_) return;
   settled_ = true;
   absent_ = absent;
+  unconfirmed_ = unconfirmed;
   cv_.notify_all();
 }
 
@@ -148,8 +154,10 @@ void removal_queue::remover_loop(std::stop_token stop) {
     if (code == make_error_code(errc::lock_lost) ||
         code == make_error_code(errc::session_expired)) {
       // Proof that the entry is gone. Only a first attempt can call it "not ours any more":
-      // a retry cannot tell its own earlier, unacknowledged success from a loss.
-      j.ticket->settle(j.attempt == 0);
+      // a retry cannot tell its own earlier, unacknowledged success from a loss. A retry
+      // stopped by the end of our lease confirmed nothing: the entry is dead, not removed.
+      j.ticket->settle(j.attempt == 0,
+                       j.attempt > 0 && code == make_error_code(errc::session_expired));
       continue;
     }
     if (code == make_error_code(errc::session_closed) || closed_) {

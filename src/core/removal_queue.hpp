@@ -31,18 +31,22 @@ class removal_ticket {
   // The first attempt found the entry already absent (remove() said lock_lost, or the
   // session's lease had ended): the entry was not ours any more when the caller let it go.
   bool was_absent() const;
+  // Settled only because the session's lease ended while retries were still failing: the
+  // entry is dead (its lease is over) but its removal was never confirmed.
+  bool ended_unconfirmed() const;
   // The last attempt's failure, for the message of an unconfirmed release.
   std::optional<failure> last_error() const;
 
  private:
   friend class removal_queue;
-  void settle(bool absent);
+  void settle(bool absent, bool unconfirmed = false);
   void note(failure f);
 
   mutable std::mutex mu_;
   std::condition_variable cv_;
   bool settled_{false};
   bool absent_{false};
+  bool unconfirmed_{false};
   std::optional<failure> last_;
 };
 

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <thread>
 
 #include "cli_harness.hpp"
 #include "support/redis_server.hpp"
@@ -37,6 +38,36 @@ TEST(CliRunRelease, ExitsSoonAfterCmdAndSaysWhenTheReleaseWasNotConfirmed) {
       out.find("could not release 'cut' (backend unreachable); the lease frees it within 30 s"),
       std::string::npos)
       << out;
+  px.pass();
+}
+
+// A short lease that ends while the release waits for an unreachable backend (the trial: Redis
+// killed 0.8 s into a 2 s CMD with ttl=3s): dlock said nothing and exited 0. CMD ran under the
+// lock (status 0), and dlock must say the release was not confirmed; should the lease end
+// before CMD does (a loaded machine), the run is a lost one (70) and says so.
+TEST(CliRunRelease, SaysSoWhenTheLeaseEndsBeforeTheReleaseIsConfirmed) {
+  redis_server srv;
+  tcp_proxy px(srv.port());
+  cli_sandbox box;
+  auto url = "redis://127.0.0.1:" + std::to_string(px.port());
+  auto p = box.start(
+      {"run", "--url", url, "--ttl", "3s", "short", "--", "sh", "-c", "echo started; sleep 2"});
+  ASSERT_TRUE(p.wait_for_line("started", 30s));
+  std::this_thread::sleep_for(800ms);
+  px.blackhole();
+  auto status = p.wait(30s);
+  ASSERT_TRUE(status.has_value()) << "dlock run did not exit";
+  std::string out;
+  while (auto line = p.read_line(1s)) out += *line + "\n";
+  if (*status == 70) {
+    EXPECT_NE(out.find("lost"), std::string::npos) << out;
+  } else {
+    EXPECT_EQ(*status, 0) << out;
+    EXPECT_TRUE(out.find("could not release 'short'") != std::string::npos ||
+                out.find("could not confirm the release of 'short'") != std::string::npos)
+        << "a release that was not confirmed went unsaid:\n"
+        << out;
+  }
   px.pass();
 }
 

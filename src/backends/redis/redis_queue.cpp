@@ -321,9 +321,12 @@ void session::retry_loop(std::stop_token stop) {
 result<void> session::remove_everywhere(std::string_view lock, std::string_view id, until_t until) {
   // Entries of a session whose lease ended are dead to every other client: not ours any more,
   // and not worth a request (nor a wait on a dead link; on_expired breaks off one in flight).
+  // session_expired, not lock_lost: the lease ended here, nothing was confirmed by a server
+  // (a retried removal stopped so is an unconfirmed release, removal_queue).
   if (expired_.stop_requested()) {
-    return fail(errc::lock_lost, cfg_.servers[0].where + ": entry " + std::string(id) + " of '" +
-                                     std::string(lock) + "' is gone (the session expired)");
+    return fail(errc::session_expired, cfg_.servers[0].where + ": entry " + std::string(id) +
+                                           " of '" + std::string(lock) +
+                                           "' is dead (the session expired)");
   }
   bool queued = false;
   {
