@@ -123,30 +123,33 @@ std::vector<guarantee_verdict> judge(const capabilities& caps,
   for (const auto& name : guarantee_names()) {
     auto b = baseline_of(name, caps);
     guarantee_verdict v{name, b.title, b.status, b.why};
-    // A finding that names the guarantee replaces the baseline's reason when it is the first
-    // to speak for it (an ok check says why it holds here), and is added when it is worse.
+    // A recipe the backend lacks (fifo, shared, semaphores, elections) stays "no" whatever a
+    // check says. Otherwise the checks that name the guarantee decide when there are any: the
+    // worst wins and its reasons are the why; all ok, the first one's reason is.
+    const bool capability_only =
+        name == "fifo" || name == "shared" || name == "semaphores" || name == "elections";
+    if (capability_only && v.status == guarantee_status::no) {
+      out.push_back(std::move(v));
+      continue;
+    }
     bool spoken = false;
+    std::string first_ok;
     std::string worse;
     auto worst = guarantee_status::holds;
     for (const auto& f : findings) {
       if (f.guarantee != name) continue;
+      spoken = true;
       auto s = from_check(f.status);
-      if (!spoken && s == guarantee_status::holds) {
-        v.why = f.reason;
-        spoken = true;
-        if (v.status == guarantee_status::unknown) v.status = guarantee_status::holds;
+      if (s == guarantee_status::holds) {
+        if (first_ok.empty()) first_ok = f.reason;
         continue;
       }
-      if (s == guarantee_status::holds) continue;
       if (rank(s) > rank(worst)) worst = s;
       worse += (worse.empty() ? "" : "; ") + f.reason;
     }
-    if (!worse.empty()) {
-      // A capability's "no" stays "no" whatever a check adds; otherwise the worst check wins.
-      if (v.status != guarantee_status::no) {
-        v.status = worst;
-        v.why = worse;
-      }
+    if (spoken) {
+      v.status = worst;
+      v.why = worse.empty() ? first_ok : worse;
     }
     out.push_back(std::move(v));
   }

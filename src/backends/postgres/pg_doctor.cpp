@@ -23,13 +23,14 @@ check_finding durability(const std::string& sync, const std::string& fsync) {
   if (fsync != "on") {
     f.status = check_status::weakened;
     f.reason = "fsync is off: a crash can lose or corrupt commits, and tokens with them";
-  } else if (sync == "off") {
-    f.status = check_status::weakened;
-    f.reason = "synchronous_commit=off: a crash can lose the last commits, so a token handed "
-               "out just before it can be handed out again";
-  } else {
-    f.reason = "every grant's counter is flushed before it is answered";
   }
+  if (sync == "off") {
+    f.status = check_status::weakened;
+    f.reason += (f.reason.empty() ? "" : "; ") +
+                std::string("synchronous_commit=off: a crash can lose the last commits, so a "
+                            "token handed out just before it can be handed out again");
+  }
+  if (f.reason.empty()) f.reason = "every grant's counter is flushed before it is answered";
   return f;
 }
 

@@ -5,12 +5,12 @@
 namespace dlock::detail::redis {
 namespace {
 
-// The value of a CONFIG GET reply for one parameter ([name, value] in RESP2, a map in RESP3);
-// nullopt when CONFIG GET failed (disabled, renamed, no permission) or named nothing.
+// The value of a CONFIG GET reply for one parameter ([name, value] in RESP2, which hiredis
+// speaks); nullopt when CONFIG GET failed (disabled, renamed, no permission) or named nothing.
 std::optional<std::string> config_value(const result<reply_ptr>& r) {
   if (!r || !*r) return std::nullopt;
   const redisReply* x = r->get();
-  if ((x->type != REDIS_REPLY_ARRAY && x->type != REDIS_REPLY_MAP) || x->elements < 2) {
+  if (x->type != REDIS_REPLY_ARRAY || x->elements < 2) {
     return std::nullopt;
   }
   const redisReply* v = x->element[1];
@@ -84,7 +84,7 @@ check_finding replication(std::string_view info) {
 std::string_view info_text(const result<reply_ptr>& r) {
   if (!r || !*r) return {};
   const redisReply* x = r->get();
-  if (x->type != REDIS_REPLY_STRING && x->type != REDIS_REPLY_VERB) return {};
+  if (x->type != REDIS_REPLY_STRING) return {};
   return {x->str, x->len};
 }
 
