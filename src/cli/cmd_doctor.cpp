@@ -1,7 +1,7 @@
 // dlock doctor [URL] [--url URL] [--json] [--require G,...]: which guarantees hold in the
 // configuration the backend actually has (dlock::diagnose), and why.
-#include <dlock/doctor.hpp>
 #include <algorithm>
+#include <dlock/doctor.hpp>
 #include <iomanip>
 #include <iostream>
 #include <memory>
@@ -37,8 +37,8 @@ std::vector<std::string> required_guarantees(const std::string& text) {
     if (std::ranges::find(known, name) == known.end()) {
       std::string list;
       for (const auto& k : known) list += (list.empty() ? "" : ", ") + k;
-      throw cli_error(exit_usage, "--require: unknown guarantee '" + name + "' (want " + list +
-                                      " or all)");
+      throw cli_error(exit_usage,
+                      "--require: unknown guarantee '" + name + "' (want " + list + " or all)");
     }
     if (std::ranges::find(out, name) == out.end()) out.push_back(name);
   }
@@ -64,6 +64,7 @@ report examine(const std::string& where) {
   } catch (const std::system_error& e) {
     if (e.code() != make_error_code(dlock::errc::unsupported)) rethrow_as_cli_error();
     r.refused = tidy(e);
+    if (r.refused.starts_with("dlock: ")) r.refused.erase(0, 7);
     // Nothing holds on a set-up that is refused: every guarantee says so.
     for (const auto& name : dlock::guarantee_names()) {
       r.d.guarantees.push_back({name, name, dlock::guarantee_status::no, "refused at open"});
@@ -133,8 +134,7 @@ void print_text(const report& r, const std::vector<std::string>& required) {
   std::cout << "checks:\n";
   for (const auto& c : r.d.checks) {
     std::cout << "  " << std::left << std::setw(static_cast<int>(width) + 2) << c.check
-              << std::setw(10) << to_string(c.status) << (c.value.empty() ? "-" : c.value)
-              << '\n';
+              << std::setw(10) << to_string(c.status) << (c.value.empty() ? "-" : c.value) << '\n';
   }
 }
 

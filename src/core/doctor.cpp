@@ -11,28 +11,36 @@ namespace dlock {
 
 const char* to_string(check_status s) noexcept {
   switch (s) {
-    case check_status::ok: return "ok";
-    case check_status::weakened: return "weakened";
-    case check_status::unsafe: return "unsafe";
-    case check_status::unknown: return "unknown";
+    case check_status::ok:
+      return "ok";
+    case check_status::weakened:
+      return "weakened";
+    case check_status::unsafe:
+      return "unsafe";
+    case check_status::unknown:
+      return "unknown";
   }
   return "unknown";
 }
 
 const char* to_string(guarantee_status s) noexcept {
   switch (s) {
-    case guarantee_status::holds: return "holds";
-    case guarantee_status::weakened: return "weakened";
-    case guarantee_status::no: return "no";
-    case guarantee_status::unknown: return "unknown";
+    case guarantee_status::holds:
+      return "holds";
+    case guarantee_status::weakened:
+      return "weakened";
+    case guarantee_status::no:
+      return "no";
+    case guarantee_status::unknown:
+      return "unknown";
   }
   return "unknown";
 }
 
 const std::vector<std::string>& guarantee_names() {
-  static const std::vector<std::string> names{"exclusion", "fencing", "failover",
-                                              "loss-signal", "fifo", "shared",
-                                              "semaphores", "elections", "interop"};
+  static const std::vector<std::string> names{"exclusion",   "fencing",   "failover",
+                                              "loss-signal", "fifo",      "shared",
+                                              "semaphores",  "elections", "interop"};
   return names;
 }
 
@@ -97,20 +105,28 @@ baseline baseline_of(std::string_view name, const capabilities& c) {
 
 int rank(guarantee_status s) {
   switch (s) {
-    case guarantee_status::holds: return 0;
-    case guarantee_status::unknown: return 1;
-    case guarantee_status::weakened: return 2;
-    case guarantee_status::no: return 3;
+    case guarantee_status::holds:
+      return 0;
+    case guarantee_status::unknown:
+      return 1;
+    case guarantee_status::weakened:
+      return 2;
+    case guarantee_status::no:
+      return 3;
   }
   return 3;
 }
 
 guarantee_status from_check(check_status s) {
   switch (s) {
-    case check_status::ok: return guarantee_status::holds;
-    case check_status::weakened: return guarantee_status::weakened;
-    case check_status::unsafe: return guarantee_status::no;
-    case check_status::unknown: return guarantee_status::unknown;
+    case check_status::ok:
+      return guarantee_status::holds;
+    case check_status::weakened:
+      return guarantee_status::weakened;
+    case check_status::unsafe:
+      return guarantee_status::no;
+    case check_status::unknown:
+      return guarantee_status::unknown;
   }
   return guarantee_status::unknown;
 }
@@ -176,8 +192,8 @@ diagnosis diagnose(const session& s) {
   }
   auto& core = *s.core();
   auto until = std::chrono::steady_clock::now() + core.options().request_timeout;
-  auto checks =
-      detail::with_retry(core.options().retry, until, {}, [&] { return core.backend().diagnose(); });
+  auto checks = detail::with_retry(core.options().retry, until, {},
+                                   [&] { return core.backend().diagnose(); });
   if (!checks) detail::raise(checks.error(), "dlock: diagnose " + s.url());
   diagnosis d;
   d.checks = std::move(*checks);

@@ -73,15 +73,15 @@ TEST(CliDoctor, RequireExitsOneWhenAGuaranteeDoesNotHoldAndRefusesUnknownNames) 
 }
 
 TEST(CliDoctor, AnEvictingRedisIsRefusedAtOpenAndDoctorSaysWhy) {
-  redis_server srv({.password = {}, .extra_args = {"--maxmemory", "100mb", "--maxmemory-policy", "allkeys-lru"}});
+  redis_server srv({.password = {},
+                    .extra_args = {"--maxmemory", "100mb", "--maxmemory-policy", "allkeys-lru"}});
   auto url = "redis://" + srv.address();
   std::error_code ec;
   auto s = dlock::session::open(url, {}, ec);
   EXPECT_EQ(ec, make_error_code(dlock::errc::unsupported));
   cli_sandbox box;
   auto j = doctor_json(box, url, 1);
-  EXPECT_NE(j["refused"].get<std::string>().find("maxmemory-policy allkeys-lru"),
-            std::string::npos)
+  EXPECT_NE(j["refused"].get<std::string>().find("maxmemory-policy allkeys-lru"), std::string::npos)
       << j.dump(2);
   EXPECT_EQ(guarantee(j, "exclusion"), "no");
   auto r = box.run({"doctor", url});
@@ -91,7 +91,8 @@ TEST(CliDoctor, AnEvictingRedisIsRefusedAtOpenAndDoctorSaysWhy) {
 
 TEST(CliDoctor, ARedisReplicaIsRefusedAndAMasterWithAReplicaIsWeakened) {
   redis_server master;
-  redis_server replica({.password = {}, .extra_args = {"--replicaof", "127.0.0.1", std::to_string(master.port())}});
+  redis_server replica(
+      {.password = {}, .extra_args = {"--replicaof", "127.0.0.1", std::to_string(master.port())}});
   cli_sandbox box;
   // The replica is refused at open, naming its master.
   std::error_code ec;
@@ -115,8 +116,7 @@ TEST(CliDoctor, ARedisReplicaIsRefusedAndAMasterWithAReplicaIsWeakened) {
   EXPECT_EQ(guarantee(j, "fencing"), "weakened") << j.dump(2);
   EXPECT_EQ(guarantee(j, "exclusion"), "holds") << j.dump(2);
   EXPECT_EQ(box.run({"doctor", "redis://" + master.address(), "--require", "failover"}).status, 1);
-  EXPECT_EQ(box.run({"doctor", "redis://" + master.address(), "--require", "exclusion"}).status,
-            0);
+  EXPECT_EQ(box.run({"doctor", "redis://" + master.address(), "--require", "exclusion"}).status, 0);
 }
 
 // What weakens a guarantee is logged through the observer at open, as a warning.

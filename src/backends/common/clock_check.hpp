@@ -20,9 +20,9 @@ inline check_finding clock_finding(double server_ms, std::chrono::system_clock::
                  .count();
   auto rtt = duration_cast<milliseconds>(after - before).count();
   auto distance = static_cast<long long>(std::llround(server_ms - mid));
-  check_finding f{.check = "clock",
-                  .value = std::to_string(distance) + " ms (+/- " + std::to_string(rtt / 2 + 1) +
-                           ")"};
+  check_finding f{
+      .check = "clock",
+      .value = std::to_string(distance) + " ms (+/- " + std::to_string(rtt / 2 + 1) + ")"};
   if (std::llabs(distance) <= 1000 + rtt) {
     f.reason = "the server's clock is within a second of this host's";
   } else {

@@ -15,8 +15,8 @@ check_finding durability(const std::string& flush, const std::string& sync_binlo
                          const std::string& log_bin) {
   check_finding f{.check = "innodb_flush_log_at_trx_commit",
                   .guarantee = "fencing",
-                  .value = "innodb_flush_log_at_trx_commit=" + flush + ", sync_binlog=" +
-                           sync_binlog + ", log_bin=" + log_bin};
+                  .value = "innodb_flush_log_at_trx_commit=" + flush +
+                           ", sync_binlog=" + sync_binlog + ", log_bin=" + log_bin};
   if (flush != "1") {
     f.status = check_status::weakened;
     f.reason = "innodb_flush_log_at_trx_commit=" + flush +

@@ -27,8 +27,9 @@ check_finding durability(const std::string& sync, const std::string& fsync) {
   if (sync == "off") {
     f.status = check_status::weakened;
     f.reason += (f.reason.empty() ? "" : "; ") +
-                std::string("synchronous_commit=off: a crash can lose the last commits, so a "
-                            "token handed out just before it can be handed out again");
+                std::string(
+                    "synchronous_commit=off: a crash can lose the last commits, so a "
+                    "token handed out just before it can be handed out again");
   }
   if (f.reason.empty()) f.reason = "every grant's counter is flushed before it is answered";
   return f;
@@ -43,16 +44,19 @@ check_finding standbys(bool replica, const std::string& count, const std::string
     f.status = check_status::unsafe;
     f.reason = "the server is a standby: it takes no writes (point the URL at the primary)";
   } else if (count == "0") {
-    f.reason = "no standby streams from this server: nothing fails over to a copy that missed "
-               "a commit";
+    f.reason =
+        "no standby streams from this server: nothing fails over to a copy that missed "
+        "a commit";
   } else if (!names.empty() && (sync == "on" || sync == "remote_apply" || sync == "remote_write")) {
-    f.reason = "synchronous standbys (" + names + "): a commit is on a standby before it is "
+    f.reason = "synchronous standbys (" + names +
+               "): a commit is on a standby before it is "
                "answered";
     f.value += ", synchronous_standby_names=" + names;
   } else {
     f.status = check_status::weakened;
-    f.reason = count + " asynchronous standby(s): a failover to one can lose the last grants "
-                       "and hand their tokens out again (synchronous_standby_names closes that)";
+    f.reason = count +
+               " asynchronous standby(s): a failover to one can lose the last grants "
+               "and hand their tokens out again (synchronous_standby_names closes that)";
   }
   return f;
 }

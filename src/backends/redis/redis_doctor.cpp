@@ -50,12 +50,14 @@ check_finding persistence(std::string_view info, const result<reply_ptr>& save,
   f.status = check_status::weakened;
   if (points->empty()) {
     f.value = "save \"\", appendonly no";
-    f.reason = "persistence is off: after a restart the locks are gone and tokens start again "
-               "from 1 (an efficiency lock only; turn on appendonly)";
+    f.reason =
+        "persistence is off: after a restart the locks are gone and tokens start again "
+        "from 1 (an efficiency lock only; turn on appendonly)";
   } else {
     f.value = "save \"" + *points + "\", appendonly no";
-    f.reason = "snapshots only: a crash loses what changed since the last one, so tokens can be "
-               "handed out again (turn on appendonly with appendfsync always)";
+    f.reason =
+        "snapshots only: a crash loses what changed since the last one, so tokens can be "
+        "handed out again (turn on appendonly with appendfsync always)";
   }
   return f;
 }
@@ -128,8 +130,9 @@ result<void> refuse_unsafe(std::string_view info, const std::string& where) {
   // them on one server.
   if (info_field(info, "cluster_enabled") == "1") {
     return fail(errc::unsupported,
-                where + " is a Redis Cluster node: dlock's scripts need every key of a lock on "
-                        "one server (use a standalone master, or redlock:// over several)");
+                where +
+                    " is a Redis Cluster node: dlock's scripts need every key of a lock on "
+                    "one server (use a standalone master, or redlock:// over several)");
   }
   return {};
 }

@@ -13,8 +13,8 @@
 #include <thread>
 #include <vector>
 
-#include "backends/sqlite/local_process.hpp"
 #include "backends/sqlite/file_system.hpp"
+#include "backends/sqlite/local_process.hpp"
 #include "backends/sqlite/local_wake.hpp"
 #include "backends/sqlite/shared_file.hpp"
 #include "backends/sqlite/sqlite_db.hpp"

@@ -23,7 +23,7 @@ std::string group_name(gid_t gid) {
 
 check_finding access(const std::string& path) {
   check_finding f{.check = "file-mode"};
-  struct stat st{};
+  struct stat st {};
   if (::stat(path.c_str(), &st) != 0) {
     f.status = check_status::unknown;
     f.reason = "cannot stat " + path;
