@@ -13,7 +13,7 @@ _dlock() {
       --) # after --: the command and its arguments
         COMPREPLY=($(compgen -c -- "$cur"))
         return ;;
-      run | elect | status | list | leader | observe | unlock | demo | bench) [[ -z $sub ]] && sub=${words[i]} ;;
+      run | elect | status | list | leader | observe | unlock | demo | doctor | bench) [[ -z $sub ]] && sub=${words[i]} ;;
     esac
   done
   case $prev in
@@ -27,6 +27,9 @@ _dlock() {
     --metrics-file)
       _filedir prom 2>/dev/null || COMPREPLY=($(compgen -f -- "$cur"))
       return ;;
+    --require)
+      COMPREPLY=($(compgen -W "exclusion fencing failover loss-signal fifo shared semaphores elections interop all" -- "$cur"))
+      return ;;
     --value) # free text: this node's address, typically
       COMPREPLY=()
       return ;;
@@ -36,10 +39,11 @@ _dlock() {
   esac
   local opts
   case $sub in
-    "") opts="run elect status list leader observe unlock demo bench --help --version" ;;
+    "") opts="run elect status list leader observe unlock demo doctor bench --help --version" ;;
     run) opts="--url -w --wait -n --nonblock --ttl -E --conflict-exit-code --grace --hold-at-least --hold-at-most --permits --metrics-file -q --quiet -v --verbose --help --" ;;
     elect) opts="--value --url -w --wait -n --nonblock --ttl -E --conflict-exit-code --grace --hold-at-least --hold-at-most --metrics-file -q --quiet -v --verbose --help --" ;;
     status | list | leader | observe) opts="--url --json --help" ;;
+    doctor) opts="--url --json --require --help" ;;
     unlock) opts="--force --yes -y --url --help" ;;
     demo) opts="flash-sale --url --workers --stock --no-lock --shop --time-limit --json --help" ;;
     bench) opts="--url --scenario --clients --duration --count --waiters --lock --permits --elect --json --help" ;;

@@ -2,6 +2,7 @@
 /// @file dlock.hpp
 /// Everything public in one include.
 
+#include <dlock/doctor.hpp>
 #include <dlock/election.hpp>
 #include <dlock/errors.hpp>
 #include <dlock/hold.hpp>

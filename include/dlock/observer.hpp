@@ -104,8 +104,9 @@ class observer {
   virtual void on_wakeup(std::string_view lock, wakeup_kind kind) { (void)lock, (void)kind; }
   /// A backend request finished.
   virtual void on_request(const request_event& e) { (void)e; }
-  /// The library's own warnings (a renewal failing, a release not confirmed): never written
-  /// to stderr; they come here.
+  /// The library's own warnings (a renewal failing, a release not confirmed, and at open what
+  /// weakens a guarantee with this backend's configuration: doctor.hpp): never written to
+  /// stderr; they come here.
   virtual void on_log(log_level level, std::string_view message) { (void)level, (void)message; }
 };
 

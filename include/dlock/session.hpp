@@ -129,8 +129,11 @@ class session {
   /// options.open_timeout (default: request_timeout) in total, across all its attempts.
   /// Errors (thrown as dlock::system_error): invalid_argument (malformed or unknown URL,
   /// bad option), backend_unavailable (server down or silent after retries; the message gives
-  /// the attempts and the time spent), permission_denied (bad credentials), backend_error.
-  /// Nothing is created on the backend when it fails.
+  /// the attempts and the time spent), permission_denied (bad credentials), unsupported (a
+  /// set-up unsafe for any lock: a Redis that evicts keys, a Redis replica or Cluster node, a
+  /// SQLite file on a network file system; the message says which and why), backend_error.
+  /// Nothing is created on the backend when it fails. With an observer installed, what only
+  /// weakens a guarantee here (doctor.hpp) is logged to it as a warning once open.
   static session open(std::string_view url, const session_options& options = {});
   /// Non-throwing form; returns an empty session (operator bool false) on error.
   static session open(std::string_view url, const session_options& options,

@@ -14,5 +14,6 @@ void add_status_command(CLI::App& app, int& status);
 void add_list_command(CLI::App& app, int& status);
 void add_unlock_command(CLI::App& app, int& status);
 void add_demo_command(CLI::App& app, int& status);
+void add_doctor_command(CLI::App& app, int& status);
 
 }  // namespace dlock::cli

@@ -58,6 +58,8 @@ std::string encode_path(const std::string& path) {
   return out;
 }
 
+}  // namespace
+
 // std::system_error::what() is "context: message: <code text>"; the code text repeats what
 // the message already says, and the "dlock: " prefix is print_error's job.
 std::string tidy(const std::system_error& e) {
@@ -66,8 +68,6 @@ std::string tidy(const std::system_error& e) {
   if (w.size() > suffix.size() && w.ends_with(suffix)) w.remove_suffix(suffix.size());
   return std::string(w);
 }
-
-}  // namespace
 
 int exit_code_for(std::error_code ec) {
   if (ec.category() != dlock::category()) return exit_unavailable;

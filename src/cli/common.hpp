@@ -18,6 +18,7 @@ enum exit_code : int {
   exit_demo_failed = 1,   // the demo's invariant (sold = stock, oversold 0) did not hold
   exit_free = 1,          // `dlock status`: the lock is free (as `systemctl is-active`)
   exit_no_leader = 1,     // `dlock leader`: the election has no leader (as a free lock)
+  exit_doctor_unmet = 1,  // `dlock doctor`: a --require'd guarantee does not hold
   exit_usage = 64,        // EX_USAGE: bad option, URL, lock name, duration, missing command
   exit_unavailable = 69,  // EX_UNAVAILABLE: the backend cannot be reached or failed
   exit_lock_lost = 70,    // EX_SOFTWARE: `dlock run` lost the lock while CMD ran
@@ -38,6 +39,9 @@ class cli_error : public std::runtime_error {
 
 // The exit code for a library error.
 int exit_code_for(std::error_code ec);
+
+// A library error's text without the error code's own words, which repeat the message.
+std::string tidy(const std::system_error& e);
 
 // Rethrows a dlock::system_error (or anything else) as a cli_error with the right code.
 [[noreturn]] void rethrow_as_cli_error();

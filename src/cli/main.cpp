@@ -74,14 +74,15 @@ int main(int argc, char** argv) {
   add_leader_command(app, status);
   add_observe_command(app, status);
   add_demo_command(app, status);
+  add_doctor_command(app, status);
   add_bench_command(app, status);
   try {
     // CLI11 would only say "a subcommand is required"; name the word it did not know.
     if (argc > 1 && argv[1][0] != '-' && !is_subcommand(app, argv[1])) {
       throw cli_error(exit_usage,
                       std::string("unknown subcommand '") + argv[1] +
-                          "' (want run, status, list, unlock, elect, leader, observe, demo or "
-                          "bench; see dlock --help)");
+                          "' (want run, status, list, unlock, elect, leader, observe, demo, "
+                          "doctor or bench; see dlock --help)");
     }
     // CLI11 takes `--url=` as "--url" and the next word as its value: an explicitly empty URL
     // must be refused, not replaced by whatever follows.

@@ -28,6 +28,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <dlock/doctor.hpp>
 #include <dlock/session.hpp>
 #include <functional>
 #include <memory>
@@ -223,6 +224,13 @@ class backend_session {
 
   // Names of locks with at least one entry, starting with `prefix`, sorted (status tools).
   virtual result<std::vector<std::string>> lock_names(std::string_view prefix) = 0;
+
+  // Live checks of the configuration this session found (dlock::diagnose, `dlock doctor`):
+  // what weakens a guarantee, each finding naming the guarantee it bears on. A check that
+  // cannot be made (a command disabled, a view not readable) is check_status::unknown, never
+  // a failure; only a server that stops answering is. What is unsafe for any lock is refused
+  // at open instead. Default: no live checks (the capabilities say everything).
+  virtual result<std::vector<check_finding>> diagnose() { return std::vector<check_finding>{}; }
 
   // Ends another client's session `session_id` as its lease's end would: its record and all its
   // entries go, so its holder's next renewal fails (it is told lost) and its waiters' lock is

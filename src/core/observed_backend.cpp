@@ -71,6 +71,9 @@ class observed_backend final : public backend_session {
   result<std::vector<std::string>> lock_names(std::string_view prefix) override {
     return timed("lock_names", [&] { return inner_->lock_names(prefix); });
   }
+  result<std::vector<check_finding>> diagnose() override {
+    return timed("diagnose", [&] { return inner_->diagnose(); });
+  }
   result<void> end_session(std::string_view session_id) override {
     return timed("end_session", [&] { return inner_->end_session(session_id); });
   }

@@ -7,6 +7,7 @@
 #include <random>
 #include <thread>
 
+#include "core/doctor.hpp"
 #include "core/events.hpp"
 #include "core/exit_guard.hpp"
 #include "core/hold_core.hpp"
@@ -78,6 +79,12 @@ result<std::shared_ptr<session_core>> session_core::open(std::string_view text,
   s->lease_deadline_.store(s->deadline_from(started).time_since_epoch().count());
   s->start();
   exit_guard::track(s);
+  // What weakens a guarantee here (no persistence, asynchronous replicas, ...) is told to an
+  // installed observer at once, not only to whoever runs `dlock doctor`; without one, no
+  // round trip is spent on it. A check that fails is no reason to fail the open.
+  if (s->options_.observer) {
+    if (auto f = s->backend_->diagnose()) log_findings(s->options_.observer, *f);
+  }
   return s;
 }
 

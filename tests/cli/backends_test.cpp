@@ -11,67 +11,14 @@
 #include <sstream>
 #include <thread>
 
+#include "backends_fixture.hpp"
 #include "cli_harness.hpp"
-#include "support/mariadb_server.hpp"
-#include "support/postgres_server.hpp"
-#include "support/redis_server.hpp"
-#include "support/zk_server.hpp"
 
 namespace dlock::test {
 namespace {
 
 using namespace std::chrono_literals;
 using nlohmann::json;
-
-struct servers {
-  std::unique_ptr<zk_server> zk;
-  std::unique_ptr<redis_server> redis;
-  std::unique_ptr<postgres_server> pg;
-  std::unique_ptr<mariadb_server> maria;
-
-  // One URL per backend, for SCOPED_TRACE and --url.
-  std::vector<std::string> urls() const {
-    return {"zk://" + zk->hosts() + "/cli", "redis://" + redis->address(), pg->url(), maria->url()};
-  }
-};
-
-class CliBackends : public ::testing::Test {
- protected:
-  // The servers start once, one after the other: a fixture picks a free port and binds it
-  // seconds later (initdb, mariadb-install-db), and another fixture starting meanwhile can
-  // take that port for an outgoing connection. A second try covers the rarer clash with the
-  // rest of the machine.
-  static void SetUpTestSuite() {
-    auto s = std::make_unique<servers>();
-    s->redis = start<redis_server>();
-    s->zk = start<zk_server>();
-    s->pg = start<postgres_server>();
-    s->maria = start<mariadb_server>();
-    srv_ = s.release();
-  }
-  template <class Server>
-  static std::unique_ptr<Server> start() {
-    try {
-      return std::make_unique<Server>();
-    } catch (const std::exception& e) {
-      std::cerr << "server did not start, trying once more: " << e.what() << "\n";
-      return std::make_unique<Server>();
-    }
-  }
-  static void TearDownTestSuite() {
-    delete srv_;
-    srv_ = nullptr;
-  }
-  // Every server's URL, and the advisory modes of the SQL servers.
-  static std::vector<std::string> every_mode() {
-    auto urls = srv_->urls();
-    urls.push_back(srv_->pg->url("mode=advisory"));
-    urls.push_back(srv_->maria->url("mode=advisory"));
-    return urls;
-  }
-  static servers* srv_;
-};
-servers* CliBackends::srv_ = nullptr;
 
 std::vector<std::string> file_lines(const std::string& path) {
   std::istringstream in(read_file(path));

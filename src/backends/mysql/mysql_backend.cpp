@@ -16,6 +16,7 @@
 #include "backends/common/session_conn.hpp"
 #include "backends/mysql/my_advisory.hpp"
 #include "backends/mysql/my_conn.hpp"
+#include "backends/mysql/my_doctor.hpp"
 #include "backends/mysql/my_schema.hpp"
 #include "core/duration.hpp"
 #include "core/poll_pacer.hpp"
@@ -191,6 +192,10 @@ class mysql_session final : public backend_session {
     if (auto r = run(stmts::close_session, {std::string(session_id)}); !r) return fail(r.error());
     if (auto r = run(stmts::close_entries, {std::string(session_id)}); !r) return fail(r.error());
     return {};
+  }
+
+  result<std::vector<check_finding>> diagnose() override {
+    return link_.run(false, [&](my::conn& c, bool) { return my::findings(c); });
   }
 
   result<std::vector<std::string>> lock_names(std::string_view prefix) override {

@@ -17,6 +17,7 @@
 #include "backends/common/session_conn.hpp"
 #include "backends/postgres/pg_advisory.hpp"
 #include "backends/postgres/pg_conn.hpp"
+#include "backends/postgres/pg_doctor.hpp"
 #include "backends/postgres/pg_listener.hpp"
 #include "backends/postgres/pg_schema.hpp"
 
@@ -260,6 +261,10 @@ class postgres_session final : public backend_session {
     auto r = run(stmts_.close, {std::string(session_id)});
     if (!r) return fail(r.error());
     return {};
+  }
+
+  result<std::vector<check_finding>> diagnose() override {
+    return link_.run(false, [&](pg::conn& c, bool) { return pg::findings(c, pooled_); });
   }
 
   result<std::vector<std::string>> lock_names(std::string_view prefix) override {

@@ -8,6 +8,7 @@
 #include <condition_variable>
 #include <random>
 
+#include "backends/redis/redis_doctor.hpp"
 #include "backends/redis/redis_session.hpp"
 
 namespace dlock::detail {
@@ -24,17 +25,6 @@ std::string glob_escape(std::string_view s) {
     out += c;
   }
   return out;
-}
-
-// The `maxmemory_policy:` field of an INFO memory reply; empty if absent.
-std::string eviction_policy(const redisReply* r) {
-  if (!r || r->type != REDIS_REPLY_STRING) return {};  // RESP2: INFO is a bulk string
-  std::string_view info(r->str, r->len);
-  constexpr std::string_view field = "maxmemory_policy:";
-  auto at = info.find(field);
-  if (at == std::string_view::npos) return {};
-  auto value = info.substr(at + field.size());
-  return std::string(value.substr(0, value.find_first_of("\r\n")));
 }
 
 void sleep_interruptibly(std::chrono::milliseconds d, std::stop_token stop) {
@@ -104,22 +94,12 @@ failure session::quorum_failure(std::string_view what,
 }
 
 result<void> session::start() {
-  // A server that evicts keys under memory pressure drops a lock key with no signal to its
-  // holder: a lost lock nobody is told of. Every policy but noeviction may evict dlock's keys
-  // (they carry a TTL, so the volatile-* policies too). A server that hides INFO is not
-  // judged (managed services may; docs/redis.md says to check the policy there by hand).
-  std::vector<request> info(nodes_.size(), request{nullptr, {"INFO", "memory"}});
-  auto policies = run_all(nodes_, info);
-  for (std::size_t i = 0; i < policies.size(); ++i) {
-    if (!policies[i]) continue;
-    auto policy = eviction_policy(policies[i]->get());
-    if (policy.empty() || policy == "noeviction") continue;
-    return fail(errc::unsupported,
-                cfg_.servers[i].where + " evicts keys under memory pressure (maxmemory-policy " +
-                    policy +
-                    "): an evicted lock key is a lock lost with no signal. Use a server with "
-                    "maxmemory-policy noeviction (CONFIG SET maxmemory-policy noeviction, or a "
-                    "Redis of its own for locks)");
+  // What is unsafe for any lock (an eviction policy, a replica, Redis Cluster) is refused
+  // here (redis_doctor.cpp). INFO's default sections hold all three.
+  std::vector<request> info(nodes_.size(), request{nullptr, {"INFO"}});
+  auto infos = run_all(nodes_, info);
+  for (std::size_t i = 0; i < infos.size(); ++i) {
+    if (auto r = refuse_unsafe(info_text(infos[i]), cfg_.servers[i].where); !r) return r;
   }
   std::vector<request> reqs(nodes_.size(), request{nullptr,
                                                    {"SET", key('s', info_.id), info_.owner, "PX",
@@ -309,6 +289,32 @@ result<std::vector<std::string>> session::lock_names(std::string_view prefix) {
   for (const auto& name : names) {
     auto q = list(name);  // drops locks whose entries all belong to lapsed sessions
     if (q && !q->entries.empty()) out.push_back(name);
+  }
+  return out;
+}
+
+}  // namespace redis
+
+namespace redis {
+
+result<std::vector<check_finding>> session::diagnose() {
+  if (auto r = check_open(); !r) return fail(r.error());
+  std::vector<check_finding> out;
+  for (std::size_t i = 0; i < nodes_.size(); ++i) {
+    auto info = nodes_[i]->run({nullptr, {"INFO"}});
+    if (!info && is_transient(info.error())) return fail(info.error());
+    auto save = nodes_[i]->run({nullptr, {"CONFIG", "GET", "save"}});
+    auto fsync = nodes_[i]->run({nullptr, {"CONFIG", "GET", "appendfsync"}});
+    auto more = findings(info_text(info), save, fsync, redlock() ? cfg_.servers[i].where : "");
+    out.insert(out.end(), more.begin(), more.end());
+  }
+  if (redlock()) {
+    out.push_back({.check = "redlock",
+                   .guarantee = "loss-signal",
+                   .status = check_status::weakened,
+                   .reason = "Redlock's safety rests on timing: a pause or clock drift beyond "
+                             "1% + 2 ms of the TTL can overlap two holders (fence with the "
+                             "token)"});
   }
   return out;
 }

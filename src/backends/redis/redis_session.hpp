@@ -57,6 +57,7 @@ class session final : public backend_session {
   void close() noexcept override;
   result<std::vector<std::string>> lock_names(std::string_view prefix) override;
   void on_expired() noexcept override { expired_.request_stop(); }
+  result<std::vector<check_finding>> diagnose() override;
 
  private:
   using id_set = std::set<std::string, std::less<>>;

@@ -18,6 +18,7 @@
 #include "backends/sqlite/local_wake.hpp"
 #include "backends/sqlite/shared_file.hpp"
 #include "backends/sqlite/sqlite_db.hpp"
+#include "backends/sqlite/sqlite_doctor.hpp"
 #include "backends/sqlite/sqlite_rows.hpp"
 #include "backends/sqlite/sqlite_schema.hpp"
 #include "backends/sqlite/sqlite_sessions.hpp"
@@ -75,6 +76,10 @@ class sqlite_session final : public backend_session {
             .ends_other_sessions = true,
             .permits = true,
             .values = true};
+  }
+
+  result<std::vector<check_finding>> diagnose() override {
+    return sqlite::file_findings(db_.path());
   }
 
   result<queue_view> enqueue(std::string_view lock, entry_kind kind, std::string_view id) override {

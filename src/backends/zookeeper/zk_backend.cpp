@@ -27,6 +27,7 @@
 #include "backends/zookeeper/zk_cache.hpp"
 #include "backends/zookeeper/zk_config.hpp"
 #include "backends/zookeeper/zk_connection.hpp"
+#include "backends/zookeeper/zk_doctor.hpp"
 #include "backends/zookeeper/zk_fetch.hpp"
 #include "backends/zookeeper/zk_names.hpp"
 #include "backends/zookeeper/zk_nodes.hpp"
@@ -62,6 +63,10 @@ class zk_session final : public backend_session {
 
   std::optional<std::chrono::milliseconds> granted_ttl() const override {
     return conn_->negotiated_timeout();
+  }
+
+  result<std::vector<check_finding>> diagnose() override {
+    return zk::findings(info_.ttl, conn_->negotiated_timeout());
   }
 
   result<queue_view> enqueue(std::string_view lock, entry_kind kind,

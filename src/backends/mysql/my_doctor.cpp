@@ -1,0 +1,69 @@
+#include "backends/mysql/my_doctor.hpp"
+
+#include <string>
+
+#include "backends/common/clock_check.hpp"
+
+namespace dlock::detail::my {
+namespace {
+
+constexpr const char* settings_sql =
+    "SELECT @@innodb_flush_log_at_trx_commit, @@sync_binlog, @@log_bin, @@read_only, "
+    "CAST(UNIX_TIMESTAMP(NOW(6)) * 1000 AS CHAR)";
+
+check_finding durability(const std::string& flush, const std::string& sync_binlog,
+                         const std::string& log_bin) {
+  check_finding f{.check = "innodb_flush_log_at_trx_commit",
+                  .guarantee = "fencing",
+                  .value = "innodb_flush_log_at_trx_commit=" + flush +
+                           ", sync_binlog=" + sync_binlog + ", log_bin=" + log_bin};
+  if (flush != "1") {
+    f.status = check_status::weakened;
+    f.reason = "innodb_flush_log_at_trx_commit=" + flush +
+               ": a crash can lose about the last second of commits, so a token handed out "
+               "just before it can be handed out again (set it to 1)";
+  } else if (log_bin == "1" && sync_binlog != "1") {
+    f.status = check_status::weakened;
+    f.reason = "sync_binlog=" + sync_binlog +
+               ": after a crash the binary log (what replicas and point-in-time recovery "
+               "replay) can miss the last grants (set it to 1)";
+  } else {
+    f.reason = "every grant's counter is flushed before it is answered";
+  }
+  return f;
+}
+
+}  // namespace
+
+result<std::vector<check_finding>> findings(conn& c) {
+  auto before = std::chrono::system_clock::now();
+  auto r = c.exec(settings_sql);
+  auto after = std::chrono::system_clock::now();
+  if (!r) return fail(r.error());
+  if (r->rows.size() != 1 || r->rows[0].size() != 5) {
+    return fail(errc::backend_error, "doctor: settings query gave no row");
+  }
+  std::vector<check_finding> out;
+  out.push_back(durability(r->text(0, 0), r->text(0, 1), r->text(0, 2)));
+  if (r->text(0, 3) == "1") {
+    out.push_back({.check = "read_only",
+                   .guarantee = "exclusion",
+                   .status = check_status::unsafe,
+                   .reason = "the server is read-only (a replica?): it takes no lock",
+                   .value = "read_only=1"});
+  }
+  // Replicas cannot be counted without the REPLICATION CLIENT privilege; say so.
+  out.push_back({.check = "replication",
+                 .guarantee = "failover",
+                 .status = check_status::unknown,
+                 .reason = "not checked: a failover to an asynchronous replica can lose the last "
+                           "grants (semi-synchronous replication closes that)"});
+  try {
+    out.push_back(clock_finding(std::stod(r->text(0, 4)), before, after));
+  } catch (const std::exception&) {
+    out.push_back({.check = "clock", .status = check_status::unknown, .reason = "unreadable"});
+  }
+  return out;
+}
+
+}  // namespace dlock::detail::my
