@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <memory>
 
 #include "cli/commands.hpp"
@@ -178,6 +179,16 @@ int flash_sale(const demo_options& o) {
   }
   std::unique_ptr<temp_shop> tmp;
   std::string shop_path = o.shop;
+  if (!shop_path.empty()) {
+    // As `dlock run` says of a lock database: a directory that does not exist is a mistyped
+    // path (64), not a permission problem.
+    auto dir = std::filesystem::path(shop_path).parent_path();
+    std::error_code ec;
+    if (!dir.empty() && !std::filesystem::exists(dir, ec) && !ec)
+      throw cli_error(exit_usage, "--shop '" + shop_path + "': directory '" + dir.string() +
+                                      "' does not exist (the demo creates the file, not its "
+                                      "directory)");
+  }
   if (shop_path.empty()) {
     tmp = std::make_unique<temp_shop>();
     shop_path = tmp->path();

@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <dlock/mutex.hpp>
+#include <filesystem>
 #include <iostream>
 
 #include "core/duration.hpp"
@@ -149,15 +150,16 @@ std::string resolve_url(const std::string& url_option, bool create) {
     url_from_environment = env;
     return not_memory(env);
   }
-  std::string dir;
-  // The XDG spec says a relative XDG_STATE_HOME is invalid and must be ignored.
-  if (const char* x = std::getenv("XDG_STATE_HOME"); x && x[0] == '/') {
-    dir = std::string(x) + "/dlock";
-  } else {
-    dir = home_dir() + "/.local/state/dlock";
-  }
+  const std::string dir = default_state_dir();
   if (create) make_private_dirs(dir);
   return "sqlite://" + encode_path(dir + "/locks.db");
+}
+
+std::string default_state_dir() {
+  // The XDG spec says a relative XDG_STATE_HOME is invalid and must be ignored.
+  if (const char* x = std::getenv("XDG_STATE_HOME"); x && x[0] == '/')
+    return std::string(x) + "/dlock";
+  return home_dir() + "/.local/state/dlock";
 }
 
 bool sqlite_file_missing(const std::string& url) {
@@ -166,7 +168,18 @@ bool sqlite_file_missing(const std::string& url) {
   // by session::open, never read as "nothing held".
   if (!u || u->scheme != "sqlite" || u->path.empty() || !u->hosts.empty()) return false;
   struct stat st {};
-  return ::stat(u->path.c_str(), &st) != 0 && errno == ENOENT;
+  if (::stat(u->path.c_str(), &st) == 0 || errno != ENOENT) return false;
+  // No database in a directory that does not exist either: a mistyped path, which `dlock run`
+  // refuses too; never "free" (an operator's `unlock --force` said "nothing to do"). The
+  // default's directory is made at first use, so there it only means nothing was locked yet.
+  auto dir = std::filesystem::path(u->path).parent_path();
+  std::error_code ec;
+  if (!dir.empty() && !std::filesystem::exists(dir, ec) && !ec &&
+      dir.lexically_normal() != std::filesystem::path(default_state_dir()).lexically_normal()) {
+    throw cli_error(exit_usage, "URL '" + url + "': directory '" + dir.string() +
+                                    "' does not exist (no lock database can be there)");
+  }
+  return true;
 }
 
 std::chrono::milliseconds parse_duration_option(std::string_view option, const std::string& text) {

@@ -58,7 +58,11 @@ std::string resolve_url(const std::string& url_option, bool create = true);
 
 // True for a sqlite:// URL whose database file does not exist: nothing is locked there, and
 // a viewer must not create it.
+// True when `url` is a sqlite:// URL whose file does not exist (it holds no lock). Throws
+// cli_error (64) when its directory does not exist either, unless it is the default's.
 bool sqlite_file_missing(const std::string& url);
+// The default database's directory: $XDG_STATE_HOME/dlock, else ~/.local/state/dlock.
+std::string default_state_dir();
 
 // Parses a duration option such as 500ms or 2m; usage error naming `option` otherwise.
 std::chrono::milliseconds parse_duration_option(std::string_view option, const std::string& text);

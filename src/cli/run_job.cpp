@@ -175,7 +175,10 @@ int run_job(const run_options& o) {
 namespace {
 
 int run_reported(const run_options& o, run_report& rep) {
-  if (o.command.empty()) throw cli_error(exit_usage, o.verb + ": missing command after --");
+  // `dlock run -- true` makes "true" the NAME: show what was taken for NAME.
+  if (o.command.empty())
+    throw cli_error(exit_usage, o.verb + ": missing command (want: dlock " + o.verb +
+                                    " NAME [options] -- CMD [ARGS...]; NAME was '" + o.name + "')");
   std::optional<std::chrono::milliseconds> wait;
   if (!o.wait.empty()) wait = parse_duration_option("--wait", o.wait);
   dlock::session_options so;

@@ -283,7 +283,8 @@ int supervise(const child_spec& spec, const dlock::hold& hold, signal_watch& sig
     if (!lost && !hold.is_held()) {
       lost = true;
       print_error(spec.held + " lost while '" + spec.argv[0] +
-                  "' ran (lease expired or backend gone); sending SIGTERM to its process group " +
+                  "' ran (lease expired, backend gone, or session ended by an operator); "
+                  "sending SIGTERM to its process group " +
                   std::to_string(group));
       signal_group(SIGTERM);
       signal_group(SIGCONT);  // a stopped group could not act on it

@@ -112,6 +112,16 @@ TEST(redis_errors, a_server_that_evicts_keys_is_refused_naming_its_policy) {
       << "dlock's keys carry a TTL: the volatile policies evict them too";
 }
 
+// The URL's /db beyond the server's `databases` is a wrong URL (64 in the CLI), not an
+// unavailable backend (69), and it is said at once, not retried.
+TEST(redis_errors, a_database_the_server_does_not_have_is_invalid_argument) {
+  redis_server srv;
+  std::string what;
+  EXPECT_EQ(open_error("redis://" + srv.address() + "/99", &what), dlock::errc::invalid_argument);
+  EXPECT_NE(what.find("database 99"), std::string::npos) << what;
+  EXPECT_EQ(open_error("redis://" + srv.address() + "/3"), std::error_code{});
+}
+
 TEST(redis_errors, nothing_listening_is_backend_unavailable_naming_the_address) {
   auto port = free_port();
   std::string what;

@@ -88,7 +88,15 @@ result<std::unique_ptr<connection>> connection::open(const target& t,
     auto r = c->call(argv);
     if (stop.stop_requested()) return fail(errc::cancelled, t.where + ": cancelled");
     if (!r) return fail(r.error());
-    if ((*r)->type == REDIS_REPLY_ERROR) return fail(error_reply_failure(t, reply_text(r->get())));
+    if ((*r)->type == REDIS_REPLY_ERROR) {
+      auto text = reply_text(r->get());
+      // The URL's /db does not exist on this server: the URL is wrong, not the server.
+      if (argv[0] == "SELECT")
+        return fail(errc::invalid_argument,
+                    t.where + ": database " + argv[1] +
+                        " (the URL's /db) was refused: " + std::string(text));
+      return fail(error_reply_failure(t, text));
+    }
     if (argv[0] == "PING" && reply_text(r->get()) != "PONG") {
       return fail(errc::protocol_error,
                   t.where + ": unexpected reply to PING (is this a Redis server?)");
