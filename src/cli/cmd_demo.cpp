@@ -160,6 +160,16 @@ void reap_workers(std::vector<pid_t> pids, steady::time_point deadline, sale_rep
 }
 
 int flash_sale(const demo_options& o) {
+  if (!o.shop.empty()) {
+    // As `dlock run` says of a lock database: a directory that does not exist is a mistyped
+    // path (64), not a permission problem.
+    auto dir = std::filesystem::path(o.shop).parent_path();
+    std::error_code ec;
+    if (!dir.empty() && !std::filesystem::exists(dir, ec) && !ec)
+      throw cli_error(exit_usage, "--shop '" + o.shop + "': directory '" + dir.string() +
+                                      "' does not exist (the demo creates the file, not its "
+                                      "directory)");
+  }
   auto limit = parse_duration_option("--time-limit", o.time_limit);
   if (limit.count() <= 0) throw cli_error(exit_usage, "--time-limit: must be greater than zero");
   sale_report report;
@@ -179,16 +189,6 @@ int flash_sale(const demo_options& o) {
   }
   std::unique_ptr<temp_shop> tmp;
   std::string shop_path = o.shop;
-  if (!shop_path.empty()) {
-    // As `dlock run` says of a lock database: a directory that does not exist is a mistyped
-    // path (64), not a permission problem.
-    auto dir = std::filesystem::path(shop_path).parent_path();
-    std::error_code ec;
-    if (!dir.empty() && !std::filesystem::exists(dir, ec) && !ec)
-      throw cli_error(exit_usage, "--shop '" + shop_path + "': directory '" + dir.string() +
-                                      "' does not exist (the demo creates the file, not its "
-                                      "directory)");
-  }
   if (shop_path.empty()) {
     tmp = std::make_unique<temp_shop>();
     shop_path = tmp->path();
