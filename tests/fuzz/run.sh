@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets with clang 16 (ASan+UBSan) and runs each briefly
-# (FUZZ_SECONDS, default 8). Inputs in regressions/<target>/ are replayed first: a crash
+# (FUZZ_SECONDS, default 5). Inputs in regressions/<target>/ are replayed first: a crash
 # once found is kept there as a regression test. Seeds come from corpus/<target>/.
 # Targets: url, name (lock-name validation), duration; and each backend's reply parsing:
 # redis_reply (RESP bytes -> hiredis's reader -> parse_queue_reply -> Redlock merge_views),
@@ -13,7 +13,7 @@
 set -euo pipefail
 src=$(cd "$(dirname "$0")/../.." && pwd)
 out=${1:-$(mktemp -d)}
-seconds=${FUZZ_SECONDS:-8}
+seconds=${FUZZ_SECONDS:-5}
 mkdir -p "$out"
 CXX=${FUZZ_CXX:-clang++-16}
 # Every object gets coverage (fuzzer-no-link); only the link adds libFuzzer's main.
