@@ -22,8 +22,17 @@ struct unlock_options {
   bool yes{false};
 };
 
+// "lock 'x'", "election 'x'" or "semaphore 'x'", from what its holders are.
+std::string what(const std::string& name, const std::vector<dlock::queue_entry>& holders) {
+  for (auto& h : holders) {
+    if (h.candidate) return "election '" + name + "'";
+    if (h.permits > 0) return "semaphore '" + name + "'";
+  }
+  return "lock '" + name + "'";
+}
+
 bool confirmed(const std::string& name, const std::vector<dlock::queue_entry>& holders) {
-  std::cerr << "lock '" << name << "' is held by:\n";
+  std::cerr << what(name, holders) << " is held by:\n";
   for (auto& h : holders) std::cerr << "  " << entry_line(h) << '\n';
   std::cerr << "End the holder's session? Every lock it holds goes with it, and the holder\n"
                "learns only at its next renewal: only fencing tokens keep its late writes out.\n"
@@ -73,10 +82,11 @@ int unlock(const unlock_options& o) {
       }
     }
     auto ended = dlock::force_unlock(session, o.name);
+    const auto subject = what(o.name, parts.holders);
     for (auto& h : ended) {
-      std::cout << "lock '" << o.name << "': ended the session of " << entry_line(h) << '\n';
+      std::cout << subject << ": ended the session of " << entry_line(h) << '\n';
     }
-    if (ended.empty()) std::cout << "lock '" << o.name << "': freed meanwhile, nothing to do\n";
+    if (ended.empty()) std::cout << subject << ": freed meanwhile, nothing to do\n";
   } catch (const cli_error&) {
     session.close();
     throw;

@@ -29,7 +29,7 @@ TEST(CliUnlock, ForceEndsTheHoldersSessionAndItsRunIsToldItLost) {
 
   auto r = box.run({"unlock", "stuck/job", "--force", "--yes"});
   EXPECT_EQ(r.status, 0) << r.output;
-  EXPECT_TRUE(mentions(r, "ended the session of token 1")) << r.output;
+  EXPECT_TRUE(mentions(r, "lock 'stuck/job': ended the session of token 1")) << r.output;
   EXPECT_EQ(box.run({"status", "stuck/job"}).status, 1) << "still held after --force";
   // The holder's next renewal fails: dlock run stops CMD and exits 70 (lock lost).
   auto code = holder.wait(20s);
@@ -39,6 +39,20 @@ TEST(CliUnlock, ForceEndsTheHoldersSessionAndItsRunIsToldItLost) {
   auto again = box.run({"unlock", "stuck/job", "--force", "--yes"});
   EXPECT_EQ(again.status, 0) << again.output;
   EXPECT_TRUE(mentions(again, "free, nothing to do")) << again.output;
+}
+
+// An election's leader is broken the same way, and the output calls it an election.
+TEST(CliUnlock, ForceOnAnElectionSaysElection) {
+  cli_sandbox box;
+  auto leader = box.start({"elect", "stuck/primary", "--ttl", "3s", "--value", "node-a", "--", "sh",
+                           "-c", "echo leading; sleep 60"});
+  ASSERT_TRUE(leader.wait_for_line("leading", 30s));
+  auto r = box.run({"unlock", "stuck/primary", "--force", "--yes"});
+  EXPECT_EQ(r.status, 0) << r.output;
+  EXPECT_TRUE(mentions(r, "election 'stuck/primary': ended the session of")) << r.output;
+  auto code = leader.wait(20s);
+  ASSERT_TRUE(code.has_value()) << "dlock elect never learnt that its leadership was broken";
+  EXPECT_EQ(*code, 70);
 }
 
 }  // namespace
