@@ -4,6 +4,8 @@
 //        release        -> unlock, print "released"
 //        fence PATH     -> write our token to the fence file PATH; print "write accepted|refused"
 //        exit           -> exit without unlocking (the session closes)
+//        fork           -> fork a child that only waits (no exec); print "forked PID"
+//        spawn          -> start `sleep 600` (fork and exec); print "spawned PID"
 //      and print "lost" as soon as the hold's loss signal fires.
 //   dlock_test_worker permit URL NAME N         take a permit of semaphore NAME (limit N), print
 //        "granted TOKEN", then obey stdin as `hold` does (release, fence PATH, held, exit).
@@ -83,6 +85,19 @@ int obey(const dlock::hold& h, const std::function<void()>& release,
       say(h.is_held() ? "held yes" : "held no");
     } else if (cmd == "exit") {
       std::_Exit(0);
+    } else if (cmd == "fork") {
+      pid_t child = ::fork();
+      if (child == 0) {
+        for (;;) ::pause();  // async-signal-safe only: the parent has threads
+      }
+      say("forked " + std::to_string(child));
+    } else if (cmd == "spawn") {
+      pid_t child = ::fork();
+      if (child == 0) {
+        ::execl("/bin/sleep", "sleep", "600", static_cast<char*>(nullptr));
+        ::_exit(127);
+      }
+      say("spawned " + std::to_string(child));
     }
   }
   return 0;

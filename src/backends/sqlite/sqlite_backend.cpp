@@ -16,6 +16,7 @@
 #include "backends/sqlite/file_system.hpp"
 #include "backends/sqlite/local_process.hpp"
 #include "backends/sqlite/local_wake.hpp"
+#include "backends/sqlite/session_mark.hpp"
 #include "backends/sqlite/shared_file.hpp"
 #include "backends/sqlite/sqlite_db.hpp"
 #include "backends/sqlite/sqlite_doctor.hpp"
@@ -49,7 +50,10 @@ std::int64_t wall_ms() {
 class sqlite_session final : public backend_session {
  public:
   sqlite_session(db d, session_info info)
-      : db_(std::move(d)), info_(std::move(info)), wake_(db_.path()) {}
+      : db_(std::move(d)),
+        info_(std::move(info)),
+        wake_(db_.path()),
+        marks_(db_.path(), !info_.observe_only) {}
 
   result<void> start() {
     std::lock_guard lk(mu_);
@@ -61,6 +65,7 @@ class sqlite_session final : public backend_session {
     if (info_.observe_only) return {};  // writes nothing: no schema, no session row
     if (auto r = db_.exec("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;"); !r) return r;
     auto me = this_process();
+    marks_.set(info_.id);  // before the row: a reader never sees the row unmarked and us dead
     return write_txn([&]() -> result<void> {
       if (auto r = sqlite::prepare_schema(db_, boot_, now_ms(), wall_ms()); !r) return r;
       return sqlite::insert_session(db_, info_.id, info_.owner, me, boot_,
@@ -260,6 +265,7 @@ class sqlite_session final : public backend_session {
       if (r || !is_transient(r.error())) break;
       std::this_thread::sleep_for(std::chrono::milliseconds{10 << attempt});
     }
+    marks_.clear(info_.id);
     closed_ = true;
   }
 
@@ -322,19 +328,25 @@ class sqlite_session final : public backend_session {
     return sqlite::delete_session(db_, id, removed);
   }
 
+  // A holder lives while its process does, or a fork of it that still has the session's
+  // mark (session_mark.hpp); its lease is checked apart.
+  bool holder_alive(const process_id& p, std::string_view session) const {
+    return process_alive(p) || marks_.held_elsewhere(session);
+  }
+
   // Whether entry `id` is stored and its session's lease and process are alive: one row,
   // so a waiter's poll costs the same however long the queue is.
   result<bool> entry_alive(const std::string& id) {
     if (closed_) return fail(errc::session_closed, "sqlite session closed");
     auto s = db_.prepare(
         "SELECT CASE WHEN s.boot_id = ?2 THEN s.expires_boot_ms ELSE 0 END, s.host, s.pid, "
-        "s.pid_start FROM dlock_entries e JOIN dlock_sessions s ON s.id = e.session "
+        "s.pid_start, s.id FROM dlock_entries e JOIN dlock_sessions s ON s.id = e.session "
         "WHERE e.id = ?1");
     if (!s) return fail(s.error());
     auto row = s->bind(1, id).bind(2, boot_).step();
     if (!row) return fail(row.error());
     if (!*row) return false;
-    return s->i64(0) > now_ms() && process_alive({s->text(1), s->i64(2), s->i64(3)});
+    return s->i64(0) > now_ms() && holder_alive({s->text(1), s->i64(2), s->i64(3)}, s->text(4));
   }
 
   // The live entries of `lock` in order; entries of dead sessions are dropped from the
@@ -357,7 +369,7 @@ class sqlite_session final : public backend_session {
       auto r = sqlite::read_queue_row(*s);
       // Our own process is alive; for others, /proc is read (once per entry and look).
       bool mine = r.session == info_.id;
-      if (!sqlite::lease_runs(r, now) || (!mine && !process_alive(r.process))) {
+      if (!sqlite::lease_runs(r, now) || (!mine && !holder_alive(r.process, r.session))) {
         dead.push_back(r.session);
         continue;
       }
@@ -374,7 +386,8 @@ class sqlite_session final : public backend_session {
       auto now = now_ms();
       for (auto& id : sessions) {
         // Re-check inside the transaction: the session may have renewed meanwhile.
-        auto over = sqlite::session_over(db_, id, boot_, now);
+        auto over = sqlite::session_over(db_, id, boot_, now,
+                                         [&](const process_id& p) { return holder_alive(p, id); });
         if (!over) return fail(over.error());
         if (!*over) continue;
         if (auto d = delete_session(id, removed); !d) return d;
@@ -389,6 +402,7 @@ class sqlite_session final : public backend_session {
   session_info info_;
   const std::string boot_{boot_id()};
   local_wake wake_;
+  sqlite::session_mark marks_;
   bool closed_{false};
   bool in_txn_{false};
 };

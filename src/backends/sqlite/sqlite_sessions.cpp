@@ -40,7 +40,8 @@ result<void> session_live(db& d, std::string_view id, std::string_view boot, std
   return {};
 }
 
-result<bool> session_over(db& d, std::string_view id, std::string_view boot, std::int64_t now_ms) {
+result<bool> session_over(db& d, std::string_view id, std::string_view boot, std::int64_t now_ms,
+                          const std::function<bool(const process_id&)>& alive) {
   auto s = d.prepare(
       "SELECT host, pid, pid_start, CASE WHEN boot_id = ?2 THEN expires_boot_ms ELSE 0 END "
       "FROM dlock_sessions WHERE id = ?1");
@@ -48,7 +49,7 @@ result<bool> session_over(db& d, std::string_view id, std::string_view boot, std
   auto row = s->bind(1, id).bind(2, boot).step();
   if (!row) return fail(row.error());
   if (!*row) return true;
-  return !(s->i64(3) > now_ms && process_alive({s->text(0), s->i64(1), s->i64(2)}));
+  return !(s->i64(3) > now_ms && alive({s->text(0), s->i64(1), s->i64(2)}));
 }
 
 result<void> delete_session(db& d, std::string_view id, std::vector<std::string>& removed) {

@@ -5,6 +5,7 @@
 // transaction where a function writes.
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -27,9 +28,10 @@ result<bool> renew_session(db& d, std::string_view id, std::string_view boot, st
 // Whether session `id`'s lease runs at `now_ms`: session_expired (naming it) when not.
 result<void> session_live(db& d, std::string_view id, std::string_view boot, std::int64_t now_ms);
 
-// Whether session `id` is over at `now_ms`: its row gone, its lease ended, or its process
-// dead. Read inside a write transaction, so a renewal cannot slip in between.
-result<bool> session_over(db& d, std::string_view id, std::string_view boot, std::int64_t now_ms);
+// Whether session `id` is over at `now_ms`: its row gone, its lease ended, or `alive` false
+// for its process. Read inside a write transaction, so a renewal cannot slip in between.
+result<bool> session_over(db& d, std::string_view id, std::string_view boot, std::int64_t now_ms,
+                          const std::function<bool(const process_id&)>& alive);
 
 // Deletes session `id` and its entries, appending the removed entry ids to `removed`.
 result<void> delete_session(db& d, std::string_view id, std::vector<std::string>& removed);

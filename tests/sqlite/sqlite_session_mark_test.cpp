@@ -1,0 +1,63 @@
+// A SQLite holder lives while its process does or a fork of it that shares its session's open
+// files (session_mark.hpp; issue 12, item 1): `dlock run`'s guard outlives a SIGKILLed dlock
+// until it has killed CMD's group, and the lock must stay held meanwhile. An exec'd child must
+// not keep a killed holder's lock: its descriptors are close-on-exec.
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <chrono>
+#include <dlock/dlock.hpp>
+#include <string>
+
+#include "support/net.hpp"
+#include "support/process.hpp"
+
+namespace dlock::test {
+namespace {
+
+using namespace std::chrono_literals;
+
+class sqlite_session_mark : public ::testing::Test {
+ protected:
+  // A lease far longer than any wait here: only the process check can free the lock early.
+  std::string url() const { return "sqlite://" + dir_.path() + "/locks.db?ttl=30s"; }
+
+  // A worker process holding "k", and the pid of the child it started with `how`.
+  std::pair<child_process, pid_t> holder_with_child(const std::string& how) {
+    child_process w({DLOCK_TEST_WORKER, "hold", url(), "k"});
+    EXPECT_TRUE(w.wait_for_line("granted ", 10s));
+    w.write_stdin(how + "\n");
+    auto line = w.wait_for_line(how == "fork" ? "forked " : "spawned ", 10s);
+    pid_t child = line ? std::stoi(line->substr(line->find(' ') + 1)) : -1;
+    EXPECT_GT(child, 0);
+    return {std::move(w), child};
+  }
+
+  temp_dir dir_{"dlock-sqlite-mark"};
+};
+
+TEST_F(sqlite_session_mark, a_fork_keeps_a_killed_holders_lock_until_it_ends) {
+  auto [w, child] = holder_with_child("fork");
+  w.signal(SIGKILL);
+  (void)w.wait(10s);
+  auto s = session::open(url());
+  mutex m(s, "k");
+  EXPECT_FALSE(m.try_lock()) << "granted while a fork of the killed holder still runs";
+  ::kill(child, SIGKILL);
+  EXPECT_TRUE(m.try_lock_for(10s)) << "still held after the fork ended (the lease is 30 s)";
+  if (m.is_held()) m.unlock();
+}
+
+TEST_F(sqlite_session_mark, an_execd_child_does_not_keep_a_killed_holders_lock) {
+  auto [w, child] = holder_with_child("spawn");
+  w.signal(SIGKILL);
+  (void)w.wait(10s);
+  auto s = session::open(url());
+  mutex m(s, "k");
+  EXPECT_TRUE(m.try_lock_for(10s)) << "an exec'd child of the killed holder kept its lock";
+  ::kill(child, SIGKILL);
+  if (m.is_held()) m.unlock();
+}
+
+}  // namespace
+}  // namespace dlock::test
