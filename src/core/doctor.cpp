@@ -57,7 +57,11 @@ baseline baseline_of(std::string_view name, const capabilities& c) {
   auto yes_no = [](bool b) { return b ? guarantee_status::holds : guarantee_status::no; };
   if (name == "exclusion") {
     return {"mutual exclusion under a client crash", guarantee_status::holds,
-            "one holder at a time; a crashed holder's lock is freed only when its lease ends"};
+            c.frees_dead_process_at_once
+                ? "one holder at a time; a crashed holder's lock is freed once its process (or "
+                  "connection) is gone, or when its lease ends"
+                : "one holder at a time; a crashed holder's lock is freed only when its lease "
+                  "ends"};
   }
   if (name == "fencing") {
     return {"fencing tokens survive a server restart", yes_no(c.durable_tokens),

@@ -170,10 +170,33 @@ TEST_F(CliBackends, DoctorOnSqlServersSeesCommitDurability) {
   srv_->maria->query("SET GLOBAL innodb_flush_log_at_trx_commit = 2");
   EXPECT_EQ(check(my, "innodb_flush_log_at_trx_commit"), "ok") << my.dump(2);
 
+  // No binary log in the fixture: no replica can copy it.
+  EXPECT_EQ(check(my, "replication"), "ok") << my.dump(2);
+  EXPECT_EQ(guarantee(my, "failover"), "holds") << my.dump(2);
+
   auto zk = doctor_json(box, "zk://" + srv_->zk->hosts() + "/cli");
   EXPECT_EQ(guarantee(zk, "interop"), "holds") << zk.dump(2);
   EXPECT_EQ(guarantee(zk, "failover"), "holds") << zk.dump(2);
   EXPECT_EQ(check(zk, "session-timeout"), "ok") << zk.dump(2);
+}
+
+// The advisory modes run the server checks too, on a connection of their own, and say what
+// differs: PostgreSQL's tokens come from nextval() (not flushed before the answer), and the
+// server's lock is the connection's.
+TEST_F(CliBackends, DoctorOnAdvisoryModesRunsTheServerChecks) {
+  cli_sandbox box;
+  auto pg = doctor_json(box, srv_->pg->url("mode=advisory"));
+  EXPECT_EQ(guarantee(pg, "fencing"), "weakened") << pg.dump(2);
+  EXPECT_NE(pg.dump().find("nextval()"), std::string::npos) << pg.dump(2);
+  EXPECT_EQ(check(pg, "replication"), "ok") << pg.dump(2);
+  EXPECT_EQ(check(pg, "route"), "ok") << pg.dump(2);
+  EXPECT_NE(pg.dump().find("belongs to the holder's connection"), std::string::npos) << pg.dump(2);
+
+  auto my = doctor_json(box, srv_->maria->url("mode=advisory"));
+  EXPECT_EQ(check(my, "innodb_flush_log_at_trx_commit"), "weakened") << my.dump(2);
+  EXPECT_EQ(guarantee(my, "failover"), "holds") << my.dump(2);
+  EXPECT_NE(my.dump().find("GET_LOCK belongs to the holder's connection"), std::string::npos)
+      << my.dump(2);
 }
 
 }  // namespace

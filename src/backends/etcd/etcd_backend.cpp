@@ -26,6 +26,7 @@
 
 #include "backends/etcd/etcd_client.hpp"
 #include "backends/etcd/etcd_config.hpp"
+#include "backends/etcd/etcd_doctor.hpp"
 #include "backends/etcd/etcd_keys.hpp"
 #include "core/verdict.hpp"
 
@@ -74,6 +75,10 @@ class etcd_session final : public backend_session {
             .durable_tokens = true,
             .permits = true,
             .values = true};
+  }
+
+  result<std::vector<check_finding>> diagnose() override {
+    return etcd::findings(static_cast<std::size_t>(std::ranges::count(cfg_.target, ',')) + 1);
   }
 
   std::optional<std::chrono::milliseconds> granted_ttl() const override {

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "backends/common/advisory_session.hpp"
+#include "backends/mysql/my_doctor.hpp"
 #include "backends/mysql/my_schema.hpp"
 #include "core/poll_pacer.hpp"
 
@@ -87,7 +88,23 @@ class advisory_session final : public advisory_session_base<conn, std::string, p
             .durable_tokens = true,
             .fifo = false,
             .shared_locks = false,
-            .lists_names = false};
+            .lists_names = false,
+            .frees_dead_process_at_once = true};
+  }
+
+  // On a connection of its own: this session's connection is watched between requests.
+  result<std::vector<check_finding>> diagnose() override {
+    auto c = conn::open(target_, info_.request_timeout);
+    if (!c) return fail(c.error());
+    auto out = findings(*c);
+    if (!out) return out;
+    out->push_back({.check = "route",
+                    .guarantee = "exclusion",
+                    .reason = "one holder at a time: GET_LOCK belongs to the holder's connection "
+                              "and is freed the moment it ends (through a proxy, when the proxy "
+                              "closes the server side)",
+                    .value = "GET_LOCK"});
+    return out;
   }
 
  private:

@@ -33,6 +33,47 @@ check_finding durability(const std::string& flush, const std::string& sync_binlo
   return f;
 }
 
+// Without a binary log no replica can copy this server. With one, replicas are counted where
+// the user may (SHOW REPLICA HOSTS needs REPLICATION MASTER ADMIN), and semi-synchronous
+// replication is what keeps a failover from losing acknowledged grants.
+check_finding replication(conn& c, const std::string& log_bin) {
+  check_finding f{.check = "replication", .guarantee = "failover"};
+  if (log_bin != "1") {
+    f.value = "log_bin=0";
+    f.reason =
+        "the binary log is off: no replica copies this server, so nothing fails over to a "
+        "copy that missed a commit";
+    return f;
+  }
+  auto hosts = c.exec("SHOW REPLICA HOSTS");
+  if (!hosts) {
+    f.status = check_status::unknown;
+    f.value = "log_bin=1";
+    f.reason =
+        "replicas not counted (SHOW REPLICA HOSTS needs REPLICATION MASTER ADMIN): a "
+        "failover to an asynchronous replica can lose the last grants (semi-synchronous "
+        "replication closes that)";
+    return f;
+  }
+  auto count = hosts->rows.size();
+  f.value = std::to_string(count) + " replicas";
+  if (count == 0) {
+    f.reason = "no replica is connected: nothing fails over to a copy that missed a commit";
+    return f;
+  }
+  auto semi = c.exec("SELECT @@rpl_semi_sync_master_enabled");
+  if (semi && semi->rows.size() == 1 && semi->text(0, 0) == "1") {
+    f.value += ", semi-synchronous";
+    f.reason = "semi-synchronous replication: a grant is on a replica before it is answered";
+    return f;
+  }
+  f.status = check_status::weakened;
+  f.reason = std::to_string(count) +
+             " asynchronous replica(s): a failover to one can lose the last grants and hand "
+             "their tokens out again (rpl_semi_sync_master_enabled closes that)";
+  return f;
+}
+
 }  // namespace
 
 result<std::vector<check_finding>> findings(conn& c) {
@@ -52,12 +93,7 @@ result<std::vector<check_finding>> findings(conn& c) {
                    .reason = "the server is read-only (a replica?): it takes no lock",
                    .value = "read_only=1"});
   }
-  // Replicas cannot be counted without the REPLICATION CLIENT privilege; say so.
-  out.push_back({.check = "replication",
-                 .guarantee = "failover",
-                 .status = check_status::unknown,
-                 .reason = "not checked: a failover to an asynchronous replica can lose the last "
-                           "grants (semi-synchronous replication closes that)"});
+  out.push_back(replication(c, r->text(0, 2)));
   try {
     out.push_back(clock_finding(std::stod(r->text(0, 4)), before, after));
   } catch (const std::exception&) {

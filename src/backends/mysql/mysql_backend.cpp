@@ -64,6 +64,7 @@ class mysql_session final : public backend_session {
   capabilities caps() const noexcept override {
     return {.scope = reach::network,
             .durable_tokens = true,
+            .frees_dead_process_at_once = true,
             .ends_other_sessions = true,
             .permits = true,
             .values = true};

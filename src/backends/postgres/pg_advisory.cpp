@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "backends/common/advisory_session.hpp"
+#include "backends/postgres/pg_doctor.hpp"
 #include "backends/postgres/pg_listener.hpp"
 #include "backends/postgres/pg_schema.hpp"
 
@@ -42,7 +43,8 @@ class advisory_session final : public advisory_session_base<conn, statement, std
             .push_wakeups = true,
             .durable_tokens = true,
             .fifo = false,
-            .lists_names = false};
+            .lists_names = false,
+            .frees_dead_process_at_once = true};
   }
 
   // Advisory locks belong to the server process that took them, and the lease is this
@@ -67,6 +69,31 @@ class advisory_session final : public advisory_session_base<conn, statement, std
     }
     if (r->pooled) return pooled(r->seen);
     return {};
+  }
+
+  // On a connection of its own: this session's connection is watched between requests. A
+  // pooled route was refused at open.
+  result<std::vector<check_finding>> diagnose() override {
+    auto c = conn::open(target_, info_.request_timeout);
+    if (!c) return fail(c.error());
+    auto out = findings(*c, false);
+    if (!out) return out;
+    for (auto& f : *out) {
+      if (f.check == "route") {
+        f.value = "direct";
+        f.reason =
+            "one holder at a time: the server's lock belongs to the holder's connection (direct, "
+            "checked at open) and is freed the moment it ends";
+      } else if (f.check == "synchronous_commit") {
+        const char* why =
+            "tokens come from nextval(), which does not wait for its WAL: after a server crash "
+            "the last ones can be handed out again (a clean restart keeps them; lease mode "
+            "survives crashes)";
+        f.reason = f.status == check_status::ok ? why : f.reason + "; " + why;
+        f.status = check_status::weakened;
+      }
+    }
+    return out;
   }
 
   void close() noexcept override {

@@ -74,10 +74,13 @@ result<std::vector<check_finding>> findings(conn& c, bool pooled) {
   out.push_back(durability(sync, r->text(0, 1)));
   out.push_back(standbys(r->text(0, 2) == "true", r->text(0, 3), r->text(0, 4), sync));
   out.push_back({.check = "route",
-                 .reason = pooled ? "through a transaction pooler: a dead holder is freed after "
-                                    "its TTL, not when its connection ends; waiters poll"
-                                  : "no pooler seen: a holder whose connection ends is freed at "
-                                    "once (direct) or after its TTL (a proxy or NAT)",
+                 .guarantee = "exclusion",
+                 .reason = pooled ? "one holder at a time; through a transaction pooler a dead "
+                                    "holder is freed after its TTL, not when its connection "
+                                    "ends; waiters poll"
+                                  : "one holder at a time; no pooler seen: a holder whose "
+                                    "connection ends is freed at once (direct) or after its TTL "
+                                    "(a proxy or NAT)",
                  .value = pooled ? "pooled" : "not pooled"});
   try {
     out.push_back(clock_finding(std::stod(r->text(0, 5)), before, after));
