@@ -61,7 +61,8 @@ TEST_P(conformance, the_readme_backend_table_states_these_capabilities) {
       {"shared locks", caps().shared_locks},
       {"semaphores", caps().permits},
       {"elections", caps().values},
-      {"`unlock --force`", caps().ends_other_sessions}};
+      {"`unlock --force`", caps().ends_other_sessions},
+      {"token survives a server restart", caps().durable_tokens}};
   int checked = 0;
   for (const auto& [column, value] : caps_by_column) {
     auto at = std::find(header.begin(), header.end(), column);
@@ -72,6 +73,17 @@ TEST_P(conformance, the_readme_backend_table_states_these_capabilities) {
     ++checked;
     EXPECT_EQ(*said, value) << row_name->second << ", column " << column << ": README says '"
                             << cell << "', the backend's capabilities say " << value;
+  }
+  // "a dead process is freed": "at once (...)" is the capability; a cell that depends on the
+  // route ("at once on a direct connection; ...") is not checked.
+  auto dead = std::find(header.begin(), header.end(), "a dead process is freed");
+  ASSERT_NE(dead, header.end()) << "README table has no column 'a dead process is freed'";
+  auto dead_cell = row[static_cast<std::size_t>(dead - header.begin())];
+  if (dead_cell.find(';') == std::string::npos) {
+    ++checked;
+    EXPECT_EQ(dead_cell.starts_with("at once"), caps().frees_dead_process_at_once)
+        << row_name->second << ": README says '" << dead_cell
+        << "', the backend's capabilities say " << caps().frees_dead_process_at_once;
   }
   EXPECT_GE(checked, 3);
 }
