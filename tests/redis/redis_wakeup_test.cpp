@@ -6,9 +6,9 @@
 #include <mutex>
 #include <thread>
 
-#include "backends/redis/redis_backend.hpp"
 #include "support/handoff_count.hpp"
 #include "support/redis_server.hpp"
+#include "support/wake_counter.hpp"
 
 namespace dlock::test {
 namespace {
@@ -36,7 +36,8 @@ TEST(redis_wakeups, one_release_wakes_exactly_one_of_a_hundred_waiters_in_fifo_o
   // A long TTL keeps the safety-net re-check (ttl/4) out of the count.
   const auto url = "redis://" + server().address() + "?ttl=60s&prefix=" + prefix;
   auto holder_session = dlock::session::open(url);
-  auto waiter_session = dlock::session::open(url);
+  auto wakes = std::make_shared<wake_counter>();
+  auto waiter_session = dlock::session::open(url, wake_counter::options(wakes));
   dlock::mutex holder(holder_session, "hot");
   holder.lock();
   auto queued = [&] { return static_cast<int>(server().entry_ids(prefix, "hot").size()); };
@@ -61,21 +62,23 @@ TEST(redis_wakeups, one_release_wakes_exactly_one_of_a_hundred_waiters_in_fifo_o
     // One at a time, so arrival order is known.
     ASSERT_TRUE(eventually([&] { return queued() == i + 2; })) << "waiter " << i << " not queued";
   }
-  auto before = dlock::detail::redis_wakeups();
+  auto before = wakes->now();
   holder.unlock();
   ASSERT_TRUE(eventually([&] { return holding.load() == 1; }));
   std::this_thread::sleep_for(200ms);  // room for any wrongly woken waiter to show up
-  auto after_one = dlock::detail::redis_wakeups();
-  EXPECT_EQ(after_one.pushed - before.pushed, 1u) << "one release must wake one waiter";
-  EXPECT_EQ(after_one.timed_out - before.timed_out, 0u);
+  auto one = wakes->now() - before;
+  EXPECT_EQ(one.changed, 1u) << "one release must wake one waiter";
+  EXPECT_EQ(one.spurious, 0u);
+  EXPECT_EQ(one.timeout, 0u);
   EXPECT_EQ(holding.load(), 1);
 
   go_on = true;
   ASSERT_TRUE(eventually([&] { return holding.load() == waiters; }, 120s));
   threads.clear();
-  auto after_all = dlock::detail::redis_wakeups();
-  // Each of the 100 handoffs woke exactly its successor.
-  EXPECT_EQ(after_all.pushed - before.pushed, static_cast<std::uint64_t>(waiters));
+  auto all = wakes->now() - before;
+  // Each of the 100 handoffs woke exactly its successor, and nobody woke for nothing.
+  EXPECT_EQ(all.changed, static_cast<std::uint64_t>(waiters));
+  EXPECT_EQ(all.spurious, 0u);
   std::vector<int> expected(waiters);
   for (int i = 0; i < waiters; ++i) expected[i] = i;
   EXPECT_EQ(order, expected);
@@ -87,7 +90,8 @@ TEST(redis_wakeups, a_writer_release_wakes_the_readers_behind_it_by_push) {
   const std::string prefix = "r" + random_suffix() + ":";
   const auto url = "redis://" + server().address() + "?ttl=60s&prefix=" + prefix;
   auto writer_session = dlock::session::open(url);
-  auto reader_session = dlock::session::open(url);
+  auto wakes = std::make_shared<wake_counter>();
+  auto reader_session = dlock::session::open(url, wake_counter::options(wakes));
   dlock::shared_mutex writer(writer_session, "rw");
   writer.lock();
   std::atomic<int> reading{0};
@@ -103,12 +107,12 @@ TEST(redis_wakeups, a_writer_release_wakes_the_readers_behind_it_by_push) {
     });
     ASSERT_TRUE(eventually([&] { return server().entry_ids(prefix, "rw").size() == 2u + i; }));
   }
-  auto before = dlock::detail::redis_wakeups();
+  auto before = wakes->now();
   writer.unlock();
   ASSERT_TRUE(eventually([&] { return reading.load() == 2; }));
-  auto after = dlock::detail::redis_wakeups();
-  EXPECT_EQ(after.pushed - before.pushed, 2u) << "both readers must be woken by the release";
-  EXPECT_EQ(after.timed_out - before.timed_out, 0u);
+  auto woke = wakes->now() - before;
+  EXPECT_EQ(woke.changed, 2u) << "both readers must be woken by the release";
+  EXPECT_EQ(woke.spurious, 0u);
   done = true;
   readers.clear();
   EXPECT_TRUE(server().entry_ids(prefix, "rw").empty());

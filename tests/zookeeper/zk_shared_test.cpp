@@ -5,6 +5,7 @@
 #include <shared_mutex>
 #include <thread>
 
+#include "support/wake_counter.hpp"
 #include "zookeeper/zk_env.hpp"
 
 namespace dlock::test {
@@ -17,9 +18,10 @@ class zk_shared : public ::testing::Test {
  protected:
   std::string name_ = "rw/" + random_suffix();
   raw_zk raw_{shared_zk().hosts()};
-  dlock::session a_ = dlock::session::open(zk_url());
-  dlock::session b_ = dlock::session::open(zk_url());
-  dlock::session c_ = dlock::session::open(zk_url());
+  std::shared_ptr<wake_counter> wakes_ = std::make_shared<wake_counter>();
+  dlock::session a_ = dlock::session::open(zk_url(), wake_counter::options(wakes_));
+  dlock::session b_ = dlock::session::open(zk_url(), wake_counter::options(wakes_));
+  dlock::session c_ = dlock::session::open(zk_url(), wake_counter::options(wakes_));
 
   std::vector<std::string> kids() { return raw_.children(lock_node(name_)); }
   bool wait_entries(std::size_t n) {
@@ -72,13 +74,15 @@ TEST_F(zk_shared, a_reader_behind_a_writer_waits_and_watches_only_that_writer) {
   auto until = clock::now() + 10s;
   while (watches() != 2 && clock::now() < until) std::this_thread::sleep_for(10ms);
   EXPECT_EQ(watches(), 2);
-  auto before = detail::zookeeper_node_events();
+  auto before = wakes_->now();
   w1.unlock();
   tw.join();
   tr.join();
   EXPECT_TRUE(w2_granted);
   EXPECT_TRUE(r_granted);
-  EXPECT_EQ(detail::zookeeper_node_events() - before, 2u);  // w1's release, then w2's
+  auto woke = wakes_->now() - before;
+  EXPECT_EQ(woke.changed, 2u);  // w2 by w1's release, then r by w2's
+  EXPECT_EQ(woke.spurious, 0u);
   r.unlock_shared();
 }
 

@@ -14,9 +14,6 @@
 namespace dlock::detail {
 namespace {
 
-std::atomic<std::uint64_t> pushed_wakeups{0};
-std::atomic<std::uint64_t> timed_out_wakeups{0};
-
 // SCAN MATCH treats these as glob syntax; a prefix or name may contain them literally.
 std::string glob_escape(std::string_view s) {
   std::string out;
@@ -36,15 +33,7 @@ void sleep_interruptibly(std::chrono::milliseconds d, std::stop_token stop) {
 
 }  // namespace
 
-redis_wake_counts redis_wakeups() noexcept {
-  return {pushed_wakeups.load(), timed_out_wakeups.load()};
-}
-
 namespace redis {
-
-void count_wakeup(bool pushed) noexcept {
-  (pushed ? pushed_wakeups : timed_out_wakeups).fetch_add(1);
-}
 
 session::session(config cfg, session_info info) : cfg_(std::move(cfg)), info_(std::move(info)) {
   for (const auto& t : cfg_.servers) {
@@ -198,7 +187,6 @@ result<std::optional<std::string>> session::wait_for_token(const entry& awaited,
   auto until = std::min(deadline, steady::now() + safety);
   auto r = nodes_[server]->pop_wake(key('w', awaited.id), until, stop);
   if (!r) return fail(r.error());
-  (*r ? pushed_wakeups : timed_out_wakeups).fetch_add(1);
   return *r;
 }
 

@@ -29,12 +29,4 @@ namespace dlock::detail {
 
 result<std::unique_ptr<backend_session>> open_redis(const url& u, const session_info& info);
 
-// Test hook: wake-ups of wait() in this process, by a pushed token or by the safety-net
-// timeout (the slow re-check that catches crashed holders).
-struct redis_wake_counts {
-  std::uint64_t pushed{0};
-  std::uint64_t timed_out{0};
-};
-redis_wake_counts redis_wakeups() noexcept;
-
 }  // namespace dlock::detail

@@ -17,8 +17,6 @@
 
 namespace dlock::detail::redis {
 
-// Counts a waiter's wake-up (pushed, or its safety net's timeout) for redis_wakeups().
-void count_wakeup(bool pushed) noexcept;
 
 class session final : public backend_session {
  public:

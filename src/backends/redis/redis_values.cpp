@@ -39,11 +39,7 @@ result<void> session::wait_any(std::string_view lock, std::span<const entry> awa
     const auto until = std::min(deadline, steady::now() + safety);
     auto popped = nodes_[0]->pop_wake(inbox, until, stop);
     if (!popped) return fail(popped.error());
-    if (*popped) {
-      count_wakeup(true);
-      return {};
-    }
-    count_wakeup(false);
+    if (*popped) return {};
     safety = std::max(info_.ttl / 4, std::chrono::milliseconds{10});
   }
   return {};
@@ -73,11 +69,7 @@ result<void> session::wait_change(std::string_view lock, const queue_view& seen,
     }
     auto popped = nodes_[0]->pop_wake(inbox, std::min(deadline, steady::now() + safety), stop);
     if (!popped) return fail(popped.error());
-    if (*popped) {
-      count_wakeup(true);
-      return {};
-    }
-    count_wakeup(false);
+    if (*popped) return {};
   }
   return {};
 }

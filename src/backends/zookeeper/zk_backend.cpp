@@ -290,7 +290,6 @@ std::optional<zk::client_identity> zookeeper_identity(backend_session& b) {
   return std::nullopt;
 }
 
-std::uint64_t zookeeper_node_events() { return zk::node_event_count(); }
 
 std::optional<zk::request_counts> zookeeper_requests(backend_session& b) {
   if (auto* s = dynamic_cast<zk_session*>(&b.innermost())) return s->conn().sent_counts();

@@ -47,8 +47,6 @@ struct request_counts {
 // The ZooKeeper session behind a dlock session's backend, or nullopt if it is not ZooKeeper.
 // (A second handle opened with it and then closed expires the session from the server side.)
 std::optional<zk::client_identity> zookeeper_identity(backend_session& b);
-// Node watch notifications (not session events) delivered to this process so far.
-std::uint64_t zookeeper_node_events();
 // The requests sent so far by the ZooKeeper session behind a dlock session's backend, or
 // nullopt if it is not ZooKeeper.
 std::optional<zk::request_counts> zookeeper_requests(backend_session& b);

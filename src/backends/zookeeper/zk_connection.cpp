@@ -10,8 +10,6 @@
 namespace dlock::detail::zk {
 namespace {
 
-std::atomic<std::uint64_t> node_events{0};
-
 // The C client logs connection chatter to stderr by default; a library must stay quiet.
 void log_sink(const char* message) {
   static const bool debug = std::getenv("DLOCK_ZK_DEBUG") != nullptr;
@@ -21,8 +19,6 @@ void log_sink(const char* message) {
 bool is_connected(int state) { return state == ZOO_CONNECTED_STATE || state == ZOO_READONLY_STATE; }
 
 }  // namespace
-
-std::uint64_t node_event_count() { return node_events.load(); }
 
 connection::connection(config c) : cfg_(std::move(c)) {}
 
@@ -174,7 +170,6 @@ void connection::node_watcher(zhandle_t*, int type, int, const char* path, void*
   // Session events reach every watcher too; the watch itself survives reconnects (the client
   // re-registers it), so only node events end a wait.
   if (type == ZOO_SESSION_EVENT || path == nullptr) return;
-  node_events.fetch_add(1);
   auto* self = static_cast<connection*>(ctx);
   {
     std::lock_guard lk(self->mu_);

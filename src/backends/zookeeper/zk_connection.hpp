@@ -40,9 +40,6 @@ struct config {
   std::string credentials;  // "user:password" for the digest scheme, or empty
 };
 
-// Node watch notifications delivered in this process (a test hook's counter).
-std::uint64_t node_event_count();
-
 // What await_queue_change() read while it set its watches.
 struct watched_queue {
   std::vector<std::string> children;  // of the lock node; none when it does not exist
