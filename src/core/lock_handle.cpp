@@ -75,7 +75,7 @@ bool lock_handle::acquire(entry_kind kind, steady::time_point deadline, std::sto
     auto r = acquire_impl(kind, deadline, std::move(stop));
     if (r) {
       ec.clear();
-      if (!reentry) granted_at_ = steady::now();
+      if (!reentry && obs) granted_at_ = steady::now();  // only release events read it
       report({});
       return true;
     }
@@ -280,9 +280,11 @@ result<queue_view> lock_handle::wait_for_grant(const std::string& id, queue_view
       if (stop.stop_requested() || steady::now() >= deadline) continue;  // reported above
       return fail(next.error());
     }
-    woke(steady::now() >= deadline                ? wakeup_kind::timeout
-         : same_entries(q.entries, next->entries) ? wakeup_kind::spurious
-                                                  : wakeup_kind::changed);
+    if (session_->options().observer) {  // the comparison only an observer reads
+      woke(steady::now() >= deadline                ? wakeup_kind::timeout
+           : same_entries(q.entries, next->entries) ? wakeup_kind::spurious
+                                                    : wakeup_kind::changed);
+    }
     q = std::move(*next);
     read_recipes(q.entries);
   }
