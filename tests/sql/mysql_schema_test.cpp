@@ -1,6 +1,6 @@
-// The MySQL/MariaDB schema's upgrade in place (version 2 -> version 3, entries with values):
-// a live hold of a version-2 client is kept, that client goes on working while and after
-// today's dlock upgrades the tables under it, and elections then work on them.
+// The MySQL/MariaDB schema's upgrade in place (version 2 -> version 4: entries with values,
+// then doorbells): a live hold of a version-2 client is kept, that client goes on working
+// while and after today's dlock upgrades the tables under it, and elections then work on them.
 #include <gtest/gtest.h>
 #include <mysql.h>
 #include <mysqld_error.h>
@@ -290,7 +290,7 @@ TEST_F(mysql_schema, a_version_2_schema_is_upgraded_in_place_and_version_2_clien
   EXPECT_TRUE(errors.empty()) << errors.size() << " calls of version-2 clients failed, first "
                               << errors.front();
 
-  EXPECT_EQ(one("SELECT v FROM " + db_ + ".dlock_meta WHERE k = 'schema_version'"), "3");
+  EXPECT_EQ(one("SELECT v FROM " + db_ + ".dlock_meta WHERE k = 'schema_version'"), "4");
   EXPECT_EQ(one("SELECT version FROM " + db_ + ".dlock_entries WHERE id = 'held-entry'"), "0");
   dlock::mutex held(s, "held");
   EXPECT_FALSE(held.try_lock()) << "the live version-2 hold was lost in the upgrade";
@@ -349,17 +349,17 @@ TEST_F(mysql_schema, concurrent_and_interrupted_upgrades_finish) {
   for (auto& t : openers) t.join();
   for (const auto& e : errors) EXPECT_EQ(e, "");
   EXPECT_EQ(opened.load(), 4);
-  EXPECT_EQ(one("SELECT v FROM " + db_ + ".dlock_meta WHERE k = 'schema_version'"), "3");
+  EXPECT_EQ(one("SELECT v FROM " + db_ + ".dlock_meta WHERE k = 'schema_version'"), "4");
 }
 
 // A schema from a newer dlock is refused, not rewritten.
 TEST_F(mysql_schema, a_newer_schema_is_refused) {
-  server().query("UPDATE " + db_ + ".dlock_meta SET v = '4' WHERE k = 'schema_version'");
+  server().query("UPDATE " + db_ + ".dlock_meta SET v = '5' WHERE k = 'schema_version'");
   std::error_code ec;
   auto s = dlock::session::open(url(), {}, ec);
   EXPECT_FALSE(s);
   EXPECT_EQ(ec, dlock::errc::backend_error) << ec.message();
-  EXPECT_EQ(one("SELECT v FROM " + db_ + ".dlock_meta WHERE k = 'schema_version'"), "4");
+  EXPECT_EQ(one("SELECT v FROM " + db_ + ".dlock_meta WHERE k = 'schema_version'"), "5");
 }
 
 }  // namespace
