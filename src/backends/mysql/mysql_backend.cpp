@@ -222,10 +222,13 @@ class mysql_session final : public backend_session {
   // max_connections (151 by default); waiters beyond them poll.
   static constexpr std::size_t max_bells = 16;
 
-  // The longest one GET_LOCK blocks: the lease, so that a lapsed lease (whose owner's
-  // connection may live on and keep the doorbell) is seen within a lease at worst.
+  // The longest one GET_LOCK blocks (ring() also stops it at the awaited entry's lease, whose
+  // owner's connection may live on and keep the doorbell after it lapsed): a network that
+  // swallows the answer holds a waiter at most this plus the request timeout past its
+  // deadline, and an entry ended by another session (end_session), whose owner keeps the
+  // doorbell, is seen within it. An idle waiter costs two statements per this.
   static milliseconds longest_ring(const session_info& info) {
-    return std::max(info.ttl, milliseconds{1000});
+    return std::clamp(info.ttl, milliseconds{1000}, milliseconds{5000});
   }
 
   // Waits on `awaited`'s doorbell; false if the caller must poll instead: no doorbell
