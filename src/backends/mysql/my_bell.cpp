@@ -18,10 +18,15 @@ bells::bells(target t, milliseconds request_timeout, milliseconds longest, std::
   target_.read_timeout = longest_ + request_timeout_;
 }
 
-std::unique_ptr<conn> bells::borrow() {
+std::unique_ptr<conn> bells::borrow(std::uint64_t token, bool& full) {
+  full = false;
   {
     std::lock_guard lk(mu_);
     if (closed_) return nullptr;
+    if (!first_locked(token)) {
+      full = true;  // a wait nearer its queue's head is waiting for a connection
+      return nullptr;
+    }
     while (!idle_.empty()) {
       auto c = std::move(idle_.back());
       idle_.pop_back();
@@ -29,7 +34,10 @@ std::unique_ptr<conn> bells::borrow() {
       if (c->usable() && !c->peer_closed()) return c;
       --open_;
     }
-    if (open_ >= max_conns_) return nullptr;
+    if (open_ >= max_conns_) {
+      full = true;
+      return nullptr;
+    }
     ++open_;
   }
   auto c = conn::open(target_, request_timeout_);
@@ -40,19 +48,36 @@ std::unique_ptr<conn> bells::borrow() {
 }
 
 void bells::give_back(std::unique_ptr<conn> c) {
-  std::lock_guard lk(mu_);
-  if (closed_ || !c->usable()) {
-    --open_;
-    return;  // the pointer closes it
+  {
+    std::lock_guard lk(mu_);
+    ++returns_;
+    if (closed_ || !c->usable()) {
+      --open_;  // the pointer closes it
+    } else {
+      idle_.push_back(std::move(c));
+    }
   }
-  idle_.push_back(std::move(c));
+  returned_.notify_all();  // the wait nearest its head takes it
 }
 
-bells::rung bells::wait(const std::string& entry_id, std::chrono::steady_clock::time_point until,
-                        const std::stop_token& stop) {
+bool bells::wait_slot(std::uint64_t token, std::chrono::steady_clock::time_point until,
+                      const std::stop_token& stop) {
+  std::unique_lock lk(mu_);
+  const auto seen = returns_;
+  auto me = queued_.insert(token);
+  bool got = returned_.wait_until(
+      lk, stop, until, [&] { return closed_ || (returns_ != seen && me == queued_.begin()); });
+  queued_.erase(me);
+  if (!got) returned_.notify_all();  // the next one may go now
+  return got && !closed_;
+}
+
+bells::rung bells::wait(const std::string& entry_id, std::uint64_t token,
+                        std::chrono::steady_clock::time_point until, const std::stop_token& stop) {
   if (stop.stop_requested()) return rung::stopped;
-  auto c = borrow();
-  if (!c) return rung::no_bell;
+  bool full = false;
+  auto c = borrow(token, full);
+  if (!c) return full ? rung::full : rung::no_bell;
   auto left = std::chrono::duration_cast<milliseconds>(until - std::chrono::steady_clock::now());
   left = std::min(left, longest_);
   // MariaDB times GET_LOCK in fractions of a second; MySQL in whole seconds, so there a wait
@@ -95,6 +120,7 @@ void bells::close() noexcept {
     open_ -= idle_.size();
     idle.swap(idle_);
   }
+  returned_.notify_all();
 }
 
 }  // namespace dlock::detail::my

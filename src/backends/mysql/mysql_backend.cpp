@@ -244,21 +244,33 @@ class mysql_session final : public backend_session {
     if (awaited.lease_left) {
       until = std::min(until, steady::now() + *awaited.lease_left + milliseconds{50});
     }
-    switch (bells_.wait(awaited.id, until, stop)) {
-      case my::bells::rung::yes: {
-        // Next time the same entry is awaited, it outlived its doorbell: poll for it.
-        std::lock_guard lk(rung_mu_);
-        if (rung_.size() >= 4096) rung_.clear();
-        rung_.insert(awaited.id);
-        return true;
+    poll_pacer pacer{first_slot_pause, max_slot_pause};
+    for (;;) {
+      switch (bells_.wait(awaited.id, awaited.token, until, stop)) {
+        case my::bells::rung::yes: {
+          // Next time the same entry is awaited, it outlived its doorbell: poll for it.
+          std::lock_guard lk(rung_mu_);
+          if (rung_.size() >= 4096) rung_.clear();
+          rung_.insert(awaited.id);
+          return true;
+        }
+        case my::bells::rung::timed_out:
+        case my::bells::rung::stopped:
+          return true;  // the engine checks the deadline and the stop, and lists again
+        case my::bells::rung::no_bell:
+          return false;
+        case my::bells::rung::full:
+          break;
       }
-      case my::bells::rung::timed_out:
-      case my::bells::rung::stopped:
-        return true;  // the engine checks the deadline and the stop, and lists again
-      case my::bells::rung::no_bell:
-        break;
+      // Every doorbell connection of the session is waiting: wait for one to come back, and
+      // look at the entry now and then meanwhile (it may leave out of turn: a cancelled wait).
+      if (bells_.wait_slot(awaited.token, std::min(until, steady::now() + pacer.next()), stop)) {
+        continue;
+      }
+      if (stop.stop_requested() || steady::now() >= until) return true;
+      auto r = run(stmts::alive, {awaited.id});
+      if (!r || r->rows.empty()) return true;  // gone (or failing): the engine lists again
     }
-    return false;
   }
 
   // Polling starts fast (a handoff is often quick) and backs off to a cap, so a long wait
@@ -266,6 +278,10 @@ class mysql_session final : public backend_session {
   static constexpr std::chrono::microseconds first_pause{1'000};
   static constexpr std::chrono::microseconds max_pause{16'000};
   static constexpr std::chrono::microseconds max_observer_pause{100'000};
+  // A wait with no doorbell connection free looks at its entry from time to time (at least
+  // once per max_slot_pause), not at a waiter's pace: it is far from the head.
+  static constexpr std::chrono::microseconds first_slot_pause{50'000};
+  static constexpr std::chrono::microseconds max_slot_pause{1'000'000};
 
   result<void> poll(steady::time_point deadline, const std::stop_token& stop,
                     const std::function<result<bool>()>& changed,
