@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <mutex>
+#include <string_view>
 
 #include "core/open_budget.hpp"
 
@@ -86,7 +87,12 @@ result<conn> conn::open(const target& t, std::chrono::milliseconds timeout) {
       static_cast<unsigned>(std::max<long long>(1, (connect_bound(timeout).count() + 999) / 1000));
   my_bool off = 0;
   mysql_options(m, MYSQL_OPT_CONNECT_TIMEOUT, &connect_secs);
-  mysql_options(m, MYSQL_OPT_READ_TIMEOUT, &secs);
+  unsigned read_secs = secs;
+  if (t.read_timeout.count() > 0) {
+    read_secs =
+        static_cast<unsigned>(std::max<long long>(1, (t.read_timeout.count() + 999) / 1000));
+  }
+  mysql_options(m, MYSQL_OPT_READ_TIMEOUT, &read_secs);
   mysql_options(m, MYSQL_OPT_WRITE_TIMEOUT, &secs);
   mysql_options(m, MYSQL_OPT_RECONNECT, &off);
   mysql_options(m, MYSQL_SET_CHARSET_NAME, "utf8mb4");
@@ -144,6 +150,11 @@ result<void> conn::check_wait_timeout(const target& t) {
                   std::to_string(have) + " s (server setting wait_timeout = " + r->text(0, 1) +
                   " s; SET SESSION wait_timeout was capped or ignored): use a shorter ttl, or " +
                   "a server (or proxy) that allows this wait_timeout");
+}
+
+bool conn::mariadb() const {
+  const char* v = m_ ? mysql_get_server_info(m_) : nullptr;
+  return v && std::string_view(v).find("MariaDB") != std::string_view::npos;
 }
 
 bool conn::peer_closed() {

@@ -39,6 +39,9 @@ struct target {
   long long wait_timeout_min{0};
   bool exact_wait_timeout{false};
   std::string wait_timeout_for;
+  // How long a request may take to answer (0: the open()'s timeout): longer for a doorbell
+  // connection (my_bell.hpp), whose GET_LOCK blocks by design.
+  std::chrono::milliseconds read_timeout{0};
 };
 
 using param = std::variant<std::string, std::int64_t>;
@@ -77,6 +80,8 @@ class conn {
   result<outcome> exec(const std::string& sql);
 
   bool usable() const { return m_ != nullptr; }
+  // Whether the server is MariaDB (whose GET_LOCK takes a fractional timeout) or MySQL.
+  bool mariadb() const;
   void close();
   int socket() const { return m_ ? static_cast<int>(mysql_get_socket(m_)) : -1; }
   // Lets another thread break off a request in flight on this connection (shutdown of its

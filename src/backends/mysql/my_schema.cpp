@@ -15,6 +15,12 @@ namespace {
   ".conn IS NULL OR IFNULL(IS_USED_LOCK(" \
   "CONCAT('dlock_session:', " s ".id)), 0) = " s ".conn)"
 
+// The doorbell of entry id `e` (an SQL expression): a named lock apart from mode=advisory's
+// ('dlock:' and 36 hex digits, 'dlockw:...') and the session's ('dlock_session:...'), 48
+// characters (MySQL refuses names over 64), server-wide like every named lock, so the entry id
+// (random per session) is what keeps two databases' doorbells apart.
+#define DLOCK_BELL(e) "CONCAT('dlock:e:', LEFT(SHA2(" e ", 256), 40))"
+
 const char* const ddl[] = {
     "CREATE TABLE IF NOT EXISTS dlock_meta(k VARCHAR(64) PRIMARY KEY, v VARCHAR(255) NOT NULL)"
     " ENGINE=InnoDB",
@@ -86,7 +92,36 @@ const char* const ddl[] = {
     "  END IF;\n"
     "  CALL dlock_queue(p_name, p_session);\n"
     "END",
-    "INSERT INTO dlock_meta(k, v) VALUES ('schema_version', '3') ON DUPLICATE KEY UPDATE v = '3'",
+    // Version 4: each entry's doorbell (my_bell.hpp), held by the owner's connection from the
+    // enqueue until the removal. Procedures of their own: a version-3 client still running
+    // calls dlock_enqueue and removes with a DELETE, and so takes no doorbell it would never
+    // release (its waiters' GET_LOCK would then wait out a lease instead of the removal).
+    "DROP PROCEDURE IF EXISTS dlock_enqueue_bell",
+    // IS_USED_LOCK first: GET_LOCK is re-entrant, and a retried enqueue on the same connection
+    // must not take the doorbell twice (one RELEASE_LOCK would then leave it held).
+    "CREATE PROCEDURE dlock_enqueue_bell(IN p_session VARBINARY(64), IN p_name VARBINARY(1024),\n"
+    "                                    IN p_id VARBINARY(255), IN p_kind TINYINT)\n"
+    "BEGIN\n"
+    "  DECLARE b VARCHAR(64) DEFAULT " DLOCK_BELL("p_id") ";\n"
+    "  IF IFNULL(IS_USED_LOCK(b), 0) <> CONNECTION_ID() THEN DO GET_LOCK(b, 0); END IF;\n"
+    "  CALL dlock_enqueue(p_session, p_name, p_id, p_kind);\n"
+    "END",
+    "DROP PROCEDURE IF EXISTS dlock_remove",
+    // The row goes (and commits) before the doorbell is released, so a waiter that the release
+    // wakes lists a queue without it. The doorbell is released even when no row went (the
+    // lease had ended): the owner's connection holds nothing for an entry it gave up.
+    "CREATE PROCEDURE dlock_remove(IN p_name VARBINARY(1024), IN p_id VARBINARY(255),\n"
+    "                              IN p_session VARBINARY(64))\n"
+    "BEGIN\n"
+    "  DECLARE n BIGINT;\n"
+    "  DELETE e FROM dlock_entries e JOIN dlock_sessions s ON s.id = e.session\n"
+    "  WHERE e.name = p_name AND e.id = p_id AND e.session = p_session\n"
+    "    AND s.expires_ms > " DLOCK_NOW ";\n"
+    "  SET n = ROW_COUNT();\n"
+    "  DO RELEASE_LOCK(" DLOCK_BELL("p_id") ");\n"
+    "  SELECT n;\n"
+    "END",
+    "INSERT INTO dlock_meta(k, v) VALUES ('schema_version', '4') ON DUPLICATE KEY UPDATE v = '4'",
 };
 
 // A procedure replaced by DROP and CREATE is missing in between, and an older client calling
@@ -126,13 +161,15 @@ const std::string statements::open_session =
     "INSERT INTO dlock_sessions(id, owner, expires_ms, conn) VALUES (?, ?, " DLOCK_NOW
     " + ?, CONNECTION_ID())"
     " ON DUPLICATE KEY UPDATE id = id";
-const std::string statements::enqueue = "CALL dlock_enqueue(?, ?, ?, ?)";
+const std::string statements::enqueue = "CALL dlock_enqueue_bell(?, ?, ?, ?)";
 const std::string statements::list = "CALL dlock_queue(?, ?)";
 // Only an entry of a live session: none removed means it was gone or its lease had ended
 // (lock_lost); a dead session's entries go with the session's purge.
-const std::string statements::remove =
-    "DELETE e FROM dlock_entries e JOIN dlock_sessions s ON s.id = e.session"
-    " WHERE e.name = ? AND e.id = ? AND e.session = ? AND s.expires_ms > " DLOCK_NOW;
+const std::string statements::remove = "CALL dlock_remove(?, ?, ?)";
+// Both in one statement, evaluated left to right: the doorbell is let go as soon as it is got
+// (RELEASE_LOCK of a doorbell this connection did not get is 0 and changes nothing).
+const std::string statements::ring =
+    "SELECT GET_LOCK(" DLOCK_BELL("?") ", ?), RELEASE_LOCK(" DLOCK_BELL("?") ")";
 const std::string statements::keep_alive = "UPDATE dlock_sessions SET expires_ms = " DLOCK_NOW
                                            " + ?"
                                            " WHERE id = ? AND expires_ms > " DLOCK_NOW
@@ -215,6 +252,7 @@ result<void> ensure_schema(conn& c) {
   return out;
 }
 
+#undef DLOCK_BELL
 #undef DLOCK_CONNECTED
 #undef DLOCK_NOW
 

@@ -20,7 +20,7 @@
 
 namespace dlock::detail::my {
 
-inline constexpr int schema_version = 3;
+inline constexpr int schema_version = 4;
 
 std::string session_lock_name(const std::string& session);
 
@@ -31,12 +31,15 @@ struct statements {
   static const std::string open_session;    // (session, owner, ttl_ms)
   static const std::string enqueue;         // (session, name, entry id, kind) -> queue rows
   static const std::string list;            // (name, session) -> queue rows
-  static const std::string remove;          // (name, entry id, session)
-  static const std::string keep_alive;      // (ttl_ms, session) -> affected 0 or 1
-  static const std::string close_entries;   // (session)
-  static const std::string close_session;   // (session)
-  static const std::string lock_names;      // (prefix length, prefix) -> names
-  static const std::string alive;           // (entry id) -> lease_ms, if alive and connected
+  static const std::string remove;          // (name, entry id, session) -> rows removed
+  // (entry id, timeout seconds, entry id) -> GET_LOCK's answer for the entry's doorbell
+  // (1 got, 0 timed out, NULL failed) and RELEASE_LOCK's (my_bell.hpp).
+  static const std::string ring;
+  static const std::string keep_alive;     // (ttl_ms, session) -> affected 0 or 1
+  static const std::string close_entries;  // (session)
+  static const std::string close_session;  // (session)
+  static const std::string lock_names;     // (prefix length, prefix) -> names
+  static const std::string alive;          // (entry id) -> lease_ms, if alive and connected
   // (n entry ids) -> how many of them are alive and connected, in one round trip (a
   // semaphore's waiter watches the n entries ahead of it).
   static std::string alive_count(std::size_t n);

@@ -4,17 +4,22 @@
 // ends, waiters treat the session's entries as dead at once, it can never be renewed, and
 // the holder is told lost as soon as its socket shows the end (conn_watch) or its next
 // request fails; the lease stays the backstop for a connection the server has not yet
-// noticed is gone. MySQL has no LISTEN/NOTIFY: waiters poll the one entry they wait for,
-// and election observers a mark of the whole queue, backing off with jitter up to a cap.
+// noticed is gone. MySQL has no LISTEN/NOTIFY: a waiter on one entry blocks on that entry's
+// doorbell, a named lock its owner holds until the removal (my_bell.hpp); semaphore waiters
+// (n entries), waiters beyond the session's doorbell connections, and election observers (a
+// mark of the whole queue) poll, backing off with jitter up to a cap.
 #include "backends/mysql/mysql_backend.hpp"
 
 #include <algorithm>
 #include <functional>
+#include <mutex>
 #include <span>
+#include <unordered_set>
 
 #include "backends/common/queue_rows.hpp"
 #include "backends/common/session_conn.hpp"
 #include "backends/mysql/my_advisory.hpp"
+#include "backends/mysql/my_bell.hpp"
 #include "backends/mysql/my_conn.hpp"
 #include "backends/mysql/my_doctor.hpp"
 #include "backends/mysql/my_schema.hpp"
@@ -30,9 +35,11 @@ using stmts = my::statements;
 class mysql_session final : public backend_session {
  public:
   mysql_session(my::target t, session_info info)
-      : target_(std::move(t)), info_(std::move(info)), link_(target_.where, info_.id, [this] {
-          return my::conn::open(target_, info_.request_timeout);
-        }) {}
+      : target_(std::move(t)),
+        info_(std::move(info)),
+        bells_(target_, info_.request_timeout, longest_ring(info_), max_bells),
+        link_(target_.where, info_.id,
+              [this] { return my::conn::open(target_, info_.request_timeout); }) {}
   ~mysql_session() override { close(); }
 
   result<void> start() {
@@ -97,7 +104,7 @@ class mysql_session final : public backend_session {
     }
     auto r = run(stmts::remove, {std::string(lock), std::string(id), info_.id});
     if (!r) return fail(r.error());
-    if (r->affected == 0) {
+    if (r->rows.empty() || r->i64(0, 0) == 0) {
       return fail(errc::lock_lost, "mysql entry " + std::string(id) + " of '" + std::string(lock) +
                                        "' is gone (lease ended)");
     }
@@ -132,6 +139,7 @@ class mysql_session final : public backend_session {
 
   result<void> wait_any(std::string_view, std::span<const entry> awaited,
                         steady::time_point deadline, std::stop_token stop) override {
+    if (awaited.size() == 1 && ring(awaited.front(), deadline, stop)) return {};
     return poll(deadline, stop, [&]() -> result<bool> {
       if (awaited.size() == 1) {
         auto r = run(stmts::alive, {awaited.front().id});
@@ -182,6 +190,7 @@ class mysql_session final : public backend_session {
   }
 
   void close() noexcept override {
+    bells_.close();
     link_.close([&](my::conn& c) {
       return c.run(stmts::close_entries, {info_.id}) && c.run(stmts::close_session, {info_.id});
     });
@@ -209,11 +218,71 @@ class mysql_session final : public backend_session {
   }
 
  private:
+  // Doorbell connections a session keeps (each waits for one entry at a time): enough for a
+  // process's usual waiters, few enough that many processes do not exhaust the server's
+  // max_connections (151 by default); waiters beyond them poll.
+  static constexpr std::size_t max_bells = 16;
+
+  // The longest one GET_LOCK blocks (ring() also stops it at the awaited entry's lease, whose
+  // owner's connection may live on and keep the doorbell after it lapsed): a network that
+  // swallows the answer holds a waiter at most this plus the request timeout past its
+  // deadline, and an entry ended by another session (end_session), whose owner keeps the
+  // doorbell, is seen within it. An idle waiter costs two statements per this.
+  static milliseconds longest_ring(const session_info& info) {
+    return std::clamp(info.ttl, milliseconds{1000}, milliseconds{5000});
+  }
+
+  // Waits on `awaited`'s doorbell; false if the caller must poll instead: no doorbell
+  // connection, or this entry's doorbell was got before while the entry stayed listed (its
+  // owner takes none: a version-3 client, or an owner that outlived its lease).
+  bool ring(const entry& awaited, steady::time_point deadline, const std::stop_token& stop) {
+    {
+      std::lock_guard lk(rung_mu_);
+      if (rung_.contains(awaited.id)) return false;
+    }
+    // Backstop: the owner's lease, as listed (plus the clocks' slack), bounds the wait.
+    auto until = deadline;
+    if (awaited.lease_left) {
+      until = std::min(until, steady::now() + *awaited.lease_left + milliseconds{50});
+    }
+    poll_pacer pacer{first_slot_pause, max_slot_pause};
+    for (;;) {
+      switch (bells_.wait(awaited.id, awaited.token, until, stop)) {
+        case my::bells::rung::yes: {
+          // Next time the same entry is awaited, it outlived its doorbell: poll for it.
+          std::lock_guard lk(rung_mu_);
+          if (rung_.size() >= 4096) rung_.clear();
+          rung_.insert(awaited.id);
+          return true;
+        }
+        case my::bells::rung::timed_out:
+        case my::bells::rung::stopped:
+          return true;  // the engine checks the deadline and the stop, and lists again
+        case my::bells::rung::no_bell:
+          return false;
+        case my::bells::rung::full:
+          break;
+      }
+      // Every doorbell connection of the session is waiting: wait for one to come back, and
+      // look at the entry now and then meanwhile (it may leave out of turn: a cancelled wait).
+      if (bells_.wait_slot(awaited.token, std::min(until, steady::now() + pacer.next()), stop)) {
+        continue;
+      }
+      if (stop.stop_requested() || steady::now() >= until) return true;
+      auto r = run(stmts::alive, {awaited.id});
+      if (!r || r->rows.empty()) return true;  // gone (or failing): the engine lists again
+    }
+  }
+
   // Polling starts fast (a handoff is often quick) and backs off to a cap, so a long wait
   // costs one query per ~max_pause.
   static constexpr std::chrono::microseconds first_pause{1'000};
   static constexpr std::chrono::microseconds max_pause{16'000};
   static constexpr std::chrono::microseconds max_observer_pause{100'000};
+  // A wait with no doorbell connection free looks at its entry from time to time (at least
+  // once per max_slot_pause), not at a waiter's pace: it is far from the head.
+  static constexpr std::chrono::microseconds first_slot_pause{50'000};
+  static constexpr std::chrono::microseconds max_slot_pause{1'000'000};
 
   result<void> poll(steady::time_point deadline, const std::stop_token& stop,
                     const std::function<result<bool>()>& changed,
@@ -233,7 +302,10 @@ class mysql_session final : public backend_session {
 
   my::target target_;
   session_info info_;
-  session_conn<my::conn> link_;  // last: its watch stops before the members above go
+  my::bells bells_;
+  std::mutex rung_mu_;
+  std::unordered_set<std::string> rung_;  // entries whose doorbell was got (see ring())
+  session_conn<my::conn> link_;           // last: its watch stops before the members above go
 };
 
 }  // namespace
