@@ -66,9 +66,10 @@ std::uint32_t holders_allowed(fault f) noexcept;
 
 // What a worker reports about its session, for server-side expiry.
 struct worker_session {
-  std::string id;              // dlock::session::id()
-  std::int64_t zk_session{0};  // ZooKeeper only: session id and password
-  std::string zk_password;     // raw bytes
+  std::string id;                         // dlock::session::id()
+  std::int64_t zk_session{0};             // ZooKeeper only: session id and password
+  std::string zk_password;                // raw bytes
+  std::vector<std::int64_t> etcd_leases;  // etcd only: the session's leases
 };
 
 class fault_backend {
@@ -130,5 +131,6 @@ std::unique_ptr<fault_backend> make_postgres_advisory_fault(const std::string& d
 std::unique_ptr<fault_backend> make_mysql_advisory_fault(const std::string& dir);
 std::unique_ptr<fault_backend> make_mysql_fault(const std::string& dir);
 std::unique_ptr<fault_backend> make_etcd_fault(const std::string& dir);
+std::unique_ptr<fault_backend> make_etcd_cluster_fault(const std::string& dir);
 
 }  // namespace dlock::fault

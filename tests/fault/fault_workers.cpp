@@ -8,10 +8,16 @@
 
 namespace dlock::fault::driver {
 
-// "session <id> [<zk session id> <zk password hex>]" from the worker.
+// "session <id> [<zk session id> <zk password hex>] [etcd=<lease>,...]" from the worker.
 worker_session parse_session(const std::string& line) {
   worker_session ws;
-  std::istringstream in(line.substr(8));
+  auto rest = line.substr(8);
+  if (auto at = rest.find(" etcd="); at != std::string::npos) {
+    std::istringstream leases(rest.substr(at + 6));
+    for (std::string id; std::getline(leases, id, ',');) ws.etcd_leases.push_back(std::stoll(id));
+    rest.erase(at);
+  }
+  std::istringstream in(rest);
   std::string pw;
   in >> ws.id >> ws.zk_session >> pw;
   for (std::size_t i = 0; i + 1 < pw.size(); i += 2)

@@ -15,6 +15,7 @@
 #include <sstream>
 #include <thread>
 
+#include "support/etcd_server.hpp"
 #include "support/mariadb_server.hpp"
 #include "support/net.hpp"
 #include "support/postgres_server.hpp"
@@ -150,6 +151,11 @@ const std::vector<sale_case>& sale_cases() {
        [] {
          auto s = std::make_shared<mariadb_server>();
          return started{s, s->url("ttl=2s")};
+       }},
+      {"etcd",
+       [] {
+         auto s = std::make_shared<etcd_server>();
+         return started{s, "etcd://" + s->address() + "/flash?ttl=2s"};
        }},
   };
   return cases;

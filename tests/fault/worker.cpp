@@ -41,6 +41,7 @@
 #include <thread>
 #include <vector>
 
+#include "backends/etcd/etcd_backend.hpp"
 #include "backends/memory/memory_backend.hpp"
 #include "backends/zookeeper/zk_backend.hpp"
 #include "core/session_core.hpp"
@@ -242,8 +243,8 @@ class contender {
   void close() { session_.close(); }
   long cancelled() const { return cancelled_; }
 
-  // "session <id> [<zk session id> <zk password hex>]": what the driver needs to end this
-  // session from the server side.
+  // "session <id> [<zk session id> <zk password hex>] [etcd=<lease>,...]": what the driver
+  // needs to end this session from the server side.
   std::string session_line() {
     auto line = "session " + session_.id();
     if (auto zk = dlock::detail::zookeeper_identity(session_.core()->backend())) {
@@ -252,6 +253,13 @@ class contender {
       for (unsigned char ch : zk->password) {
         line += hex[ch >> 4];
         line += hex[ch & 15];
+      }
+    }
+    // etcd: the session's leases (revoking them ends it, as the fixtures' expire() does).
+    if (auto leases = dlock::detail::etcd_leases(session_.core()->backend())) {
+      line += " etcd=";
+      for (std::size_t i = 0; i < leases->size(); ++i) {
+        line += (i ? "," : "") + std::to_string((*leases)[i]);
       }
     }
     return line;

@@ -381,6 +381,14 @@ class etcd_session final : public backend_session {
 result<std::unique_ptr<backend_session>> open_etcd(const url& u, const session_info& info) {
   auto cfg = etcd::parse_config(u, info);
   if (!cfg) return fail(cfg.error());
+  // One attempt waits at most half the TTL (at least 0.5 s): a member whose leader died keeps
+  // a request it had forwarded to it unanswered for seconds, so a release in flight when the
+  // leader was killed kept the lock for the whole request timeout (5 s by default) with a 2 s
+  // TTL (the fault run's etcd-3 row). Cut off earlier, the call is retried and reaches the new
+  // leader; every write of the recipe is safe to repeat (a put if absent, a guarded delete).
+  cfg->request_timeout =
+      std::min(cfg->request_timeout,
+               std::max<std::chrono::milliseconds>(info.ttl / 2, std::chrono::milliseconds{500}));
   auto c = etcd::client::open(*cfg);
   if (!c) return fail(c.error());
   // etcd counts leases in whole seconds: round the TTL up.

@@ -1,0 +1,48 @@
+// A release costs the same number of server requests whatever the queue behind it (issue 15,
+// as issue 17 for the others): counted with etcd's own /metrics (grpc_server_handled_total,
+// every RPC and stream the member finished), not timed. Each waiter watches only the key
+// created just before its own, so a release wakes one waiter, never the herd.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <sstream>
+#include <string>
+
+#include "etcd/etcd_env.hpp"
+#include "support/handoff_count.hpp"
+#include "support/net.hpp"
+
+namespace dlock::test {
+namespace {
+
+double handled_total() {
+  auto [rc, out] =
+      run_command({"curl", "-sf", "--max-time", "5", shared_etcd().endpoint() + "/metrics"});
+  if (rc != 0) throw std::runtime_error("curl /metrics failed: " + out);
+  double sum = 0;
+  std::istringstream in(out);
+  for (std::string line; std::getline(in, line);) {
+    if (!line.starts_with("grpc_server_handled_total{")) continue;
+    sum += std::stod(line.substr(line.rfind(' ') + 1));
+  }
+  return sum;
+}
+
+TEST(etcd_scale, requests_per_release_do_not_grow_with_the_number_of_waiters) {
+  // One session per waiter; a long TTL keeps keep-alive rounds (every TTL/3) out of the count.
+  const auto url = "etcd://" + shared_etcd().address() + "/sc" + random_suffix() + "?ttl=60s";
+  double small = 0;
+  constexpr int small_runs = 3;
+  for (int run = 0; run < small_runs; ++run) {
+    small += requests_per_release(url, "scale10-" + random_suffix(), 10, 10, handled_total);
+  }
+  small /= small_runs;
+  const double large =
+      requests_per_release(url, "scale100-" + random_suffix(), 100, 100, handled_total);
+  std::printf("etcd requests per release: %.2f with 10 waiters, %.2f with 100\n", small, large);
+  EXPECT_LE(large, 1.5 * small) << small << " requests per release with 10 waiters, " << large
+                                << " with 100";
+}
+
+}  // namespace
+}  // namespace dlock::test
