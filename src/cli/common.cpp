@@ -119,6 +119,7 @@ const char* const url_forms_help =
     "  sqlite:///var/lib/dlock/locks.db             one host (the embedded default)\n"
     "  zk://zk1:2181,zk2:2181,zk3:2181/chroot       ZooKeeper ensemble\n"
     "  etcd://10.0.0.1:2379,10.0.0.2:2379[/prefix]  etcd v3 cluster (its members' addresses)\n"
+    "  etcds://[user:pass@]h:2379?cacert=CA.pem[&cert=C.pem&key=K.pem]  etcd over TLS\n"
     "  redis://[user:pass@]host:6379[/db]           one Redis (>= 7.0, noeviction)\n"
     "  redlock://h1:6379,h2:6379,h3:6379            Redlock over independent masters\n"
     "  postgres://user:pass@host:5432/db[?mode=advisory]\n"

@@ -138,6 +138,15 @@ int main(int argc, char** argv) {
       }
     }
   }
+  // What the client calls must be among what was checked: a declaration dropped from ours
+  // would otherwise pass unnoticed.
+  for (const char* name : {"etcdserverpb.AuthenticateRequest", "etcdserverpb.AuthenticateResponse",
+                           "etcdserverpb.TxnRequest", "etcdserverpb.WatchRequest",
+                           "etcdserverpb.LeaseKeepAliveRequest"}) {
+    if (!ours->FindMessageTypeByName(name)) bad(std::string("ours lacks ") + name);
+  }
+  if (!ours->FindMethodByName("etcdserverpb.Auth.Authenticate"))
+    bad("ours lacks etcdserverpb.Auth.Authenticate");
   std::cout << fields << " fields in " << messages << " messages, " << values << " enum values, "
             << methods << " methods checked against etcd's protos: " << mismatches
             << " mismatches\n";

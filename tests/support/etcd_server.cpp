@@ -27,11 +27,15 @@ std::string make_server_dir() {
 
 }  // namespace
 
-etcd_server::etcd_server() : dir_(make_server_dir()) {
+etcd_server::etcd_server() : etcd_server(std::nullopt) {}
+
+etcd_server::etcd_server(std::optional<etcd_tls> tls)
+    : tls_(std::move(tls)), dir_(make_server_dir()) {
   client_port_ = free_port();
   do peer_port_ = free_port();
   while (peer_port_ == client_port_);
-  const std::string client = "http://127.0.0.1:" + std::to_string(client_port_);
+  const std::string client =
+      (tls_ ? "https://127.0.0.1:" : "http://127.0.0.1:") + std::to_string(client_port_);
   const std::string peer = "http://127.0.0.1:" + std::to_string(peer_port_);
   argv_ = std::vector<std::string>{"etcd",
                                    "--name",
@@ -58,6 +62,17 @@ etcd_server::etcd_server() : dir_(make_server_dir()) {
   // (a single member never needs another election once it leads).
   for (const char* a : {"--heartbeat-interval", "20", "--election-timeout", "100"}) {
     argv_.emplace_back(a);
+  }
+  if (tls_) {
+    argv_.push_back("--cert-file=" + tls_->cert_file);
+    argv_.push_back("--key-file=" + tls_->key_file);
+    ctl_flags_.push_back("--cacert=" + tls_->ca_file);
+    if (tls_->client_cert_auth) {
+      argv_.push_back("--client-cert-auth");
+      argv_.push_back("--trusted-ca-file=" + tls_->ca_file);
+      ctl_flags_.push_back("--cert=" + tls_->client_cert_file);
+      ctl_flags_.push_back("--key=" + tls_->client_key_file);
+    }
   }
   start();
 }
@@ -104,6 +119,7 @@ void etcd_server::stop() {
 std::vector<std::string> etcd_server::etcdctl_argv(const std::vector<std::string>& args) const {
   std::vector<std::string> argv{"etcdctl", "--endpoints=" + endpoint(), "--dial-timeout=2s",
                                 "--command-timeout=5s"};
+  argv.insert(argv.end(), ctl_flags_.begin(), ctl_flags_.end());
   argv.insert(argv.end(), args.begin(), args.end());
   return argv;
 }

@@ -4,9 +4,12 @@
 #include <grpcpp/grpcpp.h>
 
 #include <algorithm>
+#include <atomic>
+#include <limits>
 #include <mutex>
 #include <set>
 
+#include "backends/etcd/etcd_channel.hpp"
 #include "etcd_rpc.grpc.pb.h"
 
 namespace dlock::detail::etcd {
@@ -20,30 +23,6 @@ std::chrono::system_clock::time_point wall_deadline(steady::time_point d) {
   left = std::min<steady::duration>(left, std::chrono::hours{24});
   return std::chrono::system_clock::now() +
          std::chrono::duration_cast<std::chrono::system_clock::duration>(left);
-}
-
-failure status_failure(const grpc::Status& s, std::string_view what) {
-  std::string msg = "etcd " + std::string(what) + ": " + s.error_message() + " (gRPC status " +
-                    std::to_string(static_cast<int>(s.error_code())) + ")";
-  switch (s.error_code()) {
-    case grpc::StatusCode::UNAVAILABLE:
-    case grpc::StatusCode::DEADLINE_EXCEEDED:
-    case grpc::StatusCode::RESOURCE_EXHAUSTED:
-    case grpc::StatusCode::ABORTED:
-    case grpc::StatusCode::CANCELLED:
-      return {make_error_code(errc::backend_unavailable), std::move(msg)};
-    case grpc::StatusCode::NOT_FOUND:
-      // "etcdserver: requested lease not found": the lease expired or was revoked.
-      if (s.error_message().find("lease not found") != std::string::npos) {
-        return {make_error_code(errc::session_expired), std::move(msg)};
-      }
-      return {make_error_code(errc::backend_error), std::move(msg)};
-    case grpc::StatusCode::UNAUTHENTICATED:
-    case grpc::StatusCode::PERMISSION_DENIED:
-      return {make_error_code(errc::permission_denied), std::move(msg)};
-    default:
-      return {make_error_code(errc::backend_error), std::move(msg)};
-  }
 }
 
 range_result to_range(const pb::RangeResponse& r) {
@@ -66,27 +45,49 @@ void fill_range(pb::RangeRequest& r, const std::string& begin, const std::string
   r.set_keys_only(keys_only);
 }
 
-// gRPC reconnects after a lost connection with an exponential backoff of up to two minutes
-// by default: far past any lease. Retry within a fraction of the request timeout instead.
-grpc::ChannelArguments channel_args(const config& c) {
-  grpc::ChannelArguments a;
-  const int cap =
-      static_cast<int>(std::clamp<std::int64_t>(c.request_timeout.count() / 20, 100, 250));
-  a.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
-  a.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
-  a.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, cap);
-  return a;
-}
-
 class grpc_client final : public client {
  public:
   explicit grpc_client(const config& c)
-      : timeout_(c.request_timeout),
-        channel_(grpc::CreateCustomChannel(c.target, grpc::InsecureChannelCredentials(),
-                                           channel_args(c))),
+      : cfg_(c),
+        timeout_(c.request_timeout),
+        channel_(make_channel(c)),
         kv_(pb::KV::NewStub(channel_)),
         watch_(pb::Watch::NewStub(channel_)),
-        lease_(pb::Lease::NewStub(channel_)) {}
+        lease_(pb::Lease::NewStub(channel_)),
+        auth_(pb::Auth::NewStub(channel_)) {}
+
+  // Auth.Authenticate as the URL's user, when it names one: its token goes with every call.
+  // Called at open, and again when the server refuses the token (expired after the server's
+  // --auth-token-ttl unused, or dropped when auth was disabled and enabled again). `seen` is
+  // the token the refused call carried: a login another thread already made is not repeated.
+  result<void> log_in(const std::string& seen = {}) {
+    if (cfg_.user.empty()) return {};
+    std::lock_guard login(login_mu_);
+    if (current_token() != seen) return {};
+    pb::AuthenticateRequest req;
+    req.set_name(cfg_.user);
+    req.set_password(cfg_.password);
+    pb::AuthenticateResponse resp;
+    grpc::ClientContext ctx;
+    ctx.set_deadline(wall_deadline(steady::now() + timeout_));
+    if (auto reg = track(&ctx, false); !reg) return fail(reg.error());
+    auto st = auth_->Authenticate(&ctx, req, &resp);
+    untrack(&ctx);
+    if (st.error_code() == grpc::StatusCode::FAILED_PRECONDITION &&
+        st.error_message().find("authentication is not enabled") != std::string::npos) {
+      return {};  // as Go's client: a user for a cluster without auth is no error
+    }
+    if (st.error_code() == grpc::StatusCode::INVALID_ARGUMENT &&
+        st.error_message().find("authentication failed") != std::string::npos) {
+      return fail(errc::permission_denied, "etcd: user '" + cfg_.user + "' cannot log in to " +
+                                               cfg_.where + ": " + st.error_message());
+    }
+    if (!st.ok()) return fail(failed(st, "Authenticate as '" + cfg_.user + "'"));
+    answered_ = true;
+    std::lock_guard g(mu_);
+    token_ = resp.token();
+    return {};
+  }
 
   ~grpc_client() override { shut_down(); }
 
@@ -117,6 +118,18 @@ class grpc_client final : public client {
   // long-lived synchronous stream could not be. Keep-alives are no raft writes, so the cost is
   // one HTTP/2 stream on the open connection.
   result<std::int64_t> keep_alive(std::span<const std::int64_t> leases) override {
+    std::string refused;
+    auto r = keep_alive_round(leases, refused);
+    if (!r && !refused.empty()) {
+      if (auto l = log_in(refused); !l) return fail(l.error());
+      r = keep_alive_round(leases, refused);
+    }
+    return r;
+  }
+
+  // `refused`: set to the token sent when the server refused it.
+  result<std::int64_t> keep_alive_round(std::span<const std::int64_t> leases,
+                                        std::string& refused) {
     grpc::ClientContext ctx;
     ctx.set_deadline(wall_deadline(steady::now() + timeout_));
     auto reg = track(&ctx);
@@ -147,8 +160,10 @@ class grpc_client final : public client {
     if (!lost.empty()) return fail(errc::session_expired, lost);
     if (broken) {
       if (st.ok()) st = grpc::Status(grpc::StatusCode::UNAVAILABLE, "stream ended");
-      return fail(status_failure(st, "LeaseKeepAlive"));
+      if (!cfg_.user.empty() && stale_token(st)) refused = *reg;
+      return fail(failed(st, "LeaseKeepAlive"));
     }
+    answered_ = true;
     return least;
   }
 
@@ -261,7 +276,7 @@ class grpc_client final : public client {
         }
       }
       ctx.TryCancel();
-      (void)stream->Finish();
+      renew_if_stale(stream->Finish(), *reg);
       untrack(&ctx);
       if (deleted) return true;
       if (!compacted) return false;  // deadline, stop, close or a stream error: spurious
@@ -292,7 +307,7 @@ class grpc_client final : public client {
       }
     }
     ctx.TryCancel();
-    (void)stream->Finish();
+    renew_if_stale(stream->Finish(), *reg);
     untrack(&ctx);
     return changed;
   }
@@ -306,40 +321,74 @@ class grpc_client final : public client {
  private:
   template <class F>
   result<void> unary(std::string_view what, steady::time_point deadline, F&& call) {
-    grpc::ClientContext ctx;
-    ctx.set_deadline(wall_deadline(deadline));
-    if (auto reg = track(&ctx); !reg) return fail(reg.error());
-    auto st = call(&ctx);
-    untrack(&ctx);
-    if (!st.ok()) return fail(status_failure(st, what));
-    return {};
+    for (int attempt = 0;; ++attempt) {
+      grpc::ClientContext ctx;
+      ctx.set_deadline(wall_deadline(deadline));
+      auto reg = track(&ctx);
+      if (!reg) return fail(reg.error());
+      auto st = call(&ctx);
+      untrack(&ctx);
+      if (st.ok()) {
+        answered_ = true;
+        return {};
+      }
+      if (attempt == 0 && !cfg_.user.empty() && stale_token(st)) {
+        if (auto l = log_in(*reg); !l) return fail(l.error());
+        continue;
+      }
+      return fail(failed(st, what));
+    }
   }
 
-  result<void> track(grpc::ClientContext* ctx) {
+  // A watch the server ended for a refused token: log in again for the calls that follow.
+  void renew_if_stale(const grpc::Status& st, const std::string& sent) {
+    if (!cfg_.user.empty() && stale_token(st)) (void)log_in(sent);
+  }
+
+  failure failed(const grpc::Status& st, std::string_view what) {
+    return status_failure(st, what, cfg_, answered_.load());
+  }
+
+  std::string current_token() {
+    std::lock_guard g(mu_);
+    return token_;
+  }
+
+  // Registers a call for shut_down() and gives it the auth token (none for the log-in
+  // itself); returns the token sent.
+  result<std::string> track(grpc::ClientContext* ctx, bool with_token = true) {
     std::lock_guard g(mu_);
     if (closed_) return fail(errc::backend_unavailable, "etcd: the session's client is closed");
     calls_.insert(ctx);
-    return {};
+    if (with_token && !token_.empty()) ctx->AddMetadata("token", token_);
+    return token_;
   }
   void untrack(grpc::ClientContext* ctx) {
     std::lock_guard g(mu_);
     calls_.erase(ctx);
   }
 
+  const config cfg_;
   const std::chrono::milliseconds timeout_;
   std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<pb::KV::Stub> kv_;
   std::unique_ptr<pb::Watch::Stub> watch_;
   std::unique_ptr<pb::Lease::Stub> lease_;
+  std::unique_ptr<pb::Auth::Stub> auth_;
+  std::atomic<bool> answered_{false};  // a call has succeeded: the TLS set-up is right
+  std::mutex login_mu_;                // one log-in at a time
   std::mutex mu_;
   bool closed_{false};
+  std::string token_;  // the auth token, "" without a user (or auth off on the server)
   std::set<grpc::ClientContext*> calls_;
 };
 
 }  // namespace
 
 result<std::unique_ptr<client>> client::open(const config& c) {
-  return std::unique_ptr<client>(std::make_unique<grpc_client>(c));
+  auto g = std::make_unique<grpc_client>(c);
+  if (auto l = g->log_in(); !l) return fail(l.error());
+  return std::unique_ptr<client>(std::move(g));
 }
 
 }  // namespace dlock::detail::etcd

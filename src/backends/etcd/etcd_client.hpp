@@ -3,9 +3,10 @@
 // interface to the generated code (etcd_rpc.proto), whose headers stay in etcd_client.cpp.
 //
 // Every call has a deadline (request_timeout) and can be cut off by close(). gRPC statuses map
-// to dlock's errors: UNAVAILABLE, DEADLINE_EXCEEDED, RESOURCE_EXHAUSTED, ABORTED (a member
-// without a leader, a leader change, a connection lost) are backend_unavailable; a lease the
-// server no longer knows is session_expired; the rest backend_error.
+// to dlock's errors as etcd_channel.hpp says (unavailable, session_expired, permission_denied
+// for refused log-ins and TLS handshakes). With a user in the URL, open() logs in (Auth
+// Authenticate) and every call carries the token; a token the server refuses later is
+// replaced by logging in again, and the call retried once.
 
 #include <chrono>
 #include <cstdint>

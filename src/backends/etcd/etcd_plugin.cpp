@@ -1,4 +1,5 @@
-// libdlock-etcd: etcd:// (a cluster's members). etcds:// is recognised and refused (no TLS yet).
+// libdlock-etcd: etcd:// (a cluster's members), etcds:// (the same over TLS: ?cacert=, and
+// ?cert= with ?key= for a client certificate).
 #include "backends/etcd/etcd_backend.hpp"
 #include "core/plugin.hpp"
 
@@ -6,7 +7,7 @@ namespace {
 
 constexpr dlock::detail::plugin_scheme schemes[] = {
     {"etcd", &dlock::detail::open_etcd, ""},
-    {"etcds", &dlock::detail::open_etcd, ""},
+    {"etcds", &dlock::detail::open_etcd, "cacert cert key"},
 };
 
 constexpr dlock::detail::backend_plugin plugin{

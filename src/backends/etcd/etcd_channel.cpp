@@ -1,0 +1,103 @@
+#include "backends/etcd/etcd_channel.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <string>
+
+namespace dlock::detail::etcd {
+namespace {
+
+bool contains_nocase(std::string_view text, std::string_view word) {
+  return std::search(text.begin(), text.end(), word.begin(), word.end(), [](char a, char b) {
+           return std::tolower(static_cast<unsigned char>(a)) ==
+                  std::tolower(static_cast<unsigned char>(b));
+         }) != text.end();
+}
+
+// gRPC reports a failed handshake as UNAVAILABLE, like a member that is down; only its text
+// tells them apart: "Ssl handshake failed" (a server certificate refused), "tcp handshaker
+// shutdown" or "Endpoint read failed" (the server refusing the client's certificate, or its
+// absence, after TLS 1.3 ended the handshake on the client's side). A member that is down says
+// "Connection refused". Retrying would never mend a certificate, so say what it is at once.
+bool tls_refused(const grpc::Status& s) {
+  const std::string& m = s.error_message();
+  for (std::string_view w : {"handshake", "certificate", "SSL_ERROR", "Endpoint read failed"})
+    if (contains_nocase(m, w)) return true;
+  return false;
+}
+
+}  // namespace
+
+// gRPC reconnects after a lost connection with an exponential backoff of up to two minutes
+// by default: far past any lease. Retry within a fraction of the request timeout instead.
+std::shared_ptr<grpc::Channel> make_channel(const config& c) {
+  grpc::ChannelArguments a;
+  const int cap =
+      static_cast<int>(std::clamp<std::int64_t>(c.request_timeout.count() / 20, 100, 250));
+  a.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
+  a.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
+  a.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, cap);
+  // An ipv4:/ipv6: list's own authority would be the whole list; TLS checks the server's
+  // certificate against the authority's host, so name the first member as given.
+  a.SetString(GRPC_ARG_DEFAULT_AUTHORITY, c.authority);
+  std::shared_ptr<grpc::ChannelCredentials> creds;
+  if (c.tls) {
+    grpc::SslCredentialsOptions o;
+    o.pem_root_certs = c.ca_pem;  // "": gRPC's default roots
+    o.pem_private_key = c.key_pem;
+    o.pem_cert_chain = c.cert_pem;
+    creds = grpc::SslCredentials(o);
+  } else {
+    creds = grpc::InsecureChannelCredentials();
+  }
+  return grpc::CreateCustomChannel(c.target, creds, a);
+}
+
+failure status_failure(const grpc::Status& s, std::string_view what, const config& c,
+                       bool answered) {
+  std::string msg = "etcd " + std::string(what) + ": " + s.error_message() + " (gRPC status " +
+                    std::to_string(static_cast<int>(s.error_code())) + ")";
+  switch (s.error_code()) {
+    case grpc::StatusCode::UNAVAILABLE:
+      if (c.tls && !answered && tls_refused(s)) {
+        std::string ca = c.ca_file.empty() ? "the system's CAs" : "the CA in '" + c.ca_file + "'";
+        return {make_error_code(errc::permission_denied),
+                "etcd " + std::string(what) + ": TLS with " + c.authority +
+                    " failed (a server certificate not signed by " + ca +
+                    " or not naming the member, or a client certificate refused or missing): " +
+                    s.error_message()};
+      }
+      [[fallthrough]];
+    case grpc::StatusCode::DEADLINE_EXCEEDED:
+    case grpc::StatusCode::RESOURCE_EXHAUSTED:
+    case grpc::StatusCode::ABORTED:
+    case grpc::StatusCode::CANCELLED:
+      return {make_error_code(errc::backend_unavailable), std::move(msg)};
+    case grpc::StatusCode::NOT_FOUND:
+      // "etcdserver: requested lease not found": the lease expired or was revoked.
+      if (s.error_message().find("lease not found") != std::string::npos) {
+        return {make_error_code(errc::session_expired), std::move(msg)};
+      }
+      return {make_error_code(errc::backend_error), std::move(msg)};
+    case grpc::StatusCode::UNAUTHENTICATED:
+    case grpc::StatusCode::PERMISSION_DENIED:
+      return {make_error_code(errc::permission_denied), std::move(msg)};
+    case grpc::StatusCode::INVALID_ARGUMENT:
+      // Auth enabled on the server and no user in the URL.
+      if (s.error_message().find("user name is empty") != std::string::npos) {
+        return {make_error_code(errc::permission_denied),
+                std::move(msg) + "; the cluster requires a user: etcd://user:password@host"};
+      }
+      return {make_error_code(errc::backend_error), std::move(msg)};
+    default:
+      return {make_error_code(errc::backend_error), std::move(msg)};
+  }
+}
+
+bool stale_token(const grpc::Status& s) {
+  const std::string& m = s.error_message();
+  return m.find("invalid auth token") != std::string::npos ||
+         m.find("revision of auth store is old") != std::string::npos;
+}
+
+}  // namespace dlock::detail::etcd
