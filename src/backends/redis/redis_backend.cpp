@@ -102,10 +102,11 @@ result<void> session::start() {
   for (std::size_t i = 0; i < infos.size(); ++i) {
     if (auto r = refuse_unsafe(info_text(infos[i]), cfg_.servers[i].where); !r) return r;
   }
-  std::vector<request> reqs(
-      nodes_.size(),
-      synced({nullptr,
-              {"SET", key('s', info_.id), info_.owner, "PX", std::to_string(info_.ttl.count())}}));
+  // An observer (dlock doctor) writes nothing a failover must keep: it opens even when too few
+  // replicas are connected, and can say so.
+  request set{nullptr,
+              {"SET", key('s', info_.id), info_.owner, "PX", std::to_string(info_.ttl.count())}};
+  std::vector<request> reqs(nodes_.size(), info_.observe_only ? set : synced(set));
   auto replies = run_all(nodes_, reqs);
   std::size_t ok = std::ranges::count_if(replies, [](const auto& r) { return r.has_value(); });
   if (!redlock() && !replies[0]) return fail(replies[0].error());
@@ -121,9 +122,8 @@ result<steady::time_point> session::keep_alive() {
   // PEXPIRE never creates a key: a lapsed session stays lapsed.
   // With ?replicas=N a renewal that too few replicas acknowledged fails like one the server
   // never answered: a failover to a replica must not find the lease shorter than we count it.
-  std::vector<request> reqs(
-      nodes_.size(),
-      synced({nullptr, {"PEXPIRE", key('s', info_.id), std::to_string(info_.ttl.count())}}));
+  request renew{nullptr, {"PEXPIRE", key('s', info_.id), std::to_string(info_.ttl.count())}};
+  std::vector<request> reqs(nodes_.size(), info_.observe_only ? renew : synced(renew));
   // A lease already over here (on_expired) is not renewed, nor waited for on a dead link.
   auto replies = run_all(nodes_, reqs, {}, expired_.get_token());
   if (expired_.stop_requested()) {
