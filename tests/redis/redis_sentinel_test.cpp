@@ -48,7 +48,9 @@ std::string verdict(const dlock::diagnosis& d, const std::string& name) {
 
 TEST(redis_sentinel, with_replicas_1_a_held_lock_survives_the_masters_kill_and_tokens_grow) {
   sentinel_cluster c;
-  const auto url = c.url("?ttl=6s&prefix=p:&replicas=1&replica_timeout=500ms");
+  // The lease outlasts the failover and the other replica's resync with the new master (until
+  // then renewals cannot be acknowledged: the hold is suspect meanwhile).
+  const auto url = c.url("?ttl=10s&prefix=p:&replicas=1&replica_timeout=500ms");
   auto a = dlock::session::open(url);
   // dlock doctor's view: WAIT makes the failover safe.
   auto d = dlock::diagnose(a);
@@ -65,6 +67,10 @@ TEST(redis_sentinel, with_replicas_1_a_held_lock_survives_the_masters_kill_and_t
   const auto old_port = c.master().port();
   c.master().kill();
   const auto now_master = c.await_failover(old_port, 20s);
+  ASSERT_TRUE(eventually(20s, [&] {
+    auto info = c.server(now_master).command({"INFO", "replication"})[0];
+    return info.find("state=online") != std::string::npos;
+  })) << "the other replica did not resync with the new master";
   // The holder renews on the new master, which has its entry: it stays held, never lost.
   ASSERT_TRUE(eventually(10s, [&] { return hold.state() == dlock::hold_state::held; }));
   ASSERT_TRUE(
