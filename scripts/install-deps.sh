@@ -18,7 +18,7 @@ build_packages=(
 # start on loopback, and clang for the fuzz targets.
 test_packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
-  redis-server zookeeper default-jre-headless postgresql mariadb-server pgbouncer
+  redis-server redis-sentinel zookeeper default-jre-headless postgresql mariadb-server pgbouncer
   etcd-server etcd-client  # etcd on loopback; etcdctl for the lock interop tests
   faketime libfaketime
   python3 python3-kazoo procps iproute2

@@ -121,6 +121,8 @@ const char* const url_forms_help =
     "  etcd://10.0.0.1:2379,10.0.0.2:2379[/prefix]  etcd v3 cluster (its members' addresses)\n"
     "  etcds://[user:pass@]h:2379?cacert=CA.pem[&cert=C.pem&key=K.pem]  etcd over TLS\n"
     "  redis://[user:pass@]host:6379[/db]           one Redis (>= 7.0, noeviction)\n"
+    "  redis-sentinel://s1:26379,s2:26379/mymaster  its master, found through Redis Sentinel\n"
+    "    (both take ?replicas=N: acquires and renewals wait for N replicas)\n"
     "  redlock://h1:6379,h2:6379,h3:6379            Redlock over independent masters\n"
     "  postgres://user:pass@host:5432/db[?mode=advisory]\n"
     "  mysql://user:pass@host:3306/db[?mode=advisory]\n"

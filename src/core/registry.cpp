@@ -28,9 +28,10 @@ struct well_known {
   std::string_view plugin;
 };
 constexpr well_known plugin_schemes[] = {
-    {"redis", "redis"},       {"redlock", "redis"},       {"zk", "zookeeper"},
-    {"postgres", "postgres"}, {"postgresql", "postgres"}, {"mysql", "mysql"},
-    {"mariadb", "mysql"},     {"etcd", "etcd"},           {"etcds", "etcd"},
+    {"redis", "redis"},  {"redlock", "redis"},     {"redis-sentinel", "redis"},
+    {"zk", "zookeeper"}, {"postgres", "postgres"}, {"postgresql", "postgres"},
+    {"mysql", "mysql"},  {"mariadb", "mysql"},     {"etcd", "etcd"},
+    {"etcds", "etcd"},
 };
 
 // Read by the core for every backend (session_core.cpp).

@@ -9,6 +9,7 @@
 
 #include "backends_fixture.hpp"
 #include "cli_harness.hpp"
+#include "support/redis_sentinel.hpp"
 
 namespace dlock::test {
 namespace {
@@ -117,6 +118,29 @@ TEST(CliDoctor, ARedisReplicaIsRefusedAndAMasterWithAReplicaIsWeakened) {
   EXPECT_EQ(guarantee(j, "exclusion"), "holds") << j.dump(2);
   EXPECT_EQ(box.run({"doctor", "redis://" + master.address(), "--require", "failover"}).status, 1);
   EXPECT_EQ(box.run({"doctor", "redis://" + master.address(), "--require", "exclusion"}).status, 0);
+}
+
+// redis-sentinel://: failover holds only with ?replicas=N (and N replicas connected).
+TEST(CliDoctor, ASentinelUrlHoldsFailoverOnlyWithReplicas) {
+  sentinel_cluster c;
+  cli_sandbox box;
+  auto plain = doctor_json(box, c.url());
+  EXPECT_EQ(guarantee(plain, "failover"), "weakened") << plain.dump(2);
+  EXPECT_EQ(guarantee(plain, "loss-signal"), "weakened") << plain.dump(2);
+  EXPECT_EQ(check(plain, "sentinel"), "weakened") << plain.dump(2);
+  auto synced = doctor_json(box, c.url("?replicas=2"));
+  EXPECT_EQ(guarantee(synced, "failover"), "holds") << synced.dump(2);
+  EXPECT_EQ(check(synced, "replication"), "ok") << synced.dump(2);
+  EXPECT_EQ(check(synced, "sentinel"), "ok") << synced.dump(2);
+  auto r = box.run({"doctor", c.url("?replicas=1"), "--require", "failover"});
+  EXPECT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("master 'mymaster' at 127.0.0.1:" + std::to_string(c.master().port())),
+            std::string::npos)
+      << r.output;
+  // More replicas asked for than there are: every acquire would fail, and doctor says so.
+  auto three = doctor_json(box, c.url("?replicas=3"));
+  EXPECT_EQ(guarantee(three, "failover"), "weakened") << three.dump(2);
+  EXPECT_EQ(box.run({"doctor", c.url("?replicas=3"), "--require", "failover"}).status, 1);
 }
 
 // What weakens a guarantee is logged through the observer at open, as a warning.

@@ -40,6 +40,7 @@ session::session(config cfg, session_info info) : cfg_(std::move(cfg)), info_(st
     owned_.push_back(std::make_unique<node>(t));
     nodes_.push_back(owned_.back().get());
   }
+  if (!cfg_.sentinels.empty()) owned_[0]->use_sentinels(cfg_.sentinels, cfg_.master_name);
 }
 
 std::string session::key(char type, std::string_view name) const {
@@ -90,9 +91,11 @@ result<void> session::start() {
   for (std::size_t i = 0; i < infos.size(); ++i) {
     if (auto r = refuse_unsafe(info_text(infos[i]), cfg_.servers[i].where); !r) return r;
   }
-  std::vector<request> reqs(nodes_.size(), request{nullptr,
-                                                   {"SET", key('s', info_.id), info_.owner, "PX",
-                                                    std::to_string(info_.ttl.count())}});
+  // An observer (dlock doctor) writes nothing a failover must keep: it opens even when too few
+  // replicas are connected, and can say so.
+  request set{nullptr,
+              {"SET", key('s', info_.id), info_.owner, "PX", std::to_string(info_.ttl.count())}};
+  std::vector<request> reqs(nodes_.size(), info_.observe_only ? set : synced(set));
   auto replies = run_all(nodes_, reqs);
   std::size_t ok = std::ranges::count_if(replies, [](const auto& r) { return r.has_value(); });
   if (!redlock() && !replies[0]) return fail(replies[0].error());
@@ -106,9 +109,10 @@ result<steady::time_point> session::keep_alive() {
   if (auto r = check_open(); !r) return fail(r.error());
   auto sent = steady::now();
   // PEXPIRE never creates a key: a lapsed session stays lapsed.
-  std::vector<request> reqs(
-      nodes_.size(),
-      request{nullptr, {"PEXPIRE", key('s', info_.id), std::to_string(info_.ttl.count())}});
+  // With ?replicas=N a renewal that too few replicas acknowledged fails like one the server
+  // never answered: a failover to a replica must not find the lease shorter than we count it.
+  request renew{nullptr, {"PEXPIRE", key('s', info_.id), std::to_string(info_.ttl.count())}};
+  std::vector<request> reqs(nodes_.size(), info_.observe_only ? renew : synced(renew));
   // A lease already over here (on_expired) is not renewed, nor waited for on a dead link.
   auto replies = run_all(nodes_, reqs, {}, expired_.get_token());
   if (expired_.stop_requested()) {
@@ -125,6 +129,7 @@ result<steady::time_point> session::keep_alive() {
     if (gone)
       return fail(errc::session_expired,
                   cfg_.servers[0].where + ": session " + info_.id + " expired (its key is gone)");
+    if (auto f = check_failover(); !f) return fail(f.error());
     return sent;
   }
   if (renewed >= quorum()) return sent;
@@ -293,8 +298,30 @@ result<std::vector<check_finding>> session::diagnose() {
     if (!info && is_transient(info.error())) return fail(info.error());
     auto save = nodes_[i]->run({nullptr, {"CONFIG", "GET", "save"}});
     auto fsync = nodes_[i]->run({nullptr, {"CONFIG", "GET", "appendfsync"}});
-    auto more = findings(info_text(info), save, fsync, redlock() ? cfg_.servers[i].where : "");
+    auto more = findings(info_text(info), save, fsync, redlock() ? cfg_.servers[i].where : "",
+                         cfg_.replicas);
     out.insert(out.end(), more.begin(), more.end());
+  }
+  if (!cfg_.sentinels.empty()) {
+    // Without WAIT a failover can drop this session's last entries: the holder is told at its
+    // first renewal on the new master (check_failover), possibly after another was granted.
+    check_finding f{.check = "sentinel",
+                    .guarantee = "loss-signal",
+                    .value = "master '" + cfg_.master_name + "' at " + nodes_[0]->master_address() +
+                             ", " + std::to_string(cfg_.sentinels.size()) + " sentinel(s) listed"};
+    if (cfg_.replicas > 0) {
+      f.reason = "a failover is followed through the sentinels; counted writes reached " +
+                 std::to_string(cfg_.replicas) +
+                 " replica(s), and a lost one is told at the "
+                 "first renewal on the new master";
+    } else {
+      f.status = check_status::weakened;
+      f.reason =
+          "a failover is followed through the sentinels, but without ?replicas=N it can "
+          "drop the last grants: their holder is told lost at its first renewal on the "
+          "new master, possibly after another client was granted the lock";
+    }
+    out.push_back(std::move(f));
   }
   if (redlock()) {
     out.push_back({.check = "redlock",

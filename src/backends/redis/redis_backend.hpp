@@ -1,5 +1,8 @@
 #pragma once
 // redis://[user:password@]host:port[/db]?prefix=dlock:&ttl=30s -- one Redis server.
+// redis-sentinel://s1:26379,s2:26379/NAME[/db]?... -- the master Redis Sentinel names, found
+// again at each new connection (redis_sentinel.hpp). Both take ?replicas=N: acquires and
+// renewals count once N replicas acknowledged them (WAIT; docs/redis.md).
 // redlock://h1:p1,h2:p2,h3:p3[/db]?prefix=... -- Redlock over N (odd, >= 3) independent
 // masters: the same scripts on every master, an entry holds where it holds on a majority.
 //

@@ -6,6 +6,8 @@
 #include <charconv>
 #include <set>
 
+#include "core/duration.hpp"
+
 namespace dlock::detail::redis {
 namespace {
 
@@ -48,6 +50,62 @@ std::string duplicate_server(const url& u) {
   return {};
 }
 
+// ?replicas=N&replica_timeout=T (redis:// and redis-sentinel:// only: the plug-in's parameter
+// lists refuse them elsewhere).
+result<void> parse_replicas(const url& u, std::chrono::milliseconds timeout, config& c) {
+  auto bad = [&](const std::string& why) {
+    return fail(errc::invalid_argument, "URL '" + u.redacted + "': " + why);
+  };
+  if (auto it = u.query.find("replicas"); it != u.query.end()) {
+    const auto& text = it->second;
+    auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), c.replicas);
+    if (text.empty() || ec != std::errc{} || p != text.data() + text.size() || c.replicas < 0)
+      return bad("replicas '" + text + "' is not a non-negative integer (want replicas=1)");
+  }
+  if (auto it = u.query.find("replica_timeout"); it != u.query.end()) {
+    auto d = parse_duration(it->second);
+    if (!d) return bad("replica_timeout: " + d.error().message);
+    if (d->count() <= 0) return bad("replica_timeout must be greater than zero");
+    c.replica_timeout = *d;
+  } else {
+    c.replica_timeout = std::min(c.replica_timeout, timeout / 2);
+  }
+  // WAIT blocks the connection for up to replica_timeout: the request must outlast it.
+  if (c.replica_timeout >= timeout) {
+    return bad("replica_timeout " + format_duration(c.replica_timeout) +
+               " must be below the request timeout " + format_duration(timeout));
+  }
+  return {};
+}
+
+// redis-sentinel://s1:26379,s2:26379/NAME[/db]: the hosts are sentinels, the path names the
+// master they monitor (and the database on it).
+result<void> parse_sentinel(const url& u, config& c, int& db) {
+  auto bad = [&](const std::string& why) {
+    return fail(errc::invalid_argument, "URL '" + u.redacted + "': " + why);
+  };
+  auto path = std::string_view(u.path);
+  if (path.starts_with('/')) path.remove_prefix(1);
+  auto slash = path.find('/');
+  c.master_name = std::string(path.substr(0, slash));
+  if (c.master_name.empty())
+    return bad("no master name (want redis-sentinel://host:26379,.../mymaster)");
+  if (slash != std::string_view::npos) {
+    auto digits = path.substr(slash + 1);
+    auto [p, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), db);
+    if (digits.empty() || ec != std::errc{} || p != digits.data() + digits.size() || db < 0)
+      return bad("database '" + std::string(digits) + "' is not a number (want /mymaster/0)");
+  }
+  for (const auto& hp : u.hosts) {
+    target t;
+    t.host = hp.host;
+    t.port = hp.port == 0 ? 26379 : hp.port;
+    t.where = "redis sentinel " + t.host + ":" + std::to_string(t.port);
+    c.sentinels.push_back(std::move(t));
+  }
+  return {};
+}
+
 }  // namespace
 
 result<config> parse_config(const url& u, std::chrono::milliseconds timeout) {
@@ -55,8 +113,9 @@ result<config> parse_config(const url& u, std::chrono::milliseconds timeout) {
     return fail(errc::invalid_argument, "URL '" + u.redacted + "': " + why);
   };
   const bool redlock = u.scheme == "redlock";
+  const bool sentinel = u.scheme == "redis-sentinel";
   if (u.hosts.empty()) return bad("no host (want " + u.scheme + "://host:port...)");
-  if (!redlock && u.hosts.size() != 1) {
+  if (!redlock && !sentinel && u.hosts.size() != 1) {
     return bad("redis:// takes one server; use redlock://h1:p1,h2:p2,h3:p3 for several");
   }
   if (redlock && (u.hosts.size() < 3 || u.hosts.size() % 2 == 0)) {
@@ -67,8 +126,11 @@ result<config> parse_config(const url& u, std::chrono::milliseconds timeout) {
     if (auto dup = duplicate_server(u); !dup.empty())
       return bad("redlock:// names one server twice: " + dup + "; its masters must be independent");
   }
+  config c;
   int db = 0;
-  if (!u.path.empty() && u.path != "/") {
+  if (sentinel) {
+    if (auto r = parse_sentinel(u, c, db); !r) return fail(r.error());
+  } else if (!u.path.empty() && u.path != "/") {
     auto digits = std::string_view(u.path).substr(1);
     auto [p, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), db);
     if (ec != std::errc{} || p != digits.data() + digits.size() || db < 0) {
@@ -76,16 +138,17 @@ result<config> parse_config(const url& u, std::chrono::milliseconds timeout) {
     }
   }
   if (!u.user.empty() && !u.has_password) return bad("user '" + u.user + "' without a password");
-  config c;
+  if (auto r = parse_replicas(u, timeout, c); !r) return fail(r.error());
   c.prefix = u.param("prefix", "dlock:");
   for (char ch : c.prefix) {
     if (static_cast<unsigned char>(ch) < 0x20) return bad("prefix contains a control character");
   }
   c.redacted = u.redacted;
-  for (const auto& hp : u.hosts) {
+  for (auto& t : c.sentinels) t.timeout = timeout;
+  auto add = [&](const std::string& host, std::uint16_t port) {
     target t;
-    t.host = hp.host;
-    t.port = hp.port == 0 ? 6379 : hp.port;
+    t.host = host;
+    t.port = port;
     t.user = u.user;
     t.password = u.password;
     t.has_password = u.has_password;
@@ -93,7 +156,13 @@ result<config> parse_config(const url& u, std::chrono::milliseconds timeout) {
     t.timeout = timeout;
     t.where = "redis " + t.host + ":" + std::to_string(t.port);
     c.servers.push_back(std::move(t));
+  };
+  if (sentinel) {
+    add("", 0);  // the address comes from the sentinels at each connect
+    c.servers.back().where = "redis master '" + c.master_name + "'";
+    return c;
   }
+  for (const auto& hp : u.hosts) add(hp.host, hp.port == 0 ? 6379 : hp.port);
   return c;
 }
 

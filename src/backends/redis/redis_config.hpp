@@ -1,5 +1,6 @@
 #pragma once
-// What a redis:// or redlock:// URL says: the servers, credentials, database and key prefix.
+// What a redis://, redis-sentinel:// or redlock:// URL says: the servers (or the sentinels that
+// name the master), credentials, database, key prefix and the replicas a write must reach.
 
 #include <chrono>
 #include <cstdint>
@@ -24,9 +25,17 @@ struct target {
 };
 
 struct config {
-  std::vector<target> servers;  // one for redis://, an odd number >= 3 for redlock://
-  std::string prefix;           // prepended to every key
-  std::string redacted;         // the URL without its password
+  // One for redis:// and redis-sentinel:// (there: the master's credentials and database; its
+  // address comes from the sentinels), an odd number >= 3 for redlock://.
+  std::vector<target> servers;
+  std::vector<target> sentinels;  // redis-sentinel:// only
+  std::string master_name;        // redis-sentinel://.../NAME
+  // ?replicas=N: an acquire or renewal counts only once N replicas acknowledged it (WAIT),
+  // within replica_timeout.
+  int replicas{0};
+  std::chrono::milliseconds replica_timeout{1000};
+  std::string prefix;    // prepended to every key
+  std::string redacted;  // the URL without its password
 };
 
 // invalid_argument naming the part of the URL that is wrong.

@@ -62,21 +62,34 @@ check_finding persistence(std::string_view info, const result<reply_ptr>& save,
   return f;
 }
 
-check_finding replication(std::string_view info) {
+check_finding replication(std::string_view info, int wait_for) {
   check_finding f{.check = "replication", .guarantee = "failover"};
   auto role = info_field(info, "role");
   auto replicas = info_field(info, "connected_slaves");
   f.value = "role " + role + ", " + (replicas.empty() ? "?" : replicas) + " replicas";
+  if (wait_for > 0) f.value += ", replicas=" + std::to_string(wait_for);
+  int connected = 0;
+  for (char ch : replicas) connected = ch >= '0' && ch <= '9' ? connected * 10 + (ch - '0') : 0;
+  const auto n = std::to_string(wait_for);
   if (role == "slave") {
     f.status = check_status::unsafe;
     f.reason = "the server is a replica (refused at open)";
+  } else if (wait_for > 0 && connected >= wait_for) {
+    f.reason = "every acquire and renewal counts only once " + n + " of the " + replicas +
+               " replica(s) acknowledged it (WAIT): a failover to the most up-to-date replica, "
+               "as Sentinel promotes, keeps held locks and their tokens";
+  } else if (wait_for > 0) {
+    f.status = check_status::weakened;
+    f.reason = "replicas=" + n + " but only " + (replicas.empty() ? "?" : replicas) +
+               " replica(s) are connected: every acquire and renewal fails until " + n + " are";
   } else if (replicas.empty() || replicas == "0") {
     f.reason = "no replica is connected: nothing fails over to a copy that missed a write";
   } else {
     f.status = check_status::weakened;
     f.reason = replicas +
                " replica(s) are replicated asynchronously: a failover to one can lose a held "
-               "lock and hand its token out again";
+               "lock and hand its token out again (?replicas=1 makes acquires and renewals "
+               "wait for a replica)";
   }
   return f;
 }
@@ -138,8 +151,8 @@ result<void> refuse_unsafe(std::string_view info, const std::string& where) {
 }
 
 std::vector<check_finding> findings(std::string_view info, const result<reply_ptr>& save,
-                                    const result<reply_ptr>& appendfsync,
-                                    const std::string& where) {
+                                    const result<reply_ptr>& appendfsync, const std::string& where,
+                                    int replicas) {
   std::vector<check_finding> out;
   if (info.empty()) {
     out.push_back({.check = "info",
@@ -159,7 +172,7 @@ std::vector<check_finding> findings(std::string_view info, const result<reply_pt
   }
   out.push_back(std::move(ev));
   out.push_back(persistence(info, save, appendfsync));
-  out.push_back(replication(info));
+  out.push_back(replication(info, replicas));
   if (!where.empty()) {
     for (auto& f : out) f.reason = where + ": " + f.reason;
   }

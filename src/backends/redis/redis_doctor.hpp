@@ -26,8 +26,10 @@ std::string info_field(std::string_view info, std::string_view name);
 result<void> refuse_unsafe(std::string_view info, const std::string& where);
 
 // The findings for one server from its INFO and its CONFIG GET save / appendfsync replies.
-// `where` prefixes each reason when there are several servers (Redlock).
+// `where` prefixes each reason when there are several servers (Redlock); `replicas` is the
+// URL's ?replicas=N (writes count once N replicas acknowledged them).
 std::vector<check_finding> findings(std::string_view info, const result<reply_ptr>& save,
-                                    const result<reply_ptr>& appendfsync, const std::string& where);
+                                    const result<reply_ptr>& appendfsync, const std::string& where,
+                                    int replicas = 0);
 
 }  // namespace dlock::detail::redis

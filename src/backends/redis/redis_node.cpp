@@ -5,6 +5,8 @@
 #include <cstdio>
 #include <map>
 
+#include "backends/redis/redis_sentinel.hpp"
+
 namespace dlock::detail::redis {
 namespace {
 
@@ -40,13 +42,76 @@ result<std::unique_ptr<connection>> node::take(until_t until, std::stop_token st
     if (cap->count() <= 0)
       return fail(errc::backend_unavailable, target_.where + ": no time left to connect");
   }
-  auto c = connection::open(target_, cap, stop);
+  auto c = sentinels_.empty() ? connection::open(target_, cap, stop) : open_master(cap, stop);
   if (!c && is_transient(c.error())) {
     std::lock_guard lk(mu_);
     down_until_ = steady::now() + std::min(target_.timeout, std::chrono::milliseconds{100});
     down_failure_ = c.error();
   }
   return c;
+}
+
+void node::use_sentinels(std::vector<target> sentinels, std::string name) {
+  std::lock_guard lk(mu_);
+  sentinels_ = std::move(sentinels);
+  master_name_ = std::move(name);
+}
+
+std::uint64_t node::epoch() const {
+  std::lock_guard lk(mu_);
+  return epoch_;
+}
+
+std::string node::master_address() const {
+  std::lock_guard lk(mu_);
+  return sentinels_.empty() ? target_.host + ":" + std::to_string(target_.port) : address_;
+}
+
+void node::forget_connections() {
+  std::lock_guard lk(mu_);
+  idle_.clear();
+  idle_waiting_.clear();
+}
+
+result<std::unique_ptr<connection>> node::open_master(std::optional<std::chrono::milliseconds> cap,
+                                                      std::stop_token stop) {
+  std::size_t first;
+  {
+    std::lock_guard lk(mu_);
+    first = first_sentinel_;
+  }
+  auto found = find_master(sentinels_, first, master_name_, target_, cap, stop);
+  if (!found) return fail(found.error());
+  std::lock_guard lk(mu_);
+  first_sentinel_ = first;
+  if (found->replid != replid_) {
+    // Another master (or this one restarted empty): pooled connections to the old one go.
+    if (!replid_.empty()) ++epoch_;
+    replid_ = found->replid;
+    idle_.clear();
+    idle_waiting_.clear();
+  }
+  address_ = found->address;
+  return std::move(found->conn);
+}
+
+result<void> node::await_replicas(connection& c, const request& req, until_t until) {
+  std::vector<std::string> argv{"WAIT", std::to_string(req.replicas),
+                                std::to_string(req.replica_timeout.count())};
+  auto r = c.call(argv, until);
+  if (!r) return fail(r.error());
+  if ((*r)->type == REDIS_REPLY_ERROR)
+    return fail(error_reply_failure(c.where(), reply_text(r->get())));
+  if ((*r)->type != REDIS_REPLY_INTEGER)
+    return fail(errc::protocol_error, c.where().where + ": malformed WAIT reply");
+  if ((*r)->integer < req.replicas) {
+    return fail(errc::backend_unavailable,
+                c.where().where + ": only " + std::to_string((*r)->integer) + " of " +
+                    std::to_string(req.replicas) + " replicas acknowledged within " +
+                    std::to_string(req.replica_timeout.count()) + " ms (?replicas=" +
+                    std::to_string(req.replicas) + "): the write does not count");
+  }
+  return {};
 }
 
 void node::give(std::unique_ptr<connection> c) {
@@ -83,7 +148,18 @@ result<reply_ptr> node::finish(connection& c, const request& req, reply_ptr r, u
     if (!again) return again;
     r = std::move(*again);
   }
-  if (is_error(r)) return fail(error_reply_failure(target_, reply_text(r.get())));
+  if (is_error(r)) {
+    if (reply_text(r.get()).starts_with("READONLY")) {
+      // A master demoted by a failover: its connections are of no more use; a new one asks
+      // the sentinels again (node::take).
+      c.interrupt();
+      forget_connections();
+    }
+    return fail(error_reply_failure(c.where(), reply_text(r.get())));
+  }
+  if (req.replicas > 0) {
+    if (auto w = await_replicas(c, req, until); !w) return fail(w.error());
+  }
   return r;
 }
 

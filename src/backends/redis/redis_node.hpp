@@ -19,9 +19,14 @@
 namespace dlock::detail::redis {
 
 // A plain command (script == nullptr) or a script call whose argv is numkeys, keys, args.
+// With replicas > 0 it counts only once that many replicas acknowledged it: WAIT on the same
+// connection, which covers every write the master applied before (its replication stream is
+// one sequence), within replica_timeout.
 struct request {
   const lua_script* script{nullptr};
   std::vector<std::string> argv;
+  int replicas{0};
+  std::chrono::milliseconds replica_timeout{};
 };
 
 class node {
@@ -31,6 +36,13 @@ class node {
   node& operator=(const node&) = delete;
 
   const target& where() const noexcept { return target_; }
+
+  // redis-sentinel://: every new connection asks these sentinels for the master `name`.
+  void use_sentinels(std::vector<target> sentinels, std::string name);
+  // How many times the master changed under this node (a new replication id at a new
+  // connection: a failover, or a master restarted empty), and the current master's address.
+  std::uint64_t epoch() const;
+  std::string master_address() const;
 
   // One request, one round trip (plus a script load the first time or after a flush).
   // An error reply becomes a failure. `stop` breaks off a call in flight (its connection is
@@ -54,9 +66,19 @@ class node {
                                                 until_t, std::stop_token);
   result<void> send(connection& c, const request& req, until_t until);
   result<reply_ptr> finish(connection& c, const request& req, reply_ptr r, until_t until);
+  // WAIT req.replicas: a failure when fewer acknowledged in time.
+  result<void> await_replicas(connection& c, const request& req, until_t until);
+  result<std::unique_ptr<connection>> open_master(std::optional<std::chrono::milliseconds> cap,
+                                                  std::stop_token stop);
+  void forget_connections();
 
   target target_;
-  std::mutex mu_;
+  mutable std::mutex mu_;
+  std::vector<target> sentinels_;
+  std::string master_name_;
+  std::size_t first_sentinel_{0};
+  std::string replid_, address_;
+  std::uint64_t epoch_{0};
   std::vector<std::unique_ptr<connection>> idle_;
   // Connections used for BLPOP keep their longer socket timeout between waits (two
   // setsockopt calls each saved per wait), so they are pooled apart from the others.

@@ -1,11 +1,13 @@
-// libdlock-redis: redis:// (one server) and redlock:// (several masters).
+// libdlock-redis: redis:// (one server), redis-sentinel:// (the master Redis Sentinel names)
+// and redlock:// (several masters).
 #include "backends/redis/redis_backend.hpp"
 #include "core/plugin.hpp"
 
 namespace {
 
 constexpr dlock::detail::plugin_scheme schemes[] = {
-    {"redis", &dlock::detail::open_redis, "prefix"},
+    {"redis", &dlock::detail::open_redis, "prefix replicas replica_timeout"},
+    {"redis-sentinel", &dlock::detail::open_redis, "prefix replicas replica_timeout"},
     {"redlock", &dlock::detail::open_redis, "prefix"},
 };
 

@@ -74,8 +74,10 @@ std::vector<result<reply_ptr>> session::queue_calls(std::string_view lock,
         argv.insert(argv.end(), it->second.begin(), it->second.end());
     }
   }
-  return run_all(nodes_, same_request(nodes_.size(), &queue_script, std::move(argv)), {},
-                 expired_.get_token());
+  auto reqs = same_request(nodes_.size(), &queue_script, std::move(argv));
+  // An enqueue always writes (its token's INCR), so its WAIT covers an earlier attempt too.
+  if (add && !redlock()) reqs[0] = synced(std::move(reqs[0]));
+  return run_all(nodes_, reqs, {}, expired_.get_token());
 }
 
 result<queue_view> session::queue_round(std::string_view lock, std::optional<add_request> add,
@@ -122,6 +124,7 @@ result<queue_view> session::queue_round(std::string_view lock, std::optional<add
     queue_view out{{}, sent};
     for (auto& ne : views[0]->entries) out.entries.push_back(std::move(ne.e));
     if (add) {
+      placed(lock, add->id, true);
       // Only a lock's exclusive entry: a permit waits on N entries, and an election's
       // listing shows every candidate.
       if (stored_kind(add->kind, add->id) == 'x') trim_to_wait(out.entries, add->id);
@@ -249,6 +252,7 @@ result<void> session::remove_everywhere(std::string_view lock, std::string_view 
                                            "' is dead (the session expired)");
   }
   bool queued = false;
+  placed(lock, id, false);
   {
     std::lock_guard lk(mu_);
     if (auto it = queued_.find(id); it != queued_.end()) {

@@ -65,6 +65,18 @@ class session final : public backend_session {
   };
 
   std::string key(char type, std::string_view name) const;
+  // `r`, counted only once ?replicas=N replicas acknowledged it (node.hpp: request).
+  request synced(request r) const {
+    r.replicas = cfg_.replicas;
+    r.replica_timeout = cfg_.replica_timeout;
+    return r;
+  }
+  // redis-sentinel://: after the master changed, checks that every entry this session placed
+  // is on the new master; session_expired naming the first missing one if not (a failover to
+  // a replica that had not received it: the hold is lost, and must be said to be).
+  result<void> check_failover();
+  // Records or forgets an own entry that enqueue placed (what check_failover looks for).
+  void placed(std::string_view lock, std::string_view id, bool add);
   std::size_t quorum() const noexcept { return nodes_.size() / 2 + 1; }
   bool redlock() const noexcept { return nodes_.size() > 1; }
   std::chrono::milliseconds wake_ttl() const;
@@ -133,6 +145,10 @@ class session final : public backend_session {
   // Breaks off enqueue and list calls in flight once the session has expired (removals and
   // close go on without it).
   std::stop_source expired_;
+  // redis-sentinel://: own entries enqueue placed (lock -> ids), and the master epoch
+  // (node::epoch) whose master was last checked to hold them.
+  std::map<std::string, id_set, std::less<>> placed_;
+  std::atomic<std::uint64_t> verified_epoch_{0};
   std::jthread retrier_;  // last: stopped and joined before the nodes go
 };
 

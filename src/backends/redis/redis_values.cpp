@@ -83,11 +83,12 @@ result<std::uint64_t> session::set_value(std::string_view lock, std::string_view
                                             ": not this session's entry, or a value over " +
                                             std::to_string(max_value_size) + " bytes");
   }
-  auto r = nodes_[0]->run({&set_value_script,
-                           {"6", key('q', lock), key('m', lock), key('h', lock), key('v', lock),
-                            key('o', lock), key('s', info_.id), std::string(entry_id),
-                            std::string(value), std::to_string(wake_ttl().count()), info_.id}},
-                          expired_.get_token());
+  auto r =
+      nodes_[0]->run(synced({&set_value_script,
+                             {"6", key('q', lock), key('m', lock), key('h', lock), key('v', lock),
+                              key('o', lock), key('s', info_.id), std::string(entry_id),
+                              std::string(value), std::to_string(wake_ttl().count()), info_.id}}),
+                     expired_.get_token());
   if (!r) return fail(r.error());
   if ((*r)->type != REDIS_REPLY_INTEGER) {
     return fail(errc::protocol_error, cfg_.servers[0].where + ": malformed set_value reply");
