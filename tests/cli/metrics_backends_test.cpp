@@ -1,0 +1,62 @@
+// --metrics-file on every server backend (issue 16): a run that ran and a run refused (75)
+// leave the same series whichever backend granted or refused them, and promtool accepts both.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <map>
+#include <sstream>
+
+#include "backends_fixture.hpp"
+#include "cli_harness.hpp"
+
+namespace dlock::test {
+namespace {
+
+using namespace std::chrono_literals;
+
+std::map<std::string, std::string> samples(const std::string& text) {
+  std::map<std::string, std::string> out;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) {
+    if (line.empty() || line[0] == '#') continue;
+    auto space = line.rfind(' ');
+    out[line.substr(0, space)] = line.substr(space + 1);
+  }
+  return out;
+}
+
+std::string outcome(const std::string& which) {
+  return "dlock_run_last_outcome{command=\"run\",lock=\"job\",outcome=\"" + which + "\"}";
+}
+
+TEST_F(CliBackends, MetricsFileOnEveryServerBackend) {
+  ASSERT_EQ(std::system("command -v promtool >/dev/null"), 0)
+      << "promtool is missing (scripts/install-deps.sh installs the prometheus package)";
+  for (const auto& url : every_mode()) {
+    SCOPED_TRACE(url);
+    cli_sandbox box;
+    const auto file = box.dir() + "/job.prom";
+    ASSERT_EQ(box.run({"run", "--url", url, "--metrics-file", file, "job", "--", "true"}).status, 0);
+    auto ran = samples(read_file(file));
+    EXPECT_EQ(ran[outcome("ran")], "1") << read_file(file);
+    EXPECT_GT(std::stoull(ran["dlock_run_last_fencing_token{command=\"run\",lock=\"job\"}"]), 0u)
+        << read_file(file);
+    auto lint = "promtool check metrics < '" + file + "' > '" + file + ".lint' 2>&1";
+    EXPECT_EQ(std::system(lint.c_str()), 0) << read_file(file + ".lint");
+
+    auto holder = box.start({"run", "--url", url, "job", "--", "sh", "-c", "echo held; sleep 30"});
+    ASSERT_TRUE(holder.wait_for_line("held", 30s));
+    EXPECT_EQ(
+        box.run({"run", "--url", url, "-n", "--metrics-file", file, "job", "--", "true"}).status,
+        75);
+    auto refused = samples(read_file(file));
+    EXPECT_EQ(refused[outcome("conflict")], "1") << read_file(file);
+    EXPECT_EQ(refused[outcome("ran")], "0") << read_file(file);
+    EXPECT_EQ(std::system(lint.c_str()), 0) << read_file(file + ".lint");
+    holder.signal(SIGTERM);
+    (void)holder.wait(30s);
+  }
+}
+
+}  // namespace
+}  // namespace dlock::test
