@@ -113,8 +113,8 @@ def interleaved_rows(ctx, key, label, url, peers, floor_peer):
             if r_fl is not None:
                 ok = r_fl >= 0.9
                 if key == "redis":
-                    named = per_round_ratios(got, "dlock", best_of(got, [
-                        n for n in names if n in REDIS_ISSUE_PEERS]))
+                    pick = best_of(got, [n for n in names if n in REDIS_ISSUE_PEERS])
+                    named = per_round_ratios(got, "dlock", lambda r: (pick(r) or (None,))[0])
                     if named:
                         ok = ok and summary(named)[0] >= 1.3
                 target = verdict(ok)
