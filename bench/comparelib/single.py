@@ -21,7 +21,8 @@ def waiters_rows(ctx, label, url, counts):
         res = {}
         for n in counts:
             res[n] = measure(ctx.tool + ["--url", url, "--scenario", "waiters", "--waiters",
-                                         str(n), "--duration", f"{ctx.D}s"] + extra, 150)
+                                         str(n), "--duration", f"{ctx.D}s", "--lock",
+                                         f"compare-{name.split(' ')[0].split('(')[0]}-{n}"] + extra, 150)
         req = {n: (m or {}).get("requests_per_release") for n, (m, _) in res.items()}
         cell = " / ".join(fmt(req[n]) for n in counts)
         lo, hi = counts[0], counts[-1]
@@ -55,10 +56,13 @@ def single_rows(ctx, label, url, counts):
         f"{fmt(c['handoff_p50_us'])} µs p99 {fmt(c['handoff_p99_us'])} µs, overlaps "
         f"{fmt(c['overlaps'])}")))
     rows += waiters_rows(ctx, label, url, counts)
-    su, err = measure(tool + ["--url", url, "--permits", "5"] + dur, 120)
+    # Own lock names: a run that fails (a waiter's session expired) may leave its entries,
+    # and the next kind (lock, semaphore, election) must not trip over them.
+    su, err = measure(tool + ["--url", url, "--permits", "5", "--lock", "compare-sem"] + dur,
+                      120)
     rows.append(row(label, "semaphore(5) uncontended ops/s (one run)", fmt((su or {}).get(
         "ops_per_s")), notes=err or f"p50 {fmt(su['p50_us'])} µs, p99 {fmt(su['p99_us'])} µs"))
-    eu, err = measure(tool + ["--url", url, "--elect"] + dur, 120)
+    eu, err = measure(tool + ["--url", url, "--elect", "--lock", "compare-elect"] + dur, 120)
     rows.append(row(label, "election campaign+resign/s (one run)", fmt((eu or {}).get(
         "ops_per_s")), notes=err or f"p50 {fmt(eu['p50_us'])} µs, p99 {fmt(eu['p99_us'])} µs"))
     m, err = measure(tool + ["--url", url, "--scenario", "many-locks", "--count",
