@@ -1,5 +1,5 @@
 #pragma once
-// The real ZooKeeper, Redis, PostgreSQL and MariaDB servers the CLI's backend tests share:
+// The real ZooKeeper, Redis, PostgreSQL, MariaDB and etcd servers the CLI's backend tests share:
 // started once per test executable (TEST_F(CliBackends, ...) in any of its files).
 #include <gtest/gtest.h>
 
@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "support/etcd_server.hpp"
 #include "support/mariadb_server.hpp"
 #include "support/postgres_server.hpp"
 #include "support/redis_server.hpp"
@@ -20,10 +21,17 @@ struct servers {
   std::unique_ptr<redis_server> redis;
   std::unique_ptr<postgres_server> pg;
   std::unique_ptr<mariadb_server> maria;
+  std::unique_ptr<etcd_server> etcd;
+  std::unique_ptr<redis_server> redis2, redis3;  // with `redis`, Redlock's three masters
 
   // One URL per backend, for SCOPED_TRACE and --url.
   std::vector<std::string> urls() const {
     return {"zk://" + zk->hosts() + "/cli", "redis://" + redis->address(), pg->url(), maria->url()};
+  }
+  // etcd's and Redlock's, which the tests written before them do not take.
+  std::vector<std::string> newer_urls() const {
+    return {"etcd://" + etcd->address(), "redlock://" + redis->address() + "," +
+                                             redis2->address() + "," + redis3->address()};
   }
 };
 
@@ -39,6 +47,9 @@ class CliBackends : public ::testing::Test {
     s->zk = start<zk_server>();
     s->pg = start<postgres_server>();
     s->maria = start<mariadb_server>();
+    s->etcd = start<etcd_server>();
+    s->redis2 = start<redis_server>();
+    s->redis3 = start<redis_server>();
     srv_ = s.release();
   }
   template <class Server>

@@ -1,4 +1,4 @@
-// --metrics-file on every server backend (issue 16): a run that ran and a run refused (75)
+// --metrics-file on every server backend, etcd and Redlock included (issue 16): a run that ran and a run refused (75)
 // leave the same series whichever backend granted or refused them, and promtool accepts both.
 #include <gtest/gtest.h>
 
@@ -32,7 +32,9 @@ std::string outcome(const std::string& which) {
 TEST_F(CliBackends, MetricsFileOnEveryServerBackend) {
   ASSERT_EQ(std::system("command -v promtool >/dev/null"), 0)
       << "promtool is missing (scripts/install-deps.sh installs the prometheus package)";
-  for (const auto& url : every_mode()) {
+  auto urls = every_mode();
+  for (const auto& u : srv_->newer_urls()) urls.push_back(u);
+  for (const auto& url : urls) {
     SCOPED_TRACE(url);
     cli_sandbox box;
     const auto file = box.dir() + "/job.prom";

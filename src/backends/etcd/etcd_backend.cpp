@@ -77,7 +77,10 @@ class etcd_session final : public backend_session {
             .values = true};
   }
 
+  // One read first: opening reaches no member when no lease is taken (an observer, doctor), so
+  // a member that does not answer, or refuses TLS or the user, would otherwise pass.
   result<std::vector<check_finding>> diagnose() override {
+    if (auto r = list("dlock-doctor"); !r) return fail(r.error());
     return etcd::findings(static_cast<std::size_t>(std::ranges::count(cfg_.target, ',')) + 1);
   }
 

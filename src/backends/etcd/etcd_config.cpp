@@ -39,6 +39,13 @@ result<std::string> read_pem(const std::string& where, std::string_view param,
     return fail(errc::invalid_argument,
                 where + std::string(param) + " file '" + path + "' is not PEM");
   }
+  // A key given as the CA (or the reverse) is PEM too; gRPC would then fail every call with
+  // "empty address list", naming neither the parameter nor the file.
+  const bool key = param == "key";
+  if (pem.find(key ? "PRIVATE KEY-----" : "-----BEGIN CERTIFICATE-----") == std::string::npos) {
+    return fail(errc::invalid_argument, where + std::string(param) + " file '" + path +
+                                            "' holds no " + (key ? "private key" : "certificate"));
+  }
   return pem;
 }
 
