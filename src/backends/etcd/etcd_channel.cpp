@@ -64,7 +64,8 @@ failure status_failure(const grpc::Status& s, std::string_view what, const confi
         return {make_error_code(errc::permission_denied),
                 "etcd " + std::string(what) + ": TLS with " + c.authority +
                     " failed (a server certificate not signed by " + ca +
-                    " or not naming the member, or a client certificate refused or missing): " +
+                    " or not naming the member, a client certificate refused or missing, or "
+                    "a member that does not speak TLS: etcd:// then): " +
                     s.error_message()};
       }
       [[fallthrough]];
