@@ -85,11 +85,13 @@ INSTANTIATE_TEST_SUITE_P(Signals, CliRunDeath,
                          [](const auto& info) { return std::string(sigabbrev_np(info.param)); });
 
 // SIGSTOP of dlock past its 1 s lease, another client granted, SIGCONT: CMD's whole group --
-// the grandchild too -- gets SIGTERM and dlock exits 70.
+// the grandchild too -- gets SIGTERM and dlock exits 70. CMD waits for the grandchild in its
+// trap: once CMD exits, the rest of the group is SIGKILLed at once, which under load could
+// come before the grandchild had run its own trap.
 TEST(CliRunLost, TheWholeGroupGetsSigterm) {
   cli_sandbox box;
   std::string script =
-      "trap 'echo sh-term; exit 0' TERM; "
+      "trap 'echo sh-term; wait; exit 0' TERM; "
       "sh -c 'trap \"echo gc-term; exit 0\" TERM; while :; do sleep 0.05; done' & "
       "echo \"pids $$ $!\"; "
       "while :; do sleep 0.05; done";

@@ -155,8 +155,18 @@ class contender {
 
   // Opens the session; false (after logging why) if that failed.
   bool open() {
+    // A replacement worker may start while the backend has no leader (a killed cluster
+    // member): a client retries an unavailable backend, so the worker does too, for a while.
     std::error_code ec;
-    session_ = dlock::session::open(c_.url, {.description = "fault worker " + id_}, ec);
+    auto until = std::chrono::steady_clock::now() + std::chrono::seconds{15};
+    for (;;) {
+      session_ = dlock::session::open(c_.url, {.description = "fault worker " + id_}, ec);
+      if (session_ || ec != dlock::errc::backend_unavailable ||
+          std::chrono::steady_clock::now() >= until) {
+        break;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds{200});
+    }
     if (!session_) {
       std::fprintf(stderr, "dlock_fault_worker %s: cannot open %s: %s\n", id_.c_str(),
                    c_.url.c_str(), ec.message().c_str());

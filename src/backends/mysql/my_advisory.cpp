@@ -88,8 +88,7 @@ class advisory_session final : public advisory_session_base<conn, std::string, p
             .durable_tokens = true,
             .fifo = false,
             .shared_locks = false,
-            .lists_names = false,
-            .frees_dead_process_at_once = true};
+            .lists_names = false};
   }
 
   // On a connection of its own: this session's connection is watched between requests.

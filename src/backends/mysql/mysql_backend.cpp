@@ -71,7 +71,6 @@ class mysql_session final : public backend_session {
   capabilities caps() const noexcept override {
     return {.scope = reach::network,
             .durable_tokens = true,
-            .frees_dead_process_at_once = true,
             .ends_other_sessions = true,
             .permits = true,
             .values = true};
@@ -205,7 +204,15 @@ class mysql_session final : public backend_session {
   }
 
   result<std::vector<check_finding>> diagnose() override {
-    return link_.run(false, [&](my::conn& c, bool) { return my::findings(c); });
+    auto out = link_.run(false, [&](my::conn& c, bool) { return my::findings(c); });
+    if (!out) return out;
+    out->push_back({.check = "route",
+                    .guarantee = "exclusion",
+                    .reason = "one holder at a time: a holder whose connection ends is freed as "
+                              "soon as the server notices (milliseconds; through a proxy, when "
+                              "the proxy closes the server side), else when its lease ends",
+                    .value = "connection"});
+    return out;
   }
 
   result<std::vector<std::string>> lock_names(std::string_view prefix) override {

@@ -43,8 +43,7 @@ class advisory_session final : public advisory_session_base<conn, statement, std
             .push_wakeups = true,
             .durable_tokens = true,
             .fifo = false,
-            .lists_names = false,
-            .frees_dead_process_at_once = true};
+            .lists_names = false};
   }
 
   // Advisory locks belong to the server process that took them, and the lease is this
