@@ -123,6 +123,11 @@ inline void run_story(const std::string& url, const std::string& backend,
 
   expire(a);
   ASSERT_TRUE(eventually([&] { return a.state() == dlock::session_state::expired; }));
+  // The holds are told just after the session: wait for the loss to be counted, so that the
+  // release below finds it already lost (else it is counted as found at the release).
+  ASSERT_TRUE(eventually([&] {
+    return scrape(registry)("dlock_lost_total", with(be, "reason", "session_expired")) == 1;
+  })) << scrape(registry).text;
   std::error_code ec;
   mine.unlock(ec);
   EXPECT_EQ(ec, dlock::errc::lock_lost);

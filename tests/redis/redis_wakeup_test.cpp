@@ -177,13 +177,20 @@ TEST(redis_deadlines, a_wait_ends_near_its_deadline_for_every_duration) {
   sa.lock();
   auto held = pa.try_acquire_for(1s);
   ASSERT_TRUE(held);
-  auto check = [](const char* what, std::chrono::milliseconds d, auto&& wait) {
+  // The plain build checks the precision (the bug was a wait rounded up to 100 ms); under a
+  // sanitizer every call is several times slower, so it only checks the wait is not lost.
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+  constexpr auto slack = 250ms;
+#else
+  constexpr auto slack = 60ms;
+#endif
+  auto check = [&](const char* what, std::chrono::milliseconds d, auto&& wait) {
     auto t0 = std::chrono::steady_clock::now();
     EXPECT_FALSE(wait(d)) << what;
     auto took = std::chrono::steady_clock::now() - t0;
     EXPECT_GE(took, d) << what;
-    EXPECT_LT(took, d + 60ms) << what << ": a wait for " << d.count() << " ms took "
-                              << std::chrono::duration<double, std::milli>(took).count() << " ms";
+    EXPECT_LT(took, d + slack) << what << ": a wait for " << d.count() << " ms took "
+                               << std::chrono::duration<double, std::milli>(took).count() << " ms";
   };
   for (auto d : {1ms, 10ms, 33ms, 50ms, 99ms, 130ms, 250ms, 333ms}) {
     check("mutex", d, [&](auto t) { return mb.try_lock_for(t); });
