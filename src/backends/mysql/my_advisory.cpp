@@ -95,15 +95,7 @@ class advisory_session final : public advisory_session_base<conn, std::string, p
   result<std::vector<check_finding>> diagnose() override {
     auto c = conn::open(target_, info_.request_timeout);
     if (!c) return fail(c.error());
-    auto out = findings(*c);
-    if (!out) return out;
-    out->push_back({.check = "route",
-                    .guarantee = "exclusion",
-                    .reason = "one holder at a time: GET_LOCK belongs to the holder's connection "
-                              "and is freed the moment it ends (through a proxy, when the proxy "
-                              "closes the server side)",
-                    .value = "GET_LOCK"});
-    return out;
+    return findings(*c, /*advisory=*/true);
   }
 
  private:

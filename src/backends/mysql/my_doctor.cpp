@@ -76,7 +76,7 @@ check_finding replication(conn& c, const std::string& log_bin) {
 
 }  // namespace
 
-result<std::vector<check_finding>> findings(conn& c) {
+result<std::vector<check_finding>> findings(conn& c, bool advisory) {
   auto before = std::chrono::system_clock::now();
   auto r = c.exec(settings_sql);
   auto after = std::chrono::system_clock::now();
@@ -99,6 +99,17 @@ result<std::vector<check_finding>> findings(conn& c) {
   } catch (const std::exception&) {
     out.push_back({.check = "clock", .status = check_status::unknown, .reason = "unreadable"});
   }
+  out.push_back({.check = "route",
+                 .guarantee = "exclusion",
+                 .reason = advisory
+                               ? "one holder at a time: GET_LOCK belongs to the holder's "
+                                 "connection and is freed the moment it ends (through a proxy, "
+                                 "when the proxy closes the server side)"
+                               : "one holder at a time: a holder whose connection ends is freed "
+                                 "as soon as the server notices (milliseconds; through a proxy, "
+                                 "when the proxy closes the server side), else when its lease "
+                                 "ends",
+                 .value = advisory ? "GET_LOCK" : "connection"});
   return out;
 }
 

@@ -9,6 +9,7 @@
 
 namespace dlock::detail::my {
 
-result<std::vector<check_finding>> findings(conn& c);
+// One query on `c`; `advisory` says how a dead holder is freed (GET_LOCK, or lease rows).
+result<std::vector<check_finding>> findings(conn& c, bool advisory);
 
 }  // namespace dlock::detail::my

@@ -204,15 +204,7 @@ class mysql_session final : public backend_session {
   }
 
   result<std::vector<check_finding>> diagnose() override {
-    auto out = link_.run(false, [&](my::conn& c, bool) { return my::findings(c); });
-    if (!out) return out;
-    out->push_back({.check = "route",
-                    .guarantee = "exclusion",
-                    .reason = "one holder at a time: a holder whose connection ends is freed as "
-                              "soon as the server notices (milliseconds; through a proxy, when "
-                              "the proxy closes the server side), else when its lease ends",
-                    .value = "connection"});
-    return out;
+    return link_.run(false, [&](my::conn& c, bool) { return my::findings(c, false); });
   }
 
   result<std::vector<std::string>> lock_names(std::string_view prefix) override {
