@@ -1,5 +1,6 @@
-// --metrics-file on every server backend, etcd and Redlock included (issue 16): a run that ran and a run refused (75)
-// leave the same series whichever backend granted or refused them, and promtool accepts both.
+// --metrics-file on every server backend, etcd and Redlock included (issue 16): a run that ran and
+// a run refused (75) leave the same series whichever backend granted or refused them, and promtool
+// accepts both.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -8,22 +9,12 @@
 
 #include "backends_fixture.hpp"
 #include "cli_harness.hpp"
+#include "prom_samples.hpp"
 
 namespace dlock::test {
 namespace {
 
 using namespace std::chrono_literals;
-
-std::map<std::string, std::string> samples(const std::string& text) {
-  std::map<std::string, std::string> out;
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);) {
-    if (line.empty() || line[0] == '#') continue;
-    auto space = line.rfind(' ');
-    out[line.substr(0, space)] = line.substr(space + 1);
-  }
-  return out;
-}
 
 std::string outcome(const std::string& which) {
   return "dlock_run_last_outcome{command=\"run\",lock=\"job\",outcome=\"" + which + "\"}";
@@ -38,8 +29,9 @@ TEST_F(CliBackends, MetricsFileOnEveryServerBackend) {
     SCOPED_TRACE(url);
     cli_sandbox box;
     const auto file = box.dir() + "/job.prom";
-    ASSERT_EQ(box.run({"run", "--url", url, "--metrics-file", file, "job", "--", "true"}).status, 0);
-    auto ran = samples(read_file(file));
+    ASSERT_EQ(box.run({"run", "--url", url, "--metrics-file", file, "job", "--", "true"}).status,
+              0);
+    auto ran = prom_samples(read_file(file));
     EXPECT_EQ(ran[outcome("ran")], "1") << read_file(file);
     EXPECT_GT(std::stoull(ran["dlock_run_last_fencing_token{command=\"run\",lock=\"job\"}"]), 0u)
         << read_file(file);
@@ -51,7 +43,7 @@ TEST_F(CliBackends, MetricsFileOnEveryServerBackend) {
     EXPECT_EQ(
         box.run({"run", "--url", url, "-n", "--metrics-file", file, "job", "--", "true"}).status,
         75);
-    auto refused = samples(read_file(file));
+    auto refused = prom_samples(read_file(file));
     EXPECT_EQ(refused[outcome("conflict")], "1") << read_file(file);
     EXPECT_EQ(refused[outcome("ran")], "0") << read_file(file);
     EXPECT_EQ(std::system(lint.c_str()), 0) << read_file(file + ".lint");

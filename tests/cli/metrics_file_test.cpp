@@ -9,23 +9,12 @@
 #include <thread>
 
 #include "cli_harness.hpp"
+#include "prom_samples.hpp"
 
 namespace dlock::test {
 namespace {
 
 using namespace std::chrono_literals;
-
-// The samples of a text-format file: "name{labels}" -> value.
-std::map<std::string, std::string> samples(const std::string& text) {
-  std::map<std::string, std::string> out;
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);) {
-    if (line.empty() || line[0] == '#') continue;
-    auto space = line.rfind(' ');
-    out[line.substr(0, space)] = line.substr(space + 1);
-  }
-  return out;
-}
 
 std::string series(const std::string& name, const std::string& lock, const std::string& extra = {},
                    const std::string& verb = "run") {
@@ -66,7 +55,7 @@ TEST(CliMetricsFile, ARunThatRanReportsItsStatusTimesAndToken) {
   const auto file = dir + "/nightly.prom";
   ASSERT_EQ(box.run({"run", "--metrics-file", file, "nightly", "--", "sh", "-c", "exit 3"}).status,
             3);
-  auto first = samples(read_file(file));
+  auto first = prom_samples(read_file(file));
   EXPECT_EQ(first[outcome("nightly", "ran")], "1") << read_file(file);
   EXPECT_EQ(first[outcome("nightly", "conflict")], "0");
   EXPECT_EQ(first[series("dlock_run_last_exit_code", "nightly")], "3");
@@ -80,7 +69,7 @@ TEST(CliMetricsFile, ARunThatRanReportsItsStatusTimesAndToken) {
   expect_promtool_accepts(file, box.dir() + "/lint");
 
   ASSERT_EQ(box.run({"run", "--metrics-file", file, "nightly", "--", "true"}).status, 0);
-  auto second = samples(read_file(file));
+  auto second = prom_samples(read_file(file));
   EXPECT_EQ(second[series("dlock_run_last_exit_code", "nightly")], "0");
   EXPECT_GT(std::stoull(second[series("dlock_run_last_fencing_token", "nightly")]), token1);
   // Replaced by a rename: no temporary file is left beside it.
@@ -93,7 +82,7 @@ TEST(CliMetricsFile, AConflictAnErrorAndALossAreReportedToo) {
   auto holder = box.start({"run", "busy", "--", "sh", "-c", "echo held; exec sleep 60"});
   ASSERT_TRUE(holder.wait_for_line("held", 30s));
   EXPECT_EQ(box.run({"run", "-n", "--metrics-file", file, "busy", "--", "true"}).status, 75);
-  auto conflict = samples(read_file(file));
+  auto conflict = prom_samples(read_file(file));
   EXPECT_EQ(conflict[outcome("busy", "conflict")], "1") << read_file(file);
   EXPECT_EQ(conflict[series("dlock_run_last_exit_code", "busy")], "75");
   EXPECT_EQ(conflict.count(series("dlock_run_last_fencing_token", "busy")), 0u);
@@ -105,7 +94,7 @@ TEST(CliMetricsFile, AConflictAnErrorAndALossAreReportedToo) {
   ASSERT_TRUE(loser.wait_for_line("running", 30s));
   ASSERT_EQ(box.run({"unlock", "lost-job", "--force", "--yes"}).status, 0);
   EXPECT_EQ(loser.wait(30s), 70);
-  auto lost = samples(read_file(file));
+  auto lost = prom_samples(read_file(file));
   EXPECT_EQ(lost[outcome("lost-job", "lost")], "1") << read_file(file);
   EXPECT_EQ(lost[series("dlock_run_last_exit_code", "lost-job")], "70");
   expect_promtool_accepts(file);
@@ -114,7 +103,7 @@ TEST(CliMetricsFile, AConflictAnErrorAndALossAreReportedToo) {
   EXPECT_EQ(
       box.run({"run", "--url", "sqlite://x", "--metrics-file", file, "e", "--", "true"}).status,
       64);
-  auto error = samples(read_file(file));
+  auto error = prom_samples(read_file(file));
   EXPECT_EQ(error[outcome("e", "error")], "1") << read_file(file);
   EXPECT_EQ(error[series("dlock_run_last_exit_code", "e")], "64");
   holder.signal(SIGTERM);
@@ -125,7 +114,7 @@ TEST(CliMetricsFile, ElectReportsLeadershipAndLabelsAreEscaped) {
   cli_sandbox box;
   const auto file = box.dir() + "/elect.prom";
   ASSERT_EQ(box.run({"elect", "--metrics-file", file, "a\"b\\c", "--", "true"}).status, 0);
-  auto s = samples(read_file(file));
+  auto s = prom_samples(read_file(file));
   EXPECT_EQ(s[outcome("a\\\"b\\\\c", "ran", "elect")], "1") << read_file(file);
   expect_promtool_accepts(file);
 }
