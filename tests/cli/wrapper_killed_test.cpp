@@ -88,16 +88,35 @@ std::vector<std::string> lines_of(const std::string& path) {
 
 class CliWrapperKilled : public ::testing::TestWithParam<backend_case> {};
 
+// The critical section, run by `sh -c CS LOG`: a grandchild appends "cs TOKEN" to LOG every
+// 20 ms until it is stopped; the shell prints "pids SHELL GRANDCHILD".
+constexpr const char* critical_section =
+    "while :; do echo \"cs $DLOCK_FENCING_TOKEN\" >> \"$0\"; sleep 0.02; done & "
+    "echo \"pids $$ $!\"; wait";
+
+std::string with_ttl(const std::string& url, const std::string& ttl) {
+  return url + (url.find('?') == std::string::npos ? "?ttl=" : "&ttl=") + ttl;
+}
+
+// The checker: lines of an earlier holder's critical section ("cs T") after "granted T2",
+// T < T2.
+int late_lines(const std::string& log) {
+  std::string granted;
+  int violations = 0;
+  for (const auto& l : lines_of(log)) {
+    if (l.starts_with("granted ")) granted = l.substr(8);
+    if (l.starts_with("cs ") && !granted.empty() && std::stoull(l.substr(3)) < std::stoull(granted))
+      ++violations;
+  }
+  return violations;
+}
+
 TEST_P(CliWrapperKilled, NoCommandRunsWithoutTheLock) {
   cli_sandbox box;
   std::shared_ptr<void> server;
-  std::string url = GetParam().start(box, server);
-  url += url.find('?') == std::string::npos ? "?ttl=1s" : "&ttl=1s";
+  std::string url = with_ttl(GetParam().start(box, server), "1s");
   std::string log = box.dir() + "/log";
-  // The critical section: a grandchild appends "cs TOKEN" every 20 ms until it is stopped.
-  std::string cs =
-      "while :; do echo \"cs $DLOCK_FENCING_TOKEN\" >> \"$0\"; sleep 0.02; done & "
-      "echo \"pids $$ $!\"; wait";
+  std::string cs = critical_section;
   std::string next =
       "echo \"granted $DLOCK_FENCING_TOKEN\" >> \"$0\"; sleep 0.3; "
       "echo \"released $DLOCK_FENCING_TOKEN\" >> \"$0\"";
@@ -116,16 +135,8 @@ TEST_P(CliWrapperKilled, NoCommandRunsWithoutTheLock) {
     auto r = box.run({"run", "--url", url, "-w", "30s", "w", "--", "sh", "-c", next, log});
     ASSERT_EQ(r.status, 0) << r.output;
   }
-  // The checker: after "granted T", no "cs" line of an earlier token.
-  std::string granted;
-  int violations = 0;
-  for (const auto& l : lines_of(log)) {
-    if (l.starts_with("granted ")) granted = l.substr(8);
-    if (l.starts_with("cs ") && !granted.empty() && std::stoull(l.substr(3)) < std::stoull(granted))
-      ++violations;
-  }
-  EXPECT_EQ(violations, 0) << "a killed wrapper's CMD ran on after the next grant:\n"
-                           << read_file(log);
+  EXPECT_EQ(late_lines(log), 0) << "a killed wrapper's CMD ran on after the next grant:\n"
+                                << read_file(log);
   for (pid_t p : victims) {
     EXPECT_FALSE(running(p)) << "pid " << p << " of a killed wrapper's CMD still runs";
     if (running(p)) ::kill(p, SIGKILL);
@@ -157,12 +168,9 @@ class CliWrapperKilledGuardPaused : public ::testing::TestWithParam<backend_case
 TEST_P(CliWrapperKilledGuardPaused, TheLockStaysHeldUntilTheGuardHasKilledCmd) {
   cli_sandbox box;
   std::shared_ptr<void> server;
-  std::string url = GetParam().start(box, server);
-  url += url.find('?') == std::string::npos ? "?ttl=20s" : "&ttl=20s";
+  std::string url = with_ttl(GetParam().start(box, server), "20s");
   std::string log = box.dir() + "/log";
-  std::string cs =
-      "while :; do echo \"cs $DLOCK_FENCING_TOKEN\" >> \"$0\"; sleep 0.02; done & "
-      "echo \"pids $$ $!\"; wait";
+  std::string cs = critical_section;
   auto holder = box.start({"run", "--url", url, "w", "--", "sh", "-c", cs, log});
   auto pids = holder.wait_for_line("pids ", 30s);
   ASSERT_TRUE(pids) << "the critical section did not start";
@@ -185,13 +193,7 @@ TEST_P(CliWrapperKilledGuardPaused, TheLockStaysHeldUntilTheGuardHasKilledCmd) {
   std::string next = "echo \"granted $DLOCK_FENCING_TOKEN\" >> \"$0\"";
   auto r = box.run({"run", "--url", url, "-w", "30s", "w", "--", "sh", "-c", next, log});
   ASSERT_EQ(r.status, 0) << r.output;
-  std::string granted;
-  int violations = 0;
-  for (const auto& l : lines_of(log)) {
-    if (l.starts_with("granted ")) granted = l.substr(8);
-    if (l.starts_with("cs ") && !granted.empty()) ++violations;
-  }
-  EXPECT_EQ(violations, 0) << read_file(log);
+  EXPECT_EQ(late_lines(log), 0) << read_file(log);
   for (pid_t p : {sh, worker}) {
     EXPECT_FALSE(running(p)) << "pid " << p << " of a killed wrapper's CMD still runs";
     if (running(p)) ::kill(p, SIGKILL);
