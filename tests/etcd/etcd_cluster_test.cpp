@@ -15,21 +15,13 @@
 #include <vector>
 
 #include "support/net.hpp"
+#include "support/poll.hpp"
 
 namespace dlock::test {
 namespace {
 
 using namespace std::chrono_literals;
 using clock = std::chrono::steady_clock;
-
-bool poll_until(auto done, std::chrono::milliseconds timeout = 20s) {
-  auto until = clock::now() + timeout;
-  while (!done()) {
-    if (clock::now() > until) return false;
-    std::this_thread::sleep_for(20ms);
-  }
-  return true;
-}
 
 struct grant_record {
   int waiter;

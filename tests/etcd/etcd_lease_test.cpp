@@ -9,6 +9,7 @@
 
 #include "etcd/etcd_env.hpp"
 #include "support/net.hpp"
+#include "support/poll.hpp"
 
 namespace dlock::test {
 namespace {
@@ -23,15 +24,6 @@ constexpr auto prompt = keepalive + 1500ms;
 
 std::string url(const std::string& prefix) {
   return "etcd://" + shared_etcd().address() + "/" + prefix + "?ttl=9s&keepalive=1s";
-}
-
-bool poll_until(auto done, std::chrono::milliseconds timeout = 10s) {
-  auto until = clock::now() + timeout;
-  while (!done()) {
-    if (clock::now() > until) return false;
-    std::this_thread::sleep_for(10ms);
-  }
-  return true;
 }
 
 TEST(etcd_lease, a_revoked_holder_is_told_lost_at_its_next_keepalive) {

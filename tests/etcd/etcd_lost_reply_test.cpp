@@ -10,6 +10,7 @@
 
 #include "etcd/etcd_env.hpp"
 #include "support/net.hpp"
+#include "support/poll.hpp"
 #include "support/tcp_proxy.hpp"
 
 namespace dlock::test {
@@ -17,15 +18,6 @@ namespace {
 
 using namespace std::chrono_literals;
 using clock = std::chrono::steady_clock;
-
-bool poll_until(auto done, std::chrono::milliseconds timeout = 20s) {
-  auto until = clock::now() + timeout;
-  while (!done()) {
-    if (clock::now() > until) return false;
-    std::this_thread::sleep_for(10ms);
-  }
-  return true;
-}
 
 TEST(etcd_lost_reply, a_txn_whose_reply_is_lost_leaves_no_duplicate) {
   auto& server = shared_etcd();
