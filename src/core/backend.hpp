@@ -27,6 +27,7 @@
 //    final. A lost lease is errc::session_expired.
 
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <dlock/doctor.hpp>
 #include <dlock/session.hpp>
@@ -68,12 +69,25 @@ struct entry {
   std::uint64_t version{0};
 };
 
+// A holder the backend knows is there but cannot list as an entry, so it has no id to wait
+// on: another server connection holding a database's native lock (?mode=advisory: the server
+// keeps no queue), or in a Redlock view whatever keeps an own entry off a majority when no
+// one entry can be named. It stands just ahead of entries[before]. The recipe counts it there
+// as a holder of the deciding entry's recipe (verdict.hpp); an entry it keeps out waits for
+// the queue to change (wait_change), not for an entry.
+struct unlisted_holder {
+  std::size_t before{0};
+  entry_kind kind{entry_kind::exclusive};  // exclusive or shared
+  std::string owner;                       // for status tools, as entry::owner; may be empty
+};
+
 // A snapshot of one lock's queue. sent_at is the steady time at which the request that
 // produced it was sent (after any client-side queueing), so a grant's lease is measured from
 // before the server could have applied it.
 struct queue_view {
   std::vector<entry> entries;
   steady::time_point sent_at{};
+  std::vector<unlisted_holder> unlisted{};  // by `before`, ascending; usually empty
 };
 
 // Whether two listings of one lock show the same entries with the same values (ids and
@@ -83,6 +97,17 @@ inline bool same_entries(const std::vector<entry>& a, const std::vector<entry>& 
   if (a.size() != b.size()) return false;
   for (std::size_t i = 0; i < a.size(); ++i) {
     if (a[i].id != b[i].id || a[i].version != b[i].version) return false;
+  }
+  return true;
+}
+
+// same_entries(), and the same unlisted holders in the same places: what the engine compares
+// to tell a wake-up that changed nothing from one that did.
+inline bool same_queue(const queue_view& a, const queue_view& b) noexcept {
+  if (!same_entries(a.entries, b.entries) || a.unlisted.size() != b.unlisted.size()) return false;
+  for (std::size_t i = 0; i < a.unlisted.size(); ++i) {
+    if (a.unlisted[i].before != b.unlisted[i].before || a.unlisted[i].kind != b.unlisted[i].kind)
+      return false;
   }
   return true;
 }
@@ -174,11 +199,14 @@ class backend_session {
   virtual result<void> wait_any(std::string_view lock, std::span<const entry> awaited,
                                 steady::time_point deadline, std::stop_token stop);
 
-  // Blocks until `lock`'s queue may differ from `seen` -- an entry joined or left, or a value
-  // was set -- or `deadline` or `stop`; may return spuriously (the caller lists again).
-  // Election observers wait here. The default waits on the first entry of `seen` (or sleeps,
-  // if there is none) in slices of at most 250 ms, so a change that pushes no wake-up is
-  // seen within a slice; a backend with capabilities::values wakes on every change.
+  // Blocks until `lock`'s queue may differ from `seen` -- an entry joined or left, a value
+  // was set, or one of seen.unlisted let go -- or `deadline` or `stop`; may return spuriously
+  // (the caller lists again). Election observers wait here, and so does an entry that the
+  // recipe finds kept out by an unlisted holder (verdict::wait_change): a backend that lists
+  // unlisted holders must notice (or poll for) their leaving here. The default waits on the
+  // first entry of `seen` (or sleeps, if there is none) in slices of at most 250 ms, so a
+  // change that pushes no wake-up is seen within a slice; a backend with
+  // capabilities::values wakes on every change.
   virtual result<void> wait_change(std::string_view lock, const queue_view& seen,
                                    steady::time_point deadline, std::stop_token stop);
 

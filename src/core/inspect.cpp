@@ -31,12 +31,28 @@ std::vector<queue_entry> inspect(const session& s, std::string_view name) {
   if (!q) detail::raise(q.error(), "dlock: inspect '" + std::string(name) + "'");
   detail::read_recipes(q->entries);
   std::vector<queue_entry> out;
+  // An unlisted holder (another connection's advisory lock) shows in its place, with what
+  // the backend could tell of it; one it knows nothing of (a Redlock view's) is no one to show.
+  std::size_t u = 0;
+  auto add_unlisted_before = [&](std::size_t i) {
+    for (; u < q->unlisted.size() && q->unlisted[u].before <= i; ++u) {
+      const auto& h = q->unlisted[u];
+      if (h.owner.empty()) continue;
+      queue_entry e;
+      e.holds = detail::unlisted_holds(*q, u);
+      e.shared = h.kind == detail::entry_kind::shared;
+      e.owner = h.owner;
+      out.push_back(std::move(e));
+    }
+  };
   for (std::size_t i = 0; i < q->entries.size(); ++i) {
+    add_unlisted_before(i);
     const auto& e = q->entries[i];
-    out.push_back(queue_entry{detail::entry_holds(q->entries, i),
-                              e.kind == detail::entry_kind::shared, e.token, e.owner, e.since,
-                              e.lease_left, e.limit, e.kind == detail::entry_kind::candidate});
+    out.push_back(queue_entry{detail::entry_holds(*q, i), e.kind == detail::entry_kind::shared,
+                              e.token, e.owner, e.since, e.lease_left, e.limit,
+                              e.kind == detail::entry_kind::candidate});
   }
+  add_unlisted_before(q->entries.size());
   return out;
 }
 
@@ -59,8 +75,9 @@ std::vector<queue_entry> force_unlock(const session& s, std::string_view name) {
   detail::read_recipes(q->entries);
   std::vector<queue_entry> ended;
   std::vector<std::string> sessions;
+  // Unlisted holders have no session to end (force unlock is refused where there are any).
   for (std::size_t i = 0; i < q->entries.size(); ++i) {
-    if (!detail::entry_holds(q->entries, i)) continue;
+    if (!detail::entry_holds(*q, i)) continue;
     const auto& e = q->entries[i];
     // Entry ids are "<session id>-<counter>" (session_core::next_entry_id).
     auto sid = e.id.substr(0, e.id.rfind('-'));

@@ -234,7 +234,7 @@ result<queue_view> lock_handle::wait_for_grant(const std::string& id, queue_view
       return fail(errc::session_expired,
                   what() + ": this session's queue entry is gone (lease lapsed)");
     }
-    auto v = decide(q.entries, *pos);
+    auto v = decide(q, *pos);
     if (v.conflict) return fail(conflict_failure(q.entries[*pos], q.entries[*v.conflict]));
     if (v.holds) return q;
     if (one_try) {
@@ -247,7 +247,11 @@ result<queue_view> lock_handle::wait_for_grant(const std::string& id, queue_view
       return fail(errc::timed_out, what() + " not granted before the deadline");
     }
     result<bool> w = false;
-    if (v.wait_count == 1) {
+    if (v.wait_change) {
+      // Kept out by a holder the backend could not list: it has no id to wait on.
+      if (auto r = session_->backend().wait_change(name_, q, deadline, stop); !r)
+        w = fail(r.error());
+    } else if (v.wait_count == 1) {
       w = session_->backend().wait_knowing(name_, q.entries[v.wait_first], deadline, stop);
     } else {
       auto awaited = std::span<const entry>(q.entries).subspan(v.wait_first, v.wait_count);
@@ -258,9 +262,10 @@ result<queue_view> lock_handle::wait_for_grant(const std::string& id, queue_view
       // Waiting failed (e.g. the connection dropped): back off instead of spinning.
       if (!is_transient(w.error())) return fail(w.error());
       backoff_sleep(policy, failures++, deadline, stop);
-    } else if (*w) {
+    } else if (*w && q.unlisted.empty()) {
       // The awaited entry is certainly gone: if that alone grants us the lock, the handoff
       // costs no request at all (see backend_session::wait_knowing for why this is sound).
+      // Not past an unlisted holder, whose leaving nothing here would see.
       auto rest = q;
       rest.entries.erase(rest.entries.begin() + static_cast<std::ptrdiff_t>(v.wait_first));
       if (auto me = find_entry(rest.entries, id); me && decide(rest.entries, *me).holds) {
@@ -281,9 +286,9 @@ result<queue_view> lock_handle::wait_for_grant(const std::string& id, queue_view
       return fail(next.error());
     }
     if (session_->options().observer) {  // the comparison only an observer reads
-      woke(steady::now() >= deadline                ? wakeup_kind::timeout
-           : same_entries(q.entries, next->entries) ? wakeup_kind::spurious
-                                                    : wakeup_kind::changed);
+      woke(steady::now() >= deadline ? wakeup_kind::timeout
+           : same_queue(q, *next)    ? wakeup_kind::spurious
+                                     : wakeup_kind::changed);
     }
     q = std::move(*next);
     read_recipes(q.entries);

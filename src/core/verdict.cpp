@@ -25,6 +25,26 @@ bool same_recipe(const entry& a, const entry& b) noexcept {
   return recipe_of(a) == recipe_of(b) && (a.kind != entry_kind::permit || a.limit == b.limit);
 }
 
+// What a recipe reads of an entry: its kind and limit (no strings copied).
+entry shape_of(const entry& e) {
+  entry out;
+  out.kind = e.kind;
+  out.limit = e.limit;
+  return out;
+}
+
+// An unlisted holder as an entry of `like`'s recipe: whoever it is, the backend cannot say,
+// so it neither refuses `like` nor lets it by (a reader passes an unlisted reader only).
+entry stand_in(const unlisted_holder& u, const entry& like) {
+  entry out;
+  out.kind =
+      like.kind == entry_kind::permit || like.kind == entry_kind::candidate ? like.kind : u.kind;
+  out.limit = like.limit;
+  return out;
+}
+
+constexpr std::size_t unlisted_mark = static_cast<std::size_t>(-1);
+
 }  // namespace
 
 verdict decide(std::span<const entry> queue, std::size_t mine) {
@@ -78,8 +98,61 @@ std::optional<std::size_t> find_entry(std::span<const entry> queue, std::string_
   return std::nullopt;
 }
 
+verdict decide(const queue_view& view, std::size_t mine) {
+  const auto& entries = view.entries;
+  if (view.unlisted.empty() || view.unlisted.front().before > mine) {
+    return decide(std::span<const entry>(entries), mine);  // nothing unlisted ahead
+  }
+  // The queue up to `mine` with the unlisted holders in their places; `from` maps each
+  // place back to its index in view.entries (unlisted_mark: an unlisted holder).
+  std::vector<entry> queue;
+  std::vector<std::size_t> from;
+  queue.reserve(mine + 1 + view.unlisted.size());
+  auto u = view.unlisted.begin();
+  for (std::size_t i = 0; i <= mine; ++i) {
+    for (; u != view.unlisted.end() && u->before <= i; ++u) {
+      queue.push_back(stand_in(*u, entries[mine]));
+      from.push_back(unlisted_mark);
+    }
+    queue.push_back(shape_of(entries[i]));
+    from.push_back(i);
+  }
+  auto v = decide(std::span<const entry>(queue), queue.size() - 1);
+  verdict out;
+  out.holds = v.holds;
+  // An unlisted holder is of the deciding entry's recipe: a conflict is always a listed entry.
+  if (v.conflict) out.conflict = from[*v.conflict];
+  if (v.holds || v.conflict) return out;
+  for (std::size_t k = v.wait_first; k < v.wait_first + v.wait_count; ++k) {
+    if (from[k] == unlisted_mark) {
+      out.wait_change = true;  // it has no id: any change may be its leaving
+      return out;
+    }
+  }
+  out.wait_first = from[v.wait_first];
+  out.wait_count = v.wait_count;
+  return out;
+}
+
 bool entry_holds(std::span<const entry> queue, std::size_t index) {
   return decide(queue, index).holds;
+}
+
+bool entry_holds(const queue_view& view, std::size_t index) { return decide(view, index).holds; }
+
+bool unlisted_holds(const queue_view& view, std::size_t k) {
+  const auto& me = view.unlisted[k];
+  entry like;
+  like.kind = me.kind;
+  std::vector<entry> queue;
+  std::size_t u = 0;
+  for (std::size_t i = 0; i < std::min(me.before, view.entries.size()); ++i) {
+    for (; u < k && view.unlisted[u].before <= i; ++u)
+      queue.push_back(stand_in(view.unlisted[u], like));
+    queue.push_back(shape_of(view.entries[i]));
+  }
+  for (; u <= k; ++u) queue.push_back(stand_in(view.unlisted[u], like));
+  return decide(std::span<const entry>(queue), queue.size() - 1).holds;
 }
 
 std::string permit_entry_id(std::string_view id, std::uint32_t limit) {

@@ -14,6 +14,9 @@
 //  - candidate entry of an election: an exclusive entry; the leader is the head (ZooKeeper's
 //    leader election recipe; etcd's concurrency.Election: the oldest key leads, each other
 //    candidate waits for the deletion of the one just before it).
+//  A holder the backend could not list (queue_view::unlisted) counts where it stands, as a
+//  holder of the deciding entry's own recipe (its kind only tells a reader whether it may
+//  pass); an entry it keeps out waits for the queue to change, as it has no id to wait on.
 //  A queue mixes recipes only by mistake (a mutex and a semaphore of one name, or two limits):
 //  the entry that finds a different recipe or limit ahead of it is refused, naming it.
 
@@ -29,22 +32,30 @@ namespace dlock::detail {
 
 struct verdict {
   bool holds{false};
-  // When !holds: the entries [wait_first, wait_first + wait_count) ahead; any of them leaving
-  // may change the answer. Always a contiguous run (one entry for the locks, N for a permit).
+  // When !holds, what may change the answer: the entries [wait_first, wait_first + wait_count)
+  // ahead, any of them leaving (always a contiguous run: one entry for the locks, N for a
+  // permit); or, with wait_change (and wait_count 0), any change of the queue, because an
+  // unlisted holder is among what keeps it out (backend_session::wait_change).
   std::size_t wait_first{0};
   std::size_t wait_count{0};
+  bool wait_change{false};
   // An entry ahead that belongs to another recipe or limit: the deciding entry is refused.
   std::optional<std::size_t> conflict;
 };
 
-// `mine` is the index of the deciding entry in `queue`.
+// `mine` is the index of the deciding entry in `queue`, a queue with every entry listed.
 verdict decide(std::span<const entry> queue, std::size_t mine);
+// The same over a backend's view, counting its unlisted holders: `mine` indexes view.entries.
+verdict decide(const queue_view& view, std::size_t mine);
 
 // Index of the entry with id `id`, if present.
 std::optional<std::size_t> find_entry(std::span<const entry> queue, std::string_view id) noexcept;
 
 // Whether the entry at `index` currently holds (used by status tools).
 bool entry_holds(std::span<const entry> queue, std::size_t index);
+bool entry_holds(const queue_view& view, std::size_t index);
+// Whether view.unlisted[k] holds where it stands (status tools show it as a holder or not).
+bool unlisted_holds(const queue_view& view, std::size_t k);
 
 // The most permits a semaphore may have: a waiter waits on this many entries at most.
 inline constexpr std::uint32_t max_permits = 1000;
