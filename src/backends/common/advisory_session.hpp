@@ -5,9 +5,11 @@
 // The server keeps no queue, and its locks are re-entrant within one connection, so two
 // entries of one session would both "hold". Each session therefore keeps a local queue per
 // lock: only the entries at its head ask the server, the others wait locally for their
-// predecessors, and a stand-in entry ahead of the first refused one names the other
-// connection that holds the lock, for wait() to wait on. The connection is the session: its
-// loss is the loss of every lock, announced to the engine at once.
+// predecessors. The other connection that holds the lock is in no list: the view says where
+// it stands (queue_view::unlisted, ahead of the first refused entry), the recipe keeps that
+// entry waiting for the queue to change, and wait_change() waits for the server's lock to
+// be let go. The connection is the session: its loss is the loss of every lock, announced
+// to the engine at once.
 //
 // A backend supplies the SQL and its wait for another connection through the hooks below
 // (each called with mu_ held via `lk`, except wait_remote). Its destructor must call close():
@@ -115,12 +117,9 @@ class advisory_session_base : public backend_session {
     return {};
   }
 
+  // A local predecessor: woken by its removal (or by anything changing the queue).
   result<void> wait(std::string_view lock, const entry& awaited, steady::time_point deadline,
                     std::stop_token stop) override {
-    if (awaited.id == blocker_id(lock)) {
-      return wait_remote(lock, awaited, deadline, std::move(stop));
-    }
-    // A local predecessor: woken by its removal (or by anything changing the queue).
     std::unique_lock lk(mu_);
     cv_.wait_until(lk, stop, deadline, [&] {
       auto qit = queues_.find(std::string(lock));
@@ -129,6 +128,15 @@ class advisory_session_base : public backend_session {
                  qit->second.entries.end();
     });
     return {};
+  }
+
+  // The recipe waits for a change only behind the other connection's hold (advance).
+  result<void> wait_change(std::string_view lock, const queue_view& seen,
+                           steady::time_point deadline, std::stop_token stop) override {
+    if (seen.unlisted.empty()) {
+      return backend_session::wait_change(lock, seen, deadline, std::move(stop));
+    }
+    return wait_remote(lock, deadline, std::move(stop));
   }
 
   result<steady::time_point> keep_alive() override {
@@ -206,9 +214,10 @@ class advisory_session_base : public backend_session {
   virtual result<void> mark_locked(std::unique_lock<std::mutex>& lk, const std::string& key,
                                    bool waiting) = 0;
   virtual result<void> ping_locked(std::unique_lock<std::mutex>& lk) = 0;
-  // wait() for `awaited`, the stand-in for another connection that holds `lock`.
-  virtual result<void> wait_remote(std::string_view lock, const entry& awaited,
-                                   steady::time_point deadline, std::stop_token stop) = 0;
+  // Waits until another connection that held `lock` may have let go of it (or `deadline`,
+  // `stop`, the session's loss); may return spuriously (the engine asks the server again).
+  virtual result<void> wait_remote(std::string_view lock, steady::time_point deadline,
+                                   std::stop_token stop) = 0;
   // While closing, with the connection still up. Default: nothing, as its end frees the lock.
   virtual void unlock_on_close(const std::string& key, entry_kind kind) {
     (void)key;
@@ -278,13 +287,12 @@ class advisory_session_base : public backend_session {
     bool marked{false};  // this session's "waiting" mark is held
   };
 
-  // Also the channel a PostgreSQL release NOTIFYs (pg_schema.cpp), for wait_remote there.
-  std::string blocker_id(std::string_view lock) const { return "advisory:" + key(lock); }
-
-  // Token 0: not known (another connection's token is in no server view).
+  // For status tools only (a session with an entry on the lock sees advance()'s view): the
+  // connections the server lists, with an id per connection. Token 0: not known (another
+  // connection's token is in no server view).
   entry remote_entry(std::string_view lock, const remote_conn& c, bool holds) const {
     entry e;
-    e.id = blocker_id(lock) + ":" + c.id;
+    e.id = "advisory:" + key(lock) + ":" + c.id;
     e.kind = holds && c.shared ? entry_kind::shared : entry_kind::exclusive;
     e.owner = c.host + " " + c.description + ", advisory";
     return e;
@@ -297,9 +305,8 @@ class advisory_session_base : public backend_session {
   }
 
   // Lets the head of the local queue ask the server (a run of shared entries at once), then
-  // returns the queue as the engine sees it: held entries with their tokens, the stand-in
-  // for the other connection before the first entry it blocks, then this session's waiting
-  // entries.
+  // returns the queue as the engine sees it: this session's entries, held ones with their
+  // tokens, and the other connection, unlisted, just ahead of the first entry it blocks.
   result<queue_view> advance(std::unique_lock<std::mutex>& lk, const std::string& lock) {
     queue_view v;
     v.sent_at = steady::now();
@@ -331,14 +338,12 @@ class advisory_session_base : public backend_session {
     }
     if (auto r = settle_mark(lk, lock); !r) return fail(r.error());
     auto& cur = queues_[lock];
+    if (blocked_at < cur.entries.size()) {
+      // Exclusive: whatever it holds, it refused that entry. Owner text is "host
+      // description": the server told this session nothing more.
+      v.unlisted.push_back({blocked_at, entry_kind::exclusive, "unknown " + blocker_owner_});
+    }
     for (std::size_t i = 0; i < cur.entries.size(); ++i) {
-      if (i == blocked_at) {
-        entry b;
-        b.id = blocker_id(lock);
-        // Owner text is "host description": the server told this session nothing more.
-        b.owner = "unknown " + blocker_owner_;
-        v.entries.push_back(std::move(b));
-      }
       const auto& e = cur.entries[i];
       entry out;
       out.id = e.id;

@@ -151,7 +151,7 @@ class advisory_session final : public advisory_session_base<conn, std::string, p
   // Nothing announces the other connection's release: poll IS_FREE_LOCK, starting fast (a
   // handoff is often quick) and backing off with jitter to a cap, so a long wait costs one
   // query per ~max_pause. The caller retries GET_LOCK once it is free.
-  result<void> wait_remote(std::string_view lock, const entry&, steady::time_point deadline,
+  result<void> wait_remote(std::string_view lock, steady::time_point deadline,
                            std::stop_token stop) override {
     std::unique_lock lk(mu_);
     poll_pacer pacer{first_pause, max_pause};

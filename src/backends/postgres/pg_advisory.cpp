@@ -183,15 +183,20 @@ class advisory_session final : public advisory_session_base<conn, statement, std
   // Woken by the NOTIFY of the other connection's release, or after a nap (a holder whose
   // connection ended releases without one; a release just before the LISTEN, or just before
   // this session's "waiting" mark, went without one or unseen).
-  result<void> wait_remote(std::string_view, const entry& awaited, steady::time_point deadline,
+  result<void> wait_remote(std::string_view lock, steady::time_point deadline,
                            std::stop_token stop) override {
-    auto t = listener_.subscribe(awaited.id);
+    auto t = listener_.subscribe(release_channel(lock));
     if (!t) return fail(t.error());
     auto nap = std::min<steady::time_point>(deadline, steady::now() + remote_nap);
     listener_.wait(*t, nap, std::move(stop));
     listener_.unsubscribe(*t);
     return {};
   }
+
+  // What the listener subscribes to for a release of `lock`: a dlock release NOTIFYs
+  // channel('advisory:' || key) while a session is marked waiting (pg_schema.cpp,
+  // adv_unlock_x/_s). A name on the server that dlock clients of other versions share.
+  std::string release_channel(std::string_view lock) const { return "advisory:" + key(lock); }
 
   // Closing the connection frees every advisory lock; the unlocks only NOTIFY waiters sooner
   // than their nap would.
