@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include "core/verdict.hpp"
+
 namespace dlock::detail::redis {
 namespace {
 
@@ -94,6 +96,34 @@ TEST(redlock_merge, an_entry_on_too_few_masters_is_requeued) {
   auto m = merge_views(v, {"a"}, 2);
   EXPECT_EQ(m.resubmit, std::vector<std::string>{"a"});
   EXPECT_TRUE(m.grants.empty());
+}
+
+TEST(redlock_merge, a_waiter_no_entry_keeps_out_waits_for_a_change_behind_an_unlisted_holder) {
+  // b heads master 0 only and is missing from the others: no entry to name, yet no grant.
+  views v{queue({"b"}), queue({"x"}), queue({"x"})};
+  auto m = merge_views(v, {"b"}, 2);
+  ASSERT_EQ(m.entries.size(), 1u);
+  EXPECT_EQ(m.entries[0].id, "b");
+  ASSERT_EQ(m.unlisted.size(), 1u);
+  EXPECT_EQ(m.unlisted[0].before, 0u);
+  EXPECT_TRUE(m.wait_node.empty());
+  queue_view view{m.entries, {}, m.unlisted};
+  auto d = decide(view, 0);
+  EXPECT_FALSE(d.holds);
+  EXPECT_TRUE(d.wait_change);
+
+  // Own holders come first: the unlisted holder stays just ahead of its waiter.
+  views both{queue({"a"}), queue({"b"}), queue({"b"})};
+  auto m2 = merge_views(both, {"a", "b"}, 2);
+  ASSERT_EQ(m2.entries.size(), 2u);
+  EXPECT_EQ(m2.entries[0].id, "b");
+  EXPECT_EQ(m2.entries[1].id, "a");
+  ASSERT_EQ(m2.unlisted.size(), 1u);
+  EXPECT_EQ(m2.unlisted[0].before, 1u);
+
+  // A waiter with a blocker to name has none.
+  views named{queue({"x", "b"}), queue({"x", "b"}), queue({"b"})};
+  EXPECT_TRUE(merge_views(named, {"b"}, 2).unlisted.empty());
 }
 
 }  // namespace

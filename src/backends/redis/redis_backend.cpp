@@ -5,8 +5,6 @@
 #include <hiredis/hiredis.h>
 
 #include <algorithm>
-#include <condition_variable>
-#include <random>
 
 #include "backends/redis/redis_doctor.hpp"
 #include "backends/redis/redis_session.hpp"
@@ -22,13 +20,6 @@ std::string glob_escape(std::string_view s) {
     out += c;
   }
   return out;
-}
-
-void sleep_interruptibly(std::chrono::milliseconds d, std::stop_token stop) {
-  std::mutex m;
-  std::condition_variable_any cv;
-  std::unique_lock lk(m);
-  cv.wait_for(lk, stop, d, [] { return false; });
 }
 
 }  // namespace
@@ -164,17 +155,7 @@ result<bool> session::wait_knowing(std::string_view lock, const entry& awaited,
 result<std::optional<std::string>> session::wait_for_token(const entry& awaited,
                                                            steady::time_point deadline,
                                                            std::stop_token stop) {
-  using popped = std::optional<std::string>;
   if (auto r = check_open(); !r) return fail(r.error());
-  if (awaited.id == recheck_id) {
-    thread_local std::minstd_rand rng{std::random_device{}()};
-    auto ms = std::uniform_int_distribution<int>(5, 25)(rng);
-    sleep_interruptibly(std::min(std::chrono::milliseconds{ms},
-                                 std::chrono::ceil<std::chrono::milliseconds>(
-                                     std::max(deadline - steady::now(), steady::duration{}))),
-                        stop);
-    return popped{};
-  }
   std::size_t server = 0;
   {
     std::lock_guard lk(mu_);

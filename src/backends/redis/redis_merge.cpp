@@ -103,8 +103,7 @@ merge_result merge_views(const std::vector<std::optional<node_view>>& views,
     // closest to being removed: the one holding on most servers (the majority holder, when
     // there is one), then the one blocking us on most servers. Its removal pushes a token on
     // the server we pick; the tokens of the others stay for the next wait.
-    entry blocker;
-    blocker.id = std::string(recheck_id);
+    std::optional<entry> blocker;
     std::map<std::string, std::pair<std::size_t, std::size_t>, std::less<>> candidates;
     for (const auto& v : pv) {
       auto pos = find_entry(v.entries, id);
@@ -114,28 +113,32 @@ merge_result merge_views(const std::vector<std::optional<node_view>>& views,
       const auto& b = v.entries[d.wait_first];
       auto [c, fresh] = candidates.try_emplace(b.id, v.server, 0);
       ++c->second.second;
-      auto best = candidates.find(blocker.id);
       auto rank = [&](const std::string& x, std::size_t blocks) {
         auto a = all.find(x);
         return std::pair{a == all.end() ? 0 : a->second.holds, blocks};
       };
-      if (best == candidates.end() ||
-          rank(b.id, c->second.second) > rank(blocker.id, best->second.second)) {
+      if (!blocker ||
+          rank(b.id, c->second.second) > rank(blocker->id, candidates.at(blocker->id).second)) {
         blocker = b;
       }
     }
-    if (auto c = candidates.find(blocker.id); c != candidates.end()) {
-      out.wait_node.emplace_back(blocker.id, c->second.first);
+    if (blocker) {
+      out.wait_node.emplace_back(blocker->id, candidates.at(blocker->id).first);
+      waiting.push_back(std::move(*blocker));
+    } else {
+      // No entry to name: exclusive, so whatever its kind the waiter does not hold. Placed
+      // in `waiting` here; behind all holders below.
+      out.unlisted.push_back({waiting.size(), entry_kind::exclusive, {}});
     }
-    if (blocker.id == recheck_id) blocker.kind = entry_kind::exclusive;
-    waiting.push_back(std::move(blocker));
     waiting.push_back(s.e);
   }
   if (mine.empty() || (holders.empty() && waiting.empty())) {
     // Status tools: the queue of the first server that answered.
     out.entries = pv.front().entries;
+    out.unlisted.clear();
     return out;
   }
+  for (auto& u : out.unlisted) u.before += holders.size();
   out.entries = std::move(holders);
   out.entries.insert(out.entries.end(), waiting.begin(), waiting.end());
   return out;

@@ -20,9 +20,6 @@
 
 namespace dlock::detail::redis {
 
-// The awaited id that means "no entry to wait on; look again shortly".
-inline constexpr std::string_view recheck_id = "~recheck";
-
 // An own entry that holds, with the token it reports: the largest of its grants, or one above
 // the highest counter of any answering master (refusing ones too) if that is larger.
 struct grant_check {
@@ -34,6 +31,10 @@ struct grant_check {
 
 struct merge_result {
   std::vector<entry> entries;
+  // Ahead of each own waiter that no one entry keeps off a majority (it holds on some
+  // servers, or is missing from some): the engine waits for any change, which on Redlock
+  // is looking again shortly (session::wait_change).
+  std::vector<unlisted_holder> unlisted;
   std::vector<std::pair<std::string, std::size_t>> wait_node;  // awaited id -> server index
   std::vector<std::string> resubmit;  // own ids to re-queue (split loser, or on too few servers)
   std::vector<grant_check> grants;    // own holders, with the token they report

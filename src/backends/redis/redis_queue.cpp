@@ -193,7 +193,7 @@ result<queue_view> session::queue_round(std::string_view lock, std::optional<add
     if (wait_hint_.size() > 10000) wait_hint_.clear();
     for (auto& [id, server] : merged.wait_node) wait_hint_[id] = server;
   }
-  return queue_view{std::move(merged.entries), sent};
+  return queue_view{std::move(merged.entries), sent, std::move(merged.unlisted)};
 }
 
 result<void> session::settle_grants(std::string_view lock, const std::vector<grant_check>& grants) {

@@ -2,9 +2,23 @@
 // values. The recipe decides in the engine; these only store, register and wait.
 #include <hiredis/hiredis.h>
 
+#include <condition_variable>
+#include <mutex>
+#include <random>
+
 #include "backends/redis/redis_session.hpp"
 
 namespace dlock::detail::redis {
+namespace {
+
+void sleep_interruptibly(std::chrono::milliseconds d, std::stop_token stop) {
+  std::mutex m;
+  std::condition_variable_any cv;
+  std::unique_lock lk(m);
+  cv.wait_for(lk, stop, d, [] { return false; });
+}
+
+}  // namespace
 
 std::string session::next_inbox() {
   return key('i', info_.id + ':' + std::to_string(inboxes_.fetch_add(1) + 1));
@@ -50,6 +64,17 @@ result<void> session::wait_any(std::string_view lock, std::span<const entry> awa
 result<void> session::wait_change(std::string_view lock, const queue_view& seen,
                                   steady::time_point deadline, std::stop_token stop) {
   if (auto r = check_open(); !r) return r;
+  if (redlock() && !seen.unlisted.empty()) {
+    // The merge named no entry to wait on (merge_result::unlisted): nothing would push a
+    // wake-up for what changes, so look again shortly, jittered so that the waiters of a
+    // split do not keep meeting.
+    thread_local std::minstd_rand rng{std::random_device{}()};
+    auto ms = std::chrono::milliseconds{std::uniform_int_distribution<int>(5, 25)(rng)};
+    auto left = std::chrono::ceil<std::chrono::milliseconds>(
+        std::max(deadline - steady::now(), steady::duration{}));
+    sleep_interruptibly(std::min(ms, left), stop);
+    return {};
+  }
   if (redlock()) return backend_session::wait_change(lock, seen, deadline, std::move(stop));
   auto inbox = next_inbox();
   while (!stop.stop_requested() && steady::now() < deadline) {
