@@ -294,6 +294,35 @@ TEST_P(conformance, an_observing_session_sees_the_holder_and_cannot_acquire) {
   m.unlock();
 }
 
+// What `dlock run` prints while it waits: its own session's view shows the other session's
+// hold, also where the backend cannot list it as an entry (?mode=advisory: the server holds
+// it for another connection; the view says so, and status shows it with token 0, unknown).
+TEST_P(conformance, a_waiting_session_sees_the_holder_ahead_of_it) {
+  auto a = open();
+  auto b = open();
+  dlock::mutex holder(a, lock_name());
+  dlock::mutex waiter(b, lock_name());
+  ASSERT_TRUE(holder.try_lock());
+  bool granted = false;
+  std::jthread t([&] { granted = waiter.try_lock_for(std::chrono::seconds{30}); });
+  std::vector<dlock::queue_entry> q;
+  ASSERT_TRUE(eventually([&] {
+    q = dlock::inspect(b, lock_name());
+    return q.size() == 2;
+  })) << q.size();
+  EXPECT_TRUE(q[0].holds);
+  EXPECT_FALSE(q[0].owner.empty());
+  EXPECT_FALSE(q[1].holds);
+  holder.unlock();
+  t.join();
+  EXPECT_TRUE(granted);
+  q = dlock::inspect(b, lock_name());
+  ASSERT_EQ(q.size(), 1u);
+  EXPECT_TRUE(q[0].holds);
+  EXPECT_EQ(q[0].token, waiter.token().value);
+  waiter.unlock();
+}
+
 TEST_P(conformance, list_locks_shows_held_locks_by_prefix) {
   auto s = open();
   dlock::mutex a(s, lock_name("x/1"));
