@@ -75,7 +75,7 @@ std::vector<queue_entry> force_unlock(const session& s, std::string_view name) {
   detail::read_recipes(q->entries);
   std::vector<queue_entry> ended;
   std::vector<std::string> sessions;
-  // Unlisted holders have no session to end (force unlock is refused where there are any).
+  // Only listed entries name a session to end: an unlisted holder is none of this backend's.
   for (std::size_t i = 0; i < q->entries.size(); ++i) {
     if (!detail::entry_holds(*q, i)) continue;
     const auto& e = q->entries[i];

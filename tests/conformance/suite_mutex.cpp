@@ -304,7 +304,7 @@ TEST_P(conformance, a_waiting_session_sees_the_holder_ahead_of_it) {
   dlock::mutex waiter(b, lock_name());
   ASSERT_TRUE(holder.try_lock());
   bool granted = false;
-  std::jthread t([&] { granted = waiter.try_lock_for(std::chrono::seconds{30}); });
+  std::jthread t([&] { granted = waiter.try_lock_for(std::chrono::seconds{10}); });
   std::vector<dlock::queue_entry> q;
   ASSERT_TRUE(eventually([&] {
     q = dlock::inspect(b, lock_name());
