@@ -135,6 +135,8 @@ class session final : public backend_session {
   std::map<std::string, std::size_t, std::less<>> wait_hint_;   // awaited id -> server
   // Redlock: own holders' tokens, fixed once their counters were raised (see merge_views).
   std::map<std::string, std::uint64_t, std::less<>> settled_;
+  // Redlock: lock -> per server, the own entries to stamp a grant on (merge_result::stamps).
+  std::map<std::string, std::vector<std::vector<stamp_request>>, std::less<>> stamps_;
   // One server: own entries that enqueue put in the queue (not in the lone-holder key).
   id_set queued_;
   // Redlock: per server, removals that missed it (retried by retrier_), and the ids of a
