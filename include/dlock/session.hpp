@@ -112,6 +112,9 @@ struct backend_capabilities {
   /// dlock::election works: entries carry a value their owner may change (proclaim), and a
   /// change wakes observers; else campaigning and observing fail with errc::unsupported.
   bool values{false};
+  /// When permits is false for a reason of the backend's design, that reason (static text,
+  /// quoted by the refusal and by `dlock doctor`); empty otherwise.
+  std::string_view no_permits_because{};
 };
 
 /// A shared handle to one session. Copies refer to the same session; the session is closed

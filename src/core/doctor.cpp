@@ -96,7 +96,9 @@ baseline baseline_of(std::string_view name, const capabilities& c) {
   if (name == "semaphores") {
     return {"semaphores (N holders)", yes_no(c.permits),
             c.permits ? "permits are entries of one queue, each with its own token"
-                      : "acquiring a permit is refused (unsupported)"};
+            : c.no_permits_because.empty() ? "acquiring a permit is refused (unsupported)"
+                                           : "acquiring a permit is refused (unsupported): " +
+                                                 std::string(c.no_permits_because)};
   }
   if (name == "elections") {
     return {"leader elections with a value", yes_no(c.values),

@@ -203,6 +203,10 @@ result<void> lock_handle::check_recipe(entry_kind kind) const {
                                             "-byte limit");
   }
   if (kind == entry_kind::permit && !caps.permits) {
+    if (!caps.no_permits_because.empty()) {
+      return fail(errc::unsupported,
+                  backend + " has no semaphores: " + std::string(caps.no_permits_because));
+    }
     return fail(errc::unsupported, backend +
                                        " has no semaphores (its capabilities); "
                                        "see the README's backend table for those that have");

@@ -20,6 +20,12 @@ TEST_P(conformance, a_semaphore_admits_its_limit_and_the_next_one_when_a_permit_
       ADD_FAILURE() << "a backend without permits granted one";
     } catch (const dlock::system_error& e) {
       EXPECT_EQ(e.code(), dlock::errc::unsupported) << e.what();
+      // The refusal names the backend, and the reason where the backend gives one.
+      const std::string what = e.what(), url = s.url();
+      EXPECT_NE(what.find("the " + url.substr(0, url.find("://")) + " backend has no semaphores"),
+                std::string::npos)
+          << what;
+      EXPECT_NE(what.find(caps().no_permits_because), std::string::npos) << what;
     }
     EXPECT_EQ(fx().raw_entries(lock_name()), 0u) << "a refused permit left an entry";
     GTEST_SKIP() << "this mode has no semaphores (see its capabilities); the refusal was checked";

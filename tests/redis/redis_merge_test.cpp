@@ -126,5 +126,29 @@ TEST(redlock_merge, a_waiter_no_entry_keeps_out_waits_for_a_change_behind_an_unl
   EXPECT_TRUE(merge_views(named, {"b"}, 2).unlisted.empty());
 }
 
+TEST(redlock_merge, the_client_names_what_may_stay_ahead_of_each_own_entry_to_stamp) {
+  // Master 0: b waits behind a (exclusive): stamped once nothing is ahead. Master 1: the
+  // reader r2 behind the reader r1 holds with r1 ahead, and keeps holding when r1 goes; the
+  // reader r4 behind a writer holds once the writer and everything before it have gone.
+  auto locks = queue({"a", "b"});
+  auto readers = queue({"r1", "r2", "w", "r3", "r4"});
+  for (auto& ne : readers.entries) {
+    if (ne.e.id != "w") ne.e.kind = entry_kind::shared;
+  }
+  readers.entries[0].grant.reset();
+  views v{locks, readers, std::nullopt};
+  auto m = merge_views(v, {"a", "b", "r2", "r4"}, 2);
+  ASSERT_EQ(m.stamps.size(), 3u);
+  ASSERT_EQ(m.stamps[0].size(), 1u) << "a has its grant already";
+  EXPECT_EQ(m.stamps[0][0].id, "b");
+  EXPECT_TRUE(m.stamps[0][0].may_stay_ahead.empty());
+  ASSERT_EQ(m.stamps[1].size(), 2u);
+  EXPECT_EQ(m.stamps[1][0].id, "r2");
+  EXPECT_EQ(m.stamps[1][0].may_stay_ahead, std::vector<std::string>{"r1"});
+  EXPECT_EQ(m.stamps[1][1].id, "r4");
+  EXPECT_EQ(m.stamps[1][1].may_stay_ahead, std::vector<std::string>{"r3"});
+  EXPECT_TRUE(m.stamps[2].empty()) << "a master that did not answer";
+}
+
 }  // namespace
 }  // namespace dlock::detail::redis

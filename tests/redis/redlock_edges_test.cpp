@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <dlock/dlock.hpp>
+#include <sstream>
 #include <thread>
 
 #include "core/removal_queue.hpp"
@@ -196,6 +197,46 @@ TEST(redlock_tokens, a_token_never_repeats_when_one_master_loses_its_data) {
   // Every master that answered B has a counter of at least B's token, so no later grant
   // can repeat it either.
   for (auto& s : m.servers) EXPECT_GE(std::stoull(s->command({"GET", "tk:f:res"}).at(0)), token_b);
+  hb.unlock();
+}
+
+TEST(redlock_tokens, a_handoff_is_granted_in_the_listing_that_finds_it_first) {
+  // The waiter's listing after the holder left stamps its grant on the masters where the
+  // holder had gone (the client named its entry with nothing allowed ahead), in the same
+  // request: its token is the largest of those grants. Unstamped, it would have none.
+  three_masters m;
+  auto a = session::open(m.url("ttl=10s&prefix=hg:"));
+  auto b = session::open(m.url("ttl=10s&prefix=hg:"));
+  dlock::mutex ha(a, "res"), hb(b, "res");
+  ha.lock();
+  std::jthread waiter([&] { EXPECT_TRUE(hb.try_lock_for(5s)); });
+  ASSERT_TRUE(within(3s, [&] {
+    for (auto& s : m.servers) {
+      if (s->entry_ids("hg:", "res").size() != 2) return false;
+    }
+    return true;
+  }));
+  ha.unlock();
+  waiter.join();
+  ASSERT_TRUE(hb.is_held());
+  // A master that the release reached after that listing may have no grant (the majority
+  // sufficed); its counter was raised to the token.
+  int stamped = 0;
+  std::uint64_t largest = 0;
+  for (auto& s : m.servers) {
+    auto meta = s->command({"HVALS", "hg:m:res"});  // "kind|session|created|grant|owner"
+    ASSERT_EQ(meta.size(), 1u);
+    std::string grant;
+    std::stringstream fields(meta[0]);
+    for (int i = 0; i < 4; ++i) std::getline(fields, grant, '|');
+    if (!grant.empty()) {
+      ++stamped;
+      largest = std::max<std::uint64_t>(largest, std::stoull(grant));
+    }
+    EXPECT_GE(std::stoull(s->command({"GET", "hg:f:res"}).at(0)), hb.token().value);
+  }
+  EXPECT_GE(stamped, 2);
+  EXPECT_EQ(hb.token().value, largest);
   hb.unlock();
 }
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <span>
 
 #include "core/verdict.hpp"
 
@@ -21,6 +22,23 @@ struct seen {
   std::size_t holds{0};
 };
 
+// The entries ahead of queue[mine] that may stay there while it holds (stamp_request): the
+// longest run just ahead of it with which the recipe says it holds. A whole-queue prefix
+// goes at each step, so the result is always checked by decide() itself.
+std::vector<std::string> may_stay_ahead(std::span<const entry> queue, std::size_t mine) {
+  std::size_t start = 0;
+  for (;;) {
+    auto d = decide(queue.subspan(start, mine - start + 1), mine - start);
+    if (d.holds) break;
+    if (d.wait_count == 0) return {};  // refused (a mixed queue): only alone
+    start += d.wait_first + d.wait_count;
+  }
+  std::vector<std::string> out;
+  if (mine - start > max_stamp_ahead) return out;
+  for (std::size_t i = start; i < mine; ++i) out.push_back(queue[i].id);
+  return out;
+}
+
 }  // namespace
 
 merge_result merge_views(const std::vector<std::optional<node_view>>& views,
@@ -38,6 +56,13 @@ merge_result merge_views(const std::vector<std::optional<node_view>>& views,
     pv.push_back(std::move(v));
   }
   if (pv.empty()) return out;
+  out.stamps.resize(views.size());
+  for (const auto& v : pv) {
+    for (std::size_t i = 0; i < v.entries.size(); ++i) {
+      if (v.raw->entries[i].grant || !mine.contains(v.entries[i].id)) continue;
+      out.stamps[v.server].push_back({v.entries[i].id, may_stay_ahead(v.entries, i)});
+    }
+  }
 
   std::map<std::string, seen, std::less<>> all;
   for (const auto& v : pv) {

@@ -29,6 +29,19 @@ struct grant_check {
   std::size_t needed{0};              // how many of those raises must succeed (a majority in all)
 };
 
+// An own entry without a grant on one server, and the entries ahead of it there that may
+// stay ahead while it holds, as the recipe (decide) says on this listing. The next
+// queue_script call on that server stamps its grant once no other entry is ahead of it. The
+// decision stays true after this listing: on one server entries join only at the back and
+// never move, so the entries ahead of it then are a part of these, in the same order, and an
+// entry that holds with some entries ahead still holds with fewer of them (every recipe of
+// verdict.hpp; an entry that holds keeps holding until it is removed). So the script stamps
+// only an entry that holds there, and needs no recipe of its own.
+struct stamp_request {
+  std::string id;
+  std::vector<std::string> may_stay_ahead;
+};
+
 struct merge_result {
   std::vector<entry> entries;
   // Ahead of each own waiter that no one entry keeps off a majority (it holds on some
@@ -38,7 +51,13 @@ struct merge_result {
   std::vector<std::pair<std::string, std::size_t>> wait_node;  // awaited id -> server index
   std::vector<std::string> resubmit;  // own ids to re-queue (split loser, or on too few servers)
   std::vector<grant_check> grants;    // own holders, with the token they report
+  // Per server, indexed like views (empty where it did not answer): own entries to stamp.
+  std::vector<std::vector<stamp_request>> stamps;
 };
+
+// The most entries a stamp_request names ahead (beyond it, it names none: the entry is
+// stamped once it is first).
+inline constexpr std::size_t max_stamp_ahead = 64;
 
 // views[i] is server i's queue, or nullopt if it did not answer (or lost our session).
 // `mine` are this session's entry ids in the lock; `settled` the tokens of own holders whose

@@ -65,16 +65,37 @@ std::vector<result<reply_ptr>> session::queue_calls(std::string_view lock,
                                 "0",
                                 cfg_.prefix,
                                 std::to_string(wake_ttl().count())};
+  std::vector<request> reqs;
   {
     std::lock_guard lk(mu_);
     if (auto it = at_least_.find(lock); it != at_least_.end())
       argv[12] = std::to_string(it->second);
     if (redlock()) {
-      if (auto it = mine_.find(lock); it != mine_.end())
-        argv.insert(argv.end(), it->second.begin(), it->second.end());
+      // Each own entry, with what may stay ahead of it on that server while it holds
+      // (stamp_request, decided on the last listing); nothing if that server has not been
+      // listed since it joined: then it is stamped once it is first.
+      const auto mine = mine_.find(lock);
+      const auto hints = stamps_.find(lock);
+      static const id_set none;
+      const id_set& own = mine != mine_.end() ? mine->second : none;
+      for (std::size_t s = 0; s < nodes_.size(); ++s) {
+        auto args = argv;
+        for (const auto& id : own) {
+          const std::vector<std::string>* ahead = nullptr;
+          if (hints != stamps_.end() && s < hints->second.size()) {
+            for (const auto& h : hints->second[s]) {
+              if (h.id == id) ahead = &h.may_stay_ahead;
+            }
+          }
+          args.push_back(id);
+          args.push_back(std::to_string(ahead ? ahead->size() : 0));
+          if (ahead) args.insert(args.end(), ahead->begin(), ahead->end());
+        }
+        reqs.push_back(request{&queue_script, std::move(args)});
+      }
     }
   }
-  auto reqs = same_request(nodes_.size(), &queue_script, std::move(argv));
+  if (reqs.empty()) reqs = same_request(nodes_.size(), &queue_script, std::move(argv));
   // An enqueue always writes (its token's INCR), so its WAIT covers an earlier attempt too.
   if (add && !redlock()) reqs[0] = synced(std::move(reqs[0]));
   return run_all(nodes_, reqs, {}, expired_.get_token());
@@ -192,6 +213,8 @@ result<queue_view> session::queue_round(std::string_view lock, std::optional<add
     for (const auto& g : merged.grants) settled_.try_emplace(g.id, g.token);
     if (wait_hint_.size() > 10000) wait_hint_.clear();
     for (auto& [id, server] : merged.wait_node) wait_hint_[id] = server;
+    if (stamps_.size() > 10000) stamps_.clear();  // hints; without one, first is stamped
+    stamps_[std::string(lock)] = std::move(merged.stamps);
   }
   return queue_view{std::move(merged.entries), sent, std::move(merged.unlisted)};
 }
@@ -281,7 +304,10 @@ result<void> session::remove_everywhere(std::string_view lock, std::string_view 
   auto it = mine_.find(lock);
   if (it != mine_.end()) {
     it->second.erase(std::string(id));
-    if (it->second.empty()) mine_.erase(it);
+    if (it->second.empty()) {
+      mine_.erase(it);
+      stamps_.erase(std::string(lock));
+    }
   }
   // Only tidiness on one server: close() deletes the session key, after which any script
   // purges the entry. On Redlock an entry left on a minority would stay there for the whole

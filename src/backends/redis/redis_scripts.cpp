@@ -41,8 +41,9 @@ if add_id ~= '' then
   if own_ttl == -2 then return {0} end
   t = next_token()
   ts = string.format('%d', t)
-  -- The uncontended case: the new entry holds at once, so its grant is its own fresh token
-  -- (above every token this server gave before, like a grant assigned later would be).
+  -- The uncontended case: the new entry is alone, where every recipe holds (the client names
+  -- it with nothing allowed ahead, see below), so its grant is its own fresh token (above
+  -- every token this server gave before, like a grant assigned later would be).
   local g = bump and ts or ''
   old = redis.call('SET', h, add_id .. '|' .. ts .. '|' .. head .. g .. '|' .. owner, 'NX', 'GET')
   if not old then
@@ -153,18 +154,37 @@ if add_id ~= '' then
   end
 end
 if bump then
-  local mine = {}
-  if add_id ~= '' then mine[add_id] = true end
-  for a = 8, #ARGV do mine[ARGV[a]] = true end
-  local exclusive_seen = false
-  for p, i in ipairs(kept) do
-    local holds = (kinds[i] == 's' and not exclusive_seen) or p == 1
-    if kinds[i] ~= 's' then exclusive_seen = true end
-    if holds and mine[ids[i]] and grants[i] == '' then
-      grants[i] = string.format('%d', next_token())
-      redis.call('HSET', m, ids[i], kinds[i] .. '|' .. sids[i] .. '|' .. created[i] .. '|' ..
-                 grants[i] .. '|' .. owners[i])
+  -- Redlock grants. The client's recipe decided, on its last listing of this server, which
+  -- entries may stay ahead of each own entry while it holds (stamp_request in redis_merge.hpp);
+  -- ARGV from 8 on: id, n, then those n ids, for each own entry. An own entry without a grant
+  -- is stamped once no entry but those is ahead of it: entries join only at the back and never
+  -- move, so what is ahead now is a part of what was ahead then, and fewer entries ahead never
+  -- stop an entry from holding. Who holds is not decided here.
+  local own_sid = string.sub(own, #prefix + 3)
+  local place = {}
+  for p, i in ipairs(kept) do place[ids[i]] = p end
+  local a = 8
+  while a < #ARGV do
+    local id, n = ARGV[a], tonumber(ARGV[a + 1])
+    local p = place[id]
+    local i = p and kept[p]
+    if i and sids[i] == own_sid and grants[i] == '' then
+      local may_stay = {}
+      for b = a + 2, a + 1 + n do may_stay[ARGV[b]] = true end
+      local clear = true
+      for r = 1, p - 1 do
+        if not may_stay[ids[kept[r]]] then
+          clear = false
+          break
+        end
+      end
+      if clear then
+        grants[i] = string.format('%d', next_token())
+        redis.call('HSET', m, ids[i], kinds[i] .. '|' .. sids[i] .. '|' .. created[i] .. '|' ..
+                   grants[i] .. '|' .. owners[i])
+      end
     end
+    a = a + 2 + n
   end
 end
 local values = {}

@@ -44,11 +44,12 @@ struct lua_script {
 };
 
 // KEYS q m f s_own h v o; ARGV add_id "kind|sid|created|" owner bump at_least prefix wake_ttl
-// own_ids...: on a free lock, makes add_id its lone holder and returns {2, token, own ttl};
-// behind a live tail (one server, exclusive) it returns {3, token, own ttl, the tail entry};
-// otherwise purges dead entries (waking their waiters), adds add_id unless present (or
-// returns {0} if the own session key is gone), with bump=1 assigns a grant number to each
-// own entry that holds on this server, and returns {1, counter, entries...}, each entry as
+// (own_id n ahead_1..ahead_n)...: on a free lock, makes add_id its lone holder and returns
+// {2, token, own ttl}; behind a live tail (one server, exclusive) it returns {3, token, own
+// ttl, the tail entry}; otherwise purges dead entries (waking their waiters), adds add_id
+// unless present (or returns {0} if the own session key is gone), with bump=1 assigns a grant
+// number to each named own entry that has none and has no entry ahead of it but its named
+// ones (the client decided it holds then), and returns {1, counter, entries...}, each entry as
 // two strings: "id|token|kind|session|created|grant|ttl|version|owner" and its value.
 extern const lua_script queue_script;
 // KEYS (q m h v o)... [s_own]; ARGV prefix wake_ttl sid drop_session (id where)...: removes own

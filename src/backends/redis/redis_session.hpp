@@ -25,15 +25,23 @@ class session final : public backend_session {
   result<void> start();
 
   capabilities caps() const noexcept override {
-    // Semaphores and elections on one server only: Redlock would need a quorum for values
-    // and registrations on independent masters (docs/redis.md).
+    // Elections on one server only: Redlock would need a quorum for values and observers'
+    // registrations on independent masters (docs/redis.md). Semaphores cannot be made safe
+    // over majorities at all (no_majority_permits).
     return {.scope = reach::network,
             .push_wakeups = true,
             .bounded_remove = true,
             .ends_other_sessions = true,
             .permits = !redlock(),
-            .values = !redlock()};
+            .values = !redlock(),
+            .no_permits_because = redlock() ? no_majority_permits : std::string_view{}};
   }
+  // Why Redlock refuses semaphores (the refusal and `dlock doctor` quote it).
+  static constexpr std::string_view no_majority_permits =
+      "a permit held on a majority of masters does not bound the holders when N > 1: each "
+      "master orders the permit entries its own way, so with N = 2 three masters can each "
+      "admit a different two of three entries, every entry then holds on 2 of 3 masters, and "
+      "three hold at once";
   result<queue_view> enqueue(std::string_view lock, entry_kind kind,
                              std::string_view entry_id) override;
   result<queue_view> list(std::string_view lock) override;
@@ -135,6 +143,8 @@ class session final : public backend_session {
   std::map<std::string, std::size_t, std::less<>> wait_hint_;   // awaited id -> server
   // Redlock: own holders' tokens, fixed once their counters were raised (see merge_views).
   std::map<std::string, std::uint64_t, std::less<>> settled_;
+  // Redlock: lock -> per server, the own entries to stamp a grant on (merge_result::stamps).
+  std::map<std::string, std::vector<std::vector<stamp_request>>, std::less<>> stamps_;
   // One server: own entries that enqueue put in the queue (not in the lone-holder key).
   id_set queued_;
   // Redlock: per server, removals that missed it (retried by retrier_), and the ids of a
