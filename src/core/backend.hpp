@@ -112,6 +112,13 @@ inline bool same_queue(const queue_view& a, const queue_view& b) noexcept {
   return true;
 }
 
+// What a wait learned about the entry it waited on (backend_session::wait_knowing).
+enum class awaited_fate : std::uint8_t {
+  unknown,    // it may still be there (a timeout, a spurious wake-up): list again
+  left,       // it left the queue
+  left_head,  // it left while at the head of the queue: every entry ahead of it had gone
+};
+
 // What a backend provides, as data the engine, the CLI and the conformance suite read
 // (public: dlock::backend_capabilities, session::capabilities()).
 using capabilities = dlock::backend_capabilities;
@@ -220,18 +227,22 @@ class backend_session {
     return fail(errc::unsupported, "this backend stores no values with its entries");
   }
 
-  // wait(), and whether the backend knows for certain that `awaited` has left the queue (a
-  // ZooKeeper watch saw its node deleted, not a timeout or a spurious wake-up) AND that the
-  // caller's last view minus `awaited` still holds every entry that can be ahead of it. Then
-  // the engine decides again from that view instead of listing. For a whole-queue view the
-  // second part is free: new entries only ever join behind (queue order is token order) and
-  // a verdict depends only on the entries ahead. A backend that returned a partial view must
-  // know more (Redis: the awaited entry left from the head). Default: never sure.
-  virtual result<bool> wait_knowing(std::string_view lock, const entry& awaited,
-                                    steady::time_point deadline, std::stop_token stop) {
+  // wait(), and what the backend knows for certain about `awaited` as it returns: that it
+  // left the queue (a ZooKeeper watch saw its node deleted: not a timeout or a spurious
+  // wake-up), or that it left while at the head of the queue. Then the engine decides again
+  // from its last view without the entries known to be gone -- `awaited`, and with
+  // left_head every entry ahead of it as well -- instead of listing. Entries only ever join
+  // behind (queue order is token order), so the entries ahead of the caller's can only leave
+  // and the rest of the view still holds every entry that can be ahead of it; and an entry
+  // leaving from ahead never turns "holds" into "waits", so a grant decided there is right.
+  // `left` needs the caller's view to have held every entry ahead of `awaited` (a whole
+  // listing does; an enqueue's partial view does not: say left_head or unknown there).
+  // Default: unknown.
+  virtual result<awaited_fate> wait_knowing(std::string_view lock, const entry& awaited,
+                                            steady::time_point deadline, std::stop_token stop) {
     auto r = wait(lock, awaited, deadline, std::move(stop));
     if (!r) return fail(r.error());
-    return false;
+    return awaited_fate::unknown;
   }
 
   // Renews the lease of the session and of every entry it owns. Returns the steady time at

@@ -250,7 +250,7 @@ result<queue_view> lock_handle::wait_for_grant(const std::string& id, queue_view
     if (steady::now() >= deadline) {
       return fail(errc::timed_out, what() + " not granted before the deadline");
     }
-    result<bool> w = false;
+    result<awaited_fate> w = awaited_fate::unknown;
     if (v.wait_change) {
       // Kept out by a holder the backend could not list: it has no id to wait on.
       if (auto r = session_->backend().wait_change(name_, q, deadline, stop); !r)
@@ -266,12 +266,16 @@ result<queue_view> lock_handle::wait_for_grant(const std::string& id, queue_view
       // Waiting failed (e.g. the connection dropped): back off instead of spinning.
       if (!is_transient(w.error())) return fail(w.error());
       backoff_sleep(policy, failures++, deadline, stop);
-    } else if (*w && q.unlisted.empty()) {
-      // The awaited entry is certainly gone: if that alone grants us the lock, the handoff
-      // costs no request at all (see backend_session::wait_knowing for why this is sound).
-      // Not past an unlisted holder, whose leaving nothing here would see.
+    } else if (*w != awaited_fate::unknown && q.unlisted.empty()) {
+      // The awaited entry is certainly gone (from the head: with every entry ahead of it). If
+      // the view without them grants us the lock, it holds -- entries ahead only ever leave,
+      // and their leaving never turns "holds" into "waits" -- and the handoff costs no request
+      // at all (backend_session::wait_knowing). Not past an unlisted holder, whose leaving
+      // nothing here would see.
       auto rest = q;
-      rest.entries.erase(rest.entries.begin() + static_cast<std::ptrdiff_t>(v.wait_first));
+      const auto first = *w == awaited_fate::left_head ? 0 : v.wait_first;
+      rest.entries.erase(rest.entries.begin() + static_cast<std::ptrdiff_t>(first),
+                         rest.entries.begin() + static_cast<std::ptrdiff_t>(v.wait_first + 1));
       if (auto me = find_entry(rest.entries, id); me && decide(rest.entries, *me).holds) {
         if (session_->ended_token().stop_requested()) return fail(session_->ended_failure());
         woke(wakeup_kind::changed);

@@ -52,8 +52,8 @@ class observed_backend final : public backend_session {
                                   std::string_view value) override {
     return timed("set_value", [&] { return inner_->set_value(lock, id, value); });
   }
-  result<bool> wait_knowing(std::string_view lock, const entry& awaited,
-                            steady::time_point deadline, std::stop_token stop) override {
+  result<awaited_fate> wait_knowing(std::string_view lock, const entry& awaited,
+                                    steady::time_point deadline, std::stop_token stop) override {
     return timed("wait", [&] { return inner_->wait_knowing(lock, awaited, deadline, stop); });
   }
   result<steady::time_point> keep_alive() override {

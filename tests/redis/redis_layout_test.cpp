@@ -65,8 +65,12 @@ TEST(redis_layout, a_lone_holder_is_one_key_until_a_second_contender_queues_it) 
 
   ma.unlock();  // hands over through the queue
   waiter.join();
-  // The last entry to leave the queue took the queue, its data and the marker with it.
-  EXPECT_EQ(sorted_keys(p + "*"), sorted({p + "f:job", p + "s:" + a.id(), p + "s:" + b.id()}));
+  // The last entry to leave the queue took the queue, its data and the marker with it. The
+  // wake token the hand-over left for the holder's waiters stays until it expires.
+  const auto token = p + "w:" + ids[0];
+  const auto settled = sorted({p + "f:job", p + "s:" + a.id(), p + "s:" + b.id(), token});
+  EXPECT_EQ(sorted_keys(p + "*"), settled);
+  EXPECT_GT(server().integer({"PTTL", token}), 0);
 
   // Free again: the next acquire is a lone holder once more, with a larger token.
   auto before = server().integer({"GET", p + "f:job"});
@@ -74,7 +78,7 @@ TEST(redis_layout, a_lone_holder_is_one_key_until_a_second_contender_queues_it) 
   EXPECT_TRUE(server().lone_holder(p, "job").has_value());
   EXPECT_GT(static_cast<long long>(ma.token().value), before);
   ma.unlock();
-  EXPECT_EQ(sorted_keys(p + "*"), sorted({p + "f:job", p + "s:" + a.id(), p + "s:" + b.id()}));
+  EXPECT_EQ(sorted_keys(p + "*"), settled);
 }
 
 TEST(redis_layout, a_lone_holder_of_a_vanished_session_is_purged_by_the_next_contender) {

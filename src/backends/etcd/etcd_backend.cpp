@@ -206,11 +206,13 @@ class etcd_session final : public backend_session {
     return {};
   }
 
-  result<bool> wait_knowing(std::string_view lock, const entry& awaited,
-                            steady::time_point deadline, std::stop_token stop) override {
+  result<awaited_fate> wait_knowing(std::string_view lock, const entry& awaited,
+                                    steady::time_point deadline, std::stop_token stop) override {
     auto k = watched(lock, awaited);
-    if (!k) return false;  // not in our last listing: let the engine list again
-    return client_->await_delete(std::span(&*k, 1), deadline, std::move(stop));
+    if (!k) return awaited_fate::unknown;  // not in our last listing: let the engine list again
+    auto gone = client_->await_delete(std::span(&*k, 1), deadline, std::move(stop));
+    if (!gone) return fail(gone.error());
+    return *gone ? awaited_fate::left : awaited_fate::unknown;
   }
 
   result<void> wait_any(std::string_view lock, std::span<const entry> awaited,

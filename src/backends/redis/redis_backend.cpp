@@ -135,21 +135,22 @@ result<void> session::wait(std::string_view lock, const entry& awaited, steady::
   return {};
 }
 
-result<bool> session::wait_knowing(std::string_view lock, const entry& awaited,
-                                   steady::time_point deadline, std::stop_token stop) {
+result<awaited_fate> session::wait_knowing(std::string_view lock, const entry& awaited,
+                                           steady::time_point deadline, std::stop_token stop) {
   if (awaited.kind == entry_kind::permit) {
     // A semaphore of one permit: its waiters register like any permit's (wait_any).
     auto r = wait_any(lock, {&awaited, 1}, deadline, std::move(stop));
     if (!r) return fail(r.error());
-    return false;
+    return awaited_fate::unknown;
   }
   auto r = wait_for_token(awaited, deadline, std::move(stop));
   if (!r) return fail(r.error());
-  // A wake token is pushed only when the awaited entry leaves the queue (entry ids are never
-  // reused), and an 'h' only when it left from the head: then nothing is ahead of us any
-  // more, which is what the engine's decision from [awaited, us] (the view enqueue gave, see
-  // queue_round) needs. Not for Redlock: there a grant's token is settled by the merge.
-  return *r == "h" && !redlock();
+  // A token is pushed only when the awaited entry leaves the queue (entry ids are never
+  // reused), and an 'h' only when it left from the head. Only that one is worth telling: an
+  // enqueue's view may be partial ([awaited, us], see queue_round), and then the engine may
+  // decide without listing only once nothing is left ahead of the awaited entry. Not for
+  // Redlock: there a grant's token is settled by the merge.
+  return *r == "h" && !redlock() ? awaited_fate::left_head : awaited_fate::unknown;
 }
 
 result<std::optional<std::string>> session::wait_for_token(const entry& awaited,
@@ -171,7 +172,8 @@ result<std::optional<std::string>> session::wait_for_token(const entry& awaited,
     safety = std::min(safety, *awaited.lease_left + std::chrono::milliseconds{20});
   }
   auto until = std::min(deadline, steady::now() + safety);
-  auto r = nodes_[server]->pop_wake(key('w', awaited.id), until, stop);
+  // The token stays for every other waiter of the entry (a run of readers behind a writer).
+  auto r = nodes_[server]->pop_wake(key('w', awaited.id), until, stop, true);
   if (!r) return fail(r.error());
   return *r;
 }

@@ -5,39 +5,21 @@
 
 namespace dlock::detail::redis {
 
-// Shared by the scripts: how many entries wait on the entry at position i of ids/kinds
-// (the recipes of verdict.hpp: an exclusive entry waits on its predecessor; a shared one on
-// the last exclusive entry before it), and the push of that many wake tokens.
+// Shared by the scripts: the wake-ups of whoever waits on a removed entry, and the
+// notifications of the semaphores' waiters and elections' observers. Which waiter holds is
+// never decided here: a woken waiter decides with the recipe (src/core/verdict.cpp).
 inline constexpr std::string_view lua_common = R"lua(
-local function count_waiters(kinds, i, n)
-  -- A permit's waiters register themselves (r:<id>, see left()): no tokens here.
-  if kinds[i] == 'p' then return 0 end
-  local c = 0
-  for j = i + 1, n do
-    if kinds[j] ~= 's' then
-      if j == i + 1 then c = c + 1 end
-      return c
-    end
-    if kinds[i] ~= 's' then c = c + 1 else return c end
-  end
-  return c
-end
--- Whether every entry (by its stored text) belongs to a live session. An 'h' wake token
--- lets the woken entry hold without listing, so it goes only to live sessions: a waiter
--- whose session ended must list, find its entry purged, and hold nothing.
-local function live_sessions(prefix, metas)
-  for _, meta in ipairs(metas) do
-    local s = meta and string.match(meta, '^%a|(%x+)|')
-    if not s or redis.call('PTTL', prefix .. 's:' .. s) == -2 then return false end
-  end
-  return true
-end
-local function wake(prefix, id, n, ttl, value)
-  if n > 0 then
-    local key = prefix .. 'w:' .. id
-    for _ = 1, n do redis.call('RPUSH', key, value) end
-    redis.call('PEXPIRE', key, ttl)
-  end
+-- Entry `id` left the queue: one token in w:<id>, for every waiter registered on it. A waiter
+-- registers by blocking on that list with BLMOVE w:<id> w:<id> (a rotation: it takes the token
+-- and puts it back), so one token wakes every waiter blocked there, however many the recipe
+-- made wait on the entry, and one that arrives later finds it at once; it expires with the
+-- wake TTL. The token is a storage fact for the waiters to decide on, not a verdict: 'h' if
+-- the entry was at the head of the queue as it left (so every entry ahead of it had left
+-- before), '1' if not.
+local function wake(prefix, id, at_head, ttl)
+  local key = prefix .. 'w:' .. id
+  redis.call('RPUSH', key, at_head and 'h' or '1')
+  redis.call('PEXPIRE', key, ttl)
 end
 -- One token to each inbox registered in the set `set_key` (waiters of one entry, or a lock's
 -- observers); a registration serves one wake-up, so the set goes.
@@ -49,13 +31,17 @@ local function push_all(set_key, ttl)
   end
   if #inboxes > 0 then redis.call('DEL', set_key) end
 end
--- What goes with entry `id` of kind `kind` besides its place in the queue: the permit entries'
--- registered waiters are woken (whoever the recipe lets in next decides for itself); an
--- election candidate's value goes and the lock's observers are woken.
-local function left(prefix, id, kind, ttl, v, o)
+-- Entry `id` of kind `kind` left the queue (at its head or not; `followed`: some entry was
+-- behind it, else nobody can be waiting on it). The permit entries' registered waiters are
+-- woken (r:<id>); any other entry's waiters by its token; an election candidate's value goes
+-- and the lock's observers are woken. Whoever the recipe lets in next decides for itself.
+local function left(prefix, id, kind, at_head, followed, ttl, v, o)
   if kind == 'p' then
     push_all(prefix .. 'r:' .. id, ttl)
-  elseif kind == 'e' then
+    return
+  end
+  if followed then wake(prefix, id, at_head, ttl) end
+  if kind == 'e' then
     redis.call('HDEL', v, id)
     push_all(o, ttl)
   end

@@ -195,7 +195,7 @@ result<reply_ptr> node::run(const request& req, std::stop_token stop, until_t un
 }
 
 result<std::optional<std::string>> node::pop_wake(const std::string& key, steady::time_point until,
-                                                  std::stop_token stop) {
+                                                  std::stop_token stop, bool keep) {
   using popped = std::optional<std::string>;
   auto left = std::chrono::duration_cast<std::chrono::milliseconds>(until - steady::now());
   if (left < std::chrono::milliseconds{1} || stop.stop_requested()) return popped{};
@@ -225,7 +225,8 @@ result<std::optional<std::string>> node::pop_wake(const std::string& key, steady
   const auto server_left = left > 2 * cron ? left - cron : left;
   char secs[32];
   std::snprintf(secs, sizeof secs, "%.3f", static_cast<double>(server_left.count()) / 1000.0);
-  std::vector<std::string> argv{"BLPOP", key, secs};
+  auto argv = keep ? std::vector<std::string>{"BLMOVE", key, key, "LEFT", "LEFT", secs}
+                   : std::vector<std::string>{"BLPOP", key, secs};
   std::atomic<bool> stopped{false};
   result<reply_ptr> r = fail(errc::backend_unavailable);
   {
@@ -248,6 +249,8 @@ result<std::optional<std::string>> node::pop_wake(const std::string& key, steady
   popped value;
   if ((*r)->type == REDIS_REPLY_ARRAY && (*r)->elements == 2) {
     value = std::string(reply_text((*r)->element[1]));
+  } else if ((*r)->type == REDIS_REPLY_STRING) {
+    value = std::string(reply_text(r->get()));  // BLMOVE's reply: the element itself
   }
   if (!(*c)->broken()) {
     std::lock_guard lk(mu_);

@@ -51,10 +51,11 @@ class node {
   result<reply_ptr> run(const request& req, std::stop_token stop = {}, until_t until = {});
 
   // Blocks on BLPOP `key` until a token arrives (its value), `until` passes (nullopt) or
-  // `stop` is requested (nullopt; the connection used is then closed).
+  // `stop` is requested (nullopt; the connection used is then closed). With `keep`, the
+  // token stays in the list for every other waiter on it (BLMOVE key key: a rotation).
   result<std::optional<std::string>> pop_wake(const std::string& key,
                                               std::chrono::steady_clock::time_point until,
-                                              std::stop_token stop);
+                                              std::stop_token stop, bool keep = false);
 
   // Connections are handed out one per caller and returned when healthy. A new one is
   // opened within what is left until `until`, and given up when `stop` is requested.

@@ -7,7 +7,6 @@
 
 #include "backends/common/wire_time.hpp"
 #include "backends/redis/redis_session.hpp"
-#include "core/verdict.hpp"
 
 namespace dlock::detail::redis {
 namespace {
@@ -24,21 +23,6 @@ std::vector<request> same_request(std::size_t n, const lua_script* script,
   for (std::size_t i = 0; i + 1 < n; ++i) reqs[i] = request{script, argv};
   reqs[n - 1] = request{script, std::move(argv)};
   return reqs;
-}
-
-// An enqueue that must wait returns only [the entry it waits on, itself]: the engine waits
-// on the former either way, and when an 'h' wake token proves that entry left from the
-// head, deciding from [itself] alone is right (session::wait_knowing), so the handoff
-// needs no listing. list() still returns the whole queue.
-void trim_to_wait(std::vector<entry>& entries, std::string_view id) {
-  auto me = find_entry(entries, id);
-  if (!me) return;
-  auto v = decide(entries, *me);
-  if (v.holds || v.wait_count != 1) return;
-  std::vector<entry> kept;
-  kept.push_back(std::move(entries[v.wait_first]));
-  kept.push_back(std::move(entries[*me]));
-  entries = std::move(kept);
 }
 
 }  // namespace
@@ -146,9 +130,6 @@ result<queue_view> session::queue_round(std::string_view lock, std::optional<add
     for (auto& ne : views[0]->entries) out.entries.push_back(std::move(ne.e));
     if (add) {
       placed(lock, add->id, true);
-      // Only a lock's exclusive entry: a permit waits on N entries, and an election's
-      // listing shows every candidate.
-      if (stored_kind(add->kind, add->id) == 'x') trim_to_wait(out.entries, add->id);
       if (!views[0]->lone) {
         std::lock_guard lk(mu_);
         if (queued_.size() > 10000) queued_.clear();  // a hint; 'l' is always correct

@@ -78,8 +78,9 @@ if old and old ~= 'q' then
   redis.call('SET', h, 'q')
 end
 -- One server, an exclusive entry joining a live tail: it waits on that tail, whatever is
--- ahead of it, so only the tail is read; the client keeps just [tail, new] of a waiting
--- enqueue anyway. Anything else (a dead tail, a retry, shared, Redlock) takes the full path.
+-- ahead of it, so only the tail is read (the reply is the partial view [tail, new]; the
+-- client decides from it). Anything else (a dead tail, a retry, shared, Redlock) takes the
+-- full path.
 if add_id ~= '' and not bump and add_kind == 'x' then
   local tail = redis.call('ZRANGE', q, -1, -1, 'WITHSCORES')
   local tmeta = tail[1] and tail[1] ~= add_id and redis.call('HGET', m, tail[1])
@@ -129,8 +130,8 @@ for i = 1, #ids do
   if live[i] then
     kept[#kept + 1] = i
   else
-    wake(prefix, ids[i], count_waiters(kinds, i, #ids), wake_ttl, '1')
-    left(prefix, ids[i], kinds[i], wake_ttl, v, o)
+    -- At the head if every entry before it went too (in this loop, just before it).
+    left(prefix, ids[i], kinds[i], #kept == 0, i < #ids, wake_ttl, v, o)
     redis.call('ZREM', q, ids[i])
     redis.call('HDEL', m, ids[i])
   end
@@ -216,68 +217,30 @@ for p = 1, (#ARGV - 4) / 2 do
     local hv = redis.call('GET', h)
     if hv and string.sub(hv, 1, #id + 1) == id .. '|' then
       redis.call('DEL', h)
-      left(prefix, id, string.match(hv, '^[^|]+|%d+|(%a)|'), wake_ttl, v, o)
+      left(prefix, id, string.match(hv, '^[^|]+|%d+|(%a)|'), true, false, wake_ttl, v, o)
       removed = removed + 1
       lone = true
     end
   end
   if not lone then
     local head = redis.call('ZRANGE', q, 0, 1)
-    local meta, next_meta = nil, nil
-    if head[1] == id and head[2] then
-      local both = redis.call('HMGET', m, id, head[2])
-      meta, next_meta = both[1], both[2]
-    else
-      meta = redis.call('HGET', m, id)
-    end
+    local meta = redis.call('HGET', m, id)
     local kind, owner = nil, nil
     if meta then kind, owner = string.match(meta, '^(%a)|(%x+)|') end
-    if owner ~= sid then head = {} end
-    local next_kind = nil
-    if head[1] == id and head[2] and kind ~= 's' then
-      next_kind = next_meta and string.sub(next_meta, 1, 1) or 'x'
-    end
-    if #head == 1 and head[1] == id then
-      -- Alone in the queue: nobody to wake, and the queue's keys go with the entry.
-      redis.call('DEL', q, m, h)
-      left(prefix, id, kind, wake_ttl, v, o)
-      removed = removed + 1
-    elseif next_kind == 'x' then
-      -- An exclusive holder hands over to one exclusive successor (count_waiters: one).
-      redis.call('ZREM', q, id)
-      redis.call('HDEL', m, id)
-      wake(prefix, id, 1, wake_ttl, live_sessions(prefix, {next_meta}) and 'h' or '1')
-      left(prefix, id, kind, wake_ttl, v, o)
-      removed = removed + 1
-    elseif owner == sid then
-      local rank = redis.call('ZRANK', q, id)
-      local n, metas = 0, {}
-      if rank then
-        local kinds, count = {kind}, 1
-        local start, done = rank + 1, false
-        while not done do
-          local next_ids = redis.call('ZRANGE', q, start, start + 15)
-          if #next_ids == 0 then break end
-          local next_metas = redis.call('HMGET', m, unpack(next_ids))
-          for j = 1, #next_ids do
-            count = count + 1
-            kinds[count] = next_metas[j] and string.sub(next_metas[j], 1, 1) or 'x'
-            metas[count - 1] = next_metas[j] or ''
-            -- A shared releaser is awaited only by an exclusive entry right behind it; an
-            -- exclusive one by the whole run of shared entries behind it.
-            if kinds[count] ~= 's' or kind == 's' then done = true break end
-          end
-          start = start + 16
-        end
-        n = count_waiters(kinds, 1, count)
+    if owner == sid then
+      if head[1] == id and not head[2] then
+        -- Alone in the queue: nobody to wake, and the queue's keys go with the entry.
+        redis.call('DEL', q, m, h)
+        left(prefix, id, kind, true, false, wake_ttl, v, o)
+      else
+        -- Its waiters get the storage facts (whether it left from the head; none if no entry
+        -- is behind it) and decide with the recipe; none is counted or chosen here.
+        local at_head = head[1] == id
+        local followed = at_head or redis.call('ZRANGE', q, -1, -1)[1] ~= id
+        redis.call('ZREM', q, id)
+        redis.call('HDEL', m, id)
+        left(prefix, id, kind, at_head, followed, wake_ttl, v, o)
       end
-      redis.call('ZREM', q, id)
-      redis.call('HDEL', m, id)
-      -- 'h': the entry was at the head, so every entry it wakes holds now (see wake_value).
-      local woken = {}
-      for j = 1, n do woken[j] = metas[j] end
-      wake(prefix, id, n, wake_ttl, rank == 0 and live_sessions(prefix, woken) and 'h' or '1')
-      left(prefix, id, kind, wake_ttl, v, o)
       removed = removed + 1
     end
   end

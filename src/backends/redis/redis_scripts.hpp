@@ -10,9 +10,11 @@
 //                  queue below is in use. A second entry first moves a lone holder into q/m;
 //                  nothing moves back, and the last entry to leave the queue DELs h.
 //   P f:<lock>     counter: the lock's fencing counter; never expires (see README)
-//   P w:<entry>    list: one wake token per waiter of a removed entry, PX-expiring; the
-//                  token is 'h' when the entry was at the head of the queue as it went (then
-//                  every waiter it wakes holds: nothing is left ahead of it), else '1'
+//   P w:<entry>    list: one wake token for the waiters of a removed entry (if an entry was
+//                  behind it), PX-expiring. Waiters block on it with BLMOVE w w (a rotation
+//                  that leaves the token for the others), so one token wakes all of them. It
+//                  is a fact, not a verdict: 'h' when the entry was at the head of the queue
+//                  as it went (every entry ahead of it had gone), else '1'
 // Layout 2 adds, for semaphores and elections (keys an older client never reads or writes;
 // the kinds 'p' and 'e' read as exclusive to it, so it waits behind them):
 //   m's kind       'x' exclusive, 's' shared, 'p' a semaphore's permit, 'e' an election's
@@ -54,7 +56,7 @@ struct lua_script {
 extern const lua_script queue_script;
 // KEYS (q m h v o)... [s_own]; ARGV prefix wake_ttl sid drop_session (id where)...: removes own
 // entries (one per key triple; where = 'q' if known to be queued, 'l' if it may be a lone
-// holder), pushes one wake token per waiter of each, optionally DELs s_own.
+// holder), pushes each one's wake token (w:, or r: for a permit), optionally DELs s_own.
 extern const lua_script release_script;
 // KEYS f; ARGV x: raises the fencing counter to at least x; returns the counter.
 extern const lua_script raise_script;

@@ -51,8 +51,8 @@ class session final : public backend_session {
                             steady::time_point deadline) override;
   result<void> wait(std::string_view lock, const entry& awaited, steady::time_point deadline,
                     std::stop_token stop) override;
-  result<bool> wait_knowing(std::string_view lock, const entry& awaited,
-                            steady::time_point deadline, std::stop_token stop) override;
+  result<awaited_fate> wait_knowing(std::string_view lock, const entry& awaited,
+                                    steady::time_point deadline, std::stop_token stop) override;
   result<void> wait_any(std::string_view lock, std::span<const entry> awaited,
                         steady::time_point deadline, std::stop_token stop) override;
   result<void> wait_change(std::string_view lock, const queue_view& seen,

@@ -145,12 +145,15 @@ class zk_session final : public backend_session {
 
   // A deletion seen by the watch is certain, so the engine can take the lock without a
   // getChildren: a handoff costs the holder's delete and one notification, nothing more.
-  result<bool> wait_knowing(std::string_view lock, const entry& awaited,
-                            steady::time_point deadline, std::stop_token stop) override {
+  result<awaited_fate> wait_knowing(std::string_view lock, const entry& awaited,
+                                    steady::time_point deadline, std::stop_token stop) override {
     auto lp = nodes_.lock_path(lock);
     auto name = cache_.child_with_prefix(lp, zk::node_prefix(awaited.id));
-    if (!name) return false;  // not seen in our last listing: let the engine list again
-    return conn_->await_change(lp + "/" + *name, deadline, std::move(stop));
+    // Not seen in our last listing: let the engine list again.
+    if (!name) return awaited_fate::unknown;
+    auto gone = conn_->await_change(lp + "/" + *name, deadline, std::move(stop));
+    if (!gone) return fail(gone.error());
+    return *gone ? awaited_fate::left : awaited_fate::unknown;
   }
 
   result<void> wait_any(std::string_view lock, std::span<const entry> awaited,
