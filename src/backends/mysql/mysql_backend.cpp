@@ -16,8 +16,7 @@
 #include <span>
 #include <unordered_set>
 
-#include "backends/common/queue_rows.hpp"
-#include "backends/common/session_conn.hpp"
+#include "backends/common/sql_lease_session.hpp"
 #include "backends/mysql/my_advisory.hpp"
 #include "backends/mysql/my_bell.hpp"
 #include "backends/mysql/my_conn.hpp"
@@ -32,43 +31,26 @@ namespace {
 using std::chrono::milliseconds;
 using stmts = my::statements;
 
-class mysql_session final : public backend_session {
+// MySQL's part of the lease session (sql_lease_session.hpp): its statements (my_schema.hpp),
+// typed parameters, and waiters woken by doorbells (my_bell.hpp) or polling.
+class my_lease {
  public:
-  mysql_session(my::target t, session_info info)
+  using conn = my::conn;
+  using rows = my::outcome;
+  using param = my::param;
+  using statement = std::string;
+  struct request {
+    const statement& sql;
+    std::vector<param> params;
+  };
+  static constexpr std::string_view name = "mysql";
+
+  my_lease(const session_info& info, my::target t)
       : target_(std::move(t)),
-        info_(std::move(info)),
-        bells_(target_, info_.request_timeout, longest_ring(info_), max_bells),
-        link_(target_.where, info_.id,
-              [this] { return my::conn::open(target_, info_.request_timeout); }) {}
-  ~mysql_session() override { close(); }
+        timeout_(info.request_timeout),
+        bells_(target_, info.request_timeout, longest_ring(info), max_bells) {}
 
-  result<void> start() {
-    return link_.start(
-        [&](my::conn& c) -> result<void> {
-          if (auto r = my::ensure_schema(c); !r) return r;
-          // Lapsed sessions of crashed clients go first; they can never be renewed.
-          if (auto r = c.run(stmts::purge_sessions, {}); !r) return fail(r.error());
-          auto taken = c.run(stmts::take_session, {my::session_lock_name(info_.id)});
-          if (!taken) return fail(taken.error());
-          if (taken->rows.empty() || taken->i64(0, 0) != 1) {
-            return fail(errc::backend_error, target_.where + ": session lock of " + info_.id +
-                                                 " is held by another connection");
-          }
-          auto owner = info_.owner.substr(0, 1000);
-          auto r = c.run(stmts::open_session, {info_.id, owner, info_.ttl.count()});
-          if (!r) return fail(r.error());
-          return {};
-        },
-        [](my::conn& c) { return !c.peer_closed(); });
-  }
-
-  void on_expired() noexcept override { link_.on_expired(); }
-
-  void set_event_handler(std::function<void(session_event)> handler) override {
-    link_.set_event_handler(std::move(handler));
-  }
-
-  capabilities caps() const noexcept override {
+  static capabilities caps() {
     return {.scope = reach::network,
             .durable_tokens = true,
             .ends_other_sessions = true,
@@ -76,72 +58,79 @@ class mysql_session final : public backend_session {
             .values = true};
   }
 
-  result<queue_view> enqueue(std::string_view lock, entry_kind kind, std::string_view id) override {
-    auto sent = steady::now();
-    auto r = run(stmts::enqueue,
-                 {info_.id, std::string(lock), std::string(id),
-                  std::int64_t{kind == entry_kind::shared ? 1 : 0}},
-                 true);
-    if (!r) return fail(r.error());
-    return rows_to_queue(*r, r->rows.size(), sent, true);
-  }
+  const std::string& where() const { return target_.where; }
 
-  result<queue_view> list(std::string_view lock) override {
-    auto sent = steady::now();
-    auto r = run(stmts::list, {std::string(lock), info_.id}, false, 1);
-    if (!r) return fail(r.error());
-    return rows_to_queue(*r, r->rows.size(), sent, true);
-  }
+  result<conn> connect() { return conn::open(target_, timeout_); }
 
-  result<void> remove(std::string_view lock, std::string_view id) override {
-    // Rows of a lapsed lease are dead to every other client: not ours any more, and not worth
-    // a request (nor a new connection from a remover thread that the host's exit could tear
-    // OpenSSL down under: a fault-run worker crashed so).
-    if (link_.expired()) {
-      return fail(errc::lock_lost, "mysql entry " + std::string(id) + " of '" + std::string(lock) +
-                                       "' is gone (the session expired)");
+  result<void> open_session(conn& c, const session_info& info) const {
+    if (auto r = my::ensure_schema(c); !r) return r;
+    // Lapsed sessions of crashed clients go first; they can never be renewed.
+    if (auto r = c.run(stmts::purge_sessions, {}); !r) return fail(r.error());
+    auto taken = c.run(stmts::take_session, {my::session_lock_name(info.id)});
+    if (!taken) return fail(taken.error());
+    if (taken->rows.empty() || taken->i64(0, 0) != 1) {
+      return fail(errc::backend_error, target_.where + ": session lock of " + info.id +
+                                           " is held by another connection");
     }
-    auto r = run(stmts::remove, {std::string(lock), std::string(id), info_.id});
+    auto owner = info.owner.substr(0, 1000);
+    auto r = c.run(stmts::open_session, {info.id, owner, info.ttl.count()});
     if (!r) return fail(r.error());
-    if (r->rows.empty() || r->i64(0, 0) == 0) {
-      return fail(errc::lock_lost, "mysql entry " + std::string(id) + " of '" + std::string(lock) +
-                                       "' is gone (lease ended)");
-    }
     return {};
   }
 
-  // Only this session's live entry, on the session's own connection: a session whose
-  // connection ended has ended, and its leader must not speak.
-  result<std::uint64_t> set_value(std::string_view lock, std::string_view id,
-                                  std::string_view value) override {
-    auto gone = [&](const std::string& why) {
-      return fail(errc::lock_lost, "mysql entry " + std::string(id) + " of '" + std::string(lock) +
-                                       "' is gone (" + why + ")");
-    };
-    if (link_.expired()) return gone("the session expired");
-    auto r = run(stmts::set_value,
-                 {std::string(value), std::string(lock), std::string(id), info_.id}, true);
-    if (!r) {
-      if (r.error().code == make_error_code(errc::session_expired)) {
-        return fail(errc::lock_lost, r.error().message);
-      }
-      return fail(r.error());
-    }
-    if (r->affected == 0) return gone("lease ended");
-    return r->insert_id;
+  static bool idle_fine(conn& c) { return !c.peer_closed(); }
+
+  static request enqueue(const std::string& session, std::string_view lock, std::string_view id,
+                         entry_kind kind) {
+    return {stmts::enqueue,
+            {session, std::string(lock), std::string(id),
+             std::int64_t{kind == entry_kind::shared ? 1 : 0}}};
+  }
+  static request list(std::string_view lock, const std::string& session) {
+    return {stmts::list, {std::string(lock), session}};
+  }
+  static request set_value(std::string_view lock, std::string_view id, const std::string& session,
+                           std::string_view value) {
+    return {stmts::set_value, {std::string(value), std::string(lock), std::string(id), session}};
+  }
+  static request remove(std::string_view lock, std::string_view id, const std::string& session) {
+    return {stmts::remove, {std::string(lock), std::string(id), session}};
+  }
+  static request keep_alive(const std::string& session, milliseconds ttl) {
+    return {stmts::keep_alive, {ttl.count(), session}};
+  }
+  static request lock_names(std::string_view prefix) {
+    return {stmts::lock_names, {static_cast<std::int64_t>(prefix.size()), std::string(prefix)}};
+  }
+  static std::vector<request> goodbye(const std::string& session) {
+    return {{stmts::close_entries, {session}}, {stmts::close_session, {session}}};
+  }
+  // What this session's own close runs, for another session (the session row first, so its
+  // holder's next renewal fails before its entries go).
+  static std::vector<request> end_session(const std::string& session) {
+    return {{stmts::close_session, {session}}, {stmts::close_entries, {session}}};
   }
 
-  result<void> wait(std::string_view lock, const entry& awaited, steady::time_point deadline,
-                    std::stop_token stop) override {
-    return wait_any(lock, std::span<const entry>(&awaited, 1), deadline, std::move(stop));
+  static std::size_t count(const rows& r) { return r.rows.size(); }
+  static void read_values(queue_view&) {}
+  static std::optional<std::uint64_t> version_set(const rows& r) {
+    if (r.affected == 0) return std::nullopt;
+    return r.insert_id;
   }
+  static bool removed(const rows& r) { return !r.rows.empty() && r.i64(0, 0) != 0; }
+  static bool renewed(const rows& r) { return r.affected != 0; }
 
-  result<void> wait_any(std::string_view, std::span<const entry> awaited,
-                        steady::time_point deadline, std::stop_token stop) override {
-    if (awaited.size() == 1 && ring(awaited.front(), deadline, stop)) return {};
+  void close_wakes() noexcept { bells_.close(); }
+
+  static result<std::vector<check_finding>> findings(conn& c) { return my::findings(c, false); }
+
+  template <class Session>
+  result<void> wait_any(Session& s, std::string_view, std::span<const entry> awaited,
+                        steady::time_point deadline, std::stop_token stop) {
+    if (awaited.size() == 1 && ring(s, awaited.front(), deadline, stop)) return {};
     return poll(deadline, stop, [&]() -> result<bool> {
       if (awaited.size() == 1) {
-        auto r = run(stmts::alive, {awaited.front().id});
+        auto r = s.run(stmts::alive, {awaited.front().id});
         if (!r) return fail(r.error());
         return r->rows.empty();
       }
@@ -149,7 +138,7 @@ class mysql_session final : public backend_session {
       std::vector<my::param> ids;
       for (const auto& e : awaited) ids.emplace_back(e.id);
       const auto sql = stmts::alive_count(ids.size());
-      auto r = run(sql, std::move(ids));
+      auto r = s.run(sql, std::move(ids));
       if (!r) return fail(r.error());
       return r->rows.empty() || r->i64(0, 0) < static_cast<std::int64_t>(awaited.size());
     });
@@ -157,8 +146,9 @@ class mysql_session final : public backend_session {
 
   // Election observers poll the queue's mark (my_schema.cpp, change_mark) against the mark
   // of `seen`: three integers per poll instead of the listing with its values.
-  result<void> wait_change(std::string_view lock, const queue_view& seen,
-                           steady::time_point deadline, std::stop_token stop) override {
+  template <class Session>
+  result<void> wait_change(Session& s, std::string_view lock, const queue_view& seen,
+                           steady::time_point deadline, std::stop_token stop) {
     std::int64_t top = 0, versions = 0;
     for (const auto& e : seen.entries) {
       top = std::max(top, static_cast<std::int64_t>(e.token));
@@ -169,51 +159,12 @@ class mysql_session final : public backend_session {
     return poll(
         deadline, stop,
         [&]() -> result<bool> {
-          auto r = run(stmts::change_mark, {std::string(lock)});
+          auto r = s.run(stmts::change_mark, {std::string(lock)});
           if (!r) return fail(r.error());
           return r->rows.empty() || r->i64(0, 0) != count || r->i64(0, 1) != top ||
                  r->i64(0, 2) != versions;
         },
         max_observer_pause);
-  }
-
-  result<steady::time_point> keep_alive() override {
-    auto sent = steady::now();
-    auto r = run(stmts::keep_alive, {info_.ttl.count(), info_.id}, true);
-    if (!r) return fail(r.error());
-    if (r->affected == 0) {
-      return fail(errc::session_expired, target_.where + ": session " + info_.id +
-                                             " expired (lease lapsed or its connection ended)");
-    }
-    return sent;
-  }
-
-  void close() noexcept override {
-    bells_.close();
-    link_.close([&](my::conn& c) {
-      return c.run(stmts::close_entries, {info_.id}) && c.run(stmts::close_session, {info_.id});
-    });
-  }
-
-  // What this session's own close runs, for another session (the session row first, so its
-  // holder's next renewal fails before its entries go).
-  result<void> end_session(std::string_view session_id) override {
-    if (auto r = run(stmts::close_session, {std::string(session_id)}); !r) return fail(r.error());
-    if (auto r = run(stmts::close_entries, {std::string(session_id)}); !r) return fail(r.error());
-    return {};
-  }
-
-  result<std::vector<check_finding>> diagnose() override {
-    return link_.run(false, [&](my::conn& c, bool) { return my::findings(c, false); });
-  }
-
-  result<std::vector<std::string>> lock_names(std::string_view prefix) override {
-    auto r =
-        run(stmts::lock_names, {static_cast<std::int64_t>(prefix.size()), std::string(prefix)});
-    if (!r) return fail(r.error());
-    std::vector<std::string> out;
-    for (std::size_t i = 0; i < r->rows.size(); ++i) out.push_back(r->text(i, 0));
-    return out;
   }
 
  private:
@@ -234,7 +185,9 @@ class mysql_session final : public backend_session {
   // Waits on `awaited`'s doorbell; false if the caller must poll instead: no doorbell
   // connection, or this entry's doorbell was got before while the entry stayed listed (its
   // owner takes none: a version-3 client, or an owner that outlived its lease).
-  bool ring(const entry& awaited, steady::time_point deadline, const std::stop_token& stop) {
+  template <class Session>
+  bool ring(Session& s, const entry& awaited, steady::time_point deadline,
+            const std::stop_token& stop) {
     {
       std::lock_guard lk(rung_mu_);
       if (rung_.contains(awaited.id)) return false;
@@ -268,7 +221,7 @@ class mysql_session final : public backend_session {
         continue;
       }
       if (stop.stop_requested() || steady::now() >= until) return true;
-      auto r = run(stmts::alive, {awaited.id});
+      auto r = s.run(stmts::alive, {awaited.id});
       if (!r || r->rows.empty()) return true;  // gone (or failing): the engine lists again
     }
   }
@@ -283,28 +236,17 @@ class mysql_session final : public backend_session {
   static constexpr std::chrono::microseconds first_slot_pause{50'000};
   static constexpr std::chrono::microseconds max_slot_pause{1'000'000};
 
-  result<void> poll(steady::time_point deadline, const std::stop_token& stop,
-                    const std::function<result<bool>()>& changed,
-                    std::chrono::microseconds cap = max_pause) {
+  static result<void> poll(steady::time_point deadline, const std::stop_token& stop,
+                           const std::function<result<bool>()>& changed,
+                           std::chrono::microseconds cap = max_pause) {
     return poll_until(deadline, stop, poll_pacer{first_pause, cap}, changed);
   }
 
-  // `self` (list only): the index of the parameter naming this session, whose entries the
-  // server then skips checking; blanked when the session's connection is gone.
-  result<my::outcome> run(const std::string& sql, std::vector<my::param> params, bool bound = false,
-                          int self = -1) {
-    return link_.run(bound, [&](my::conn& c, bool lost) {
-      if (self >= 0 && lost) params[static_cast<std::size_t>(self)] = std::string();
-      return c.run(sql, params);
-    });
-  }
-
   my::target target_;
-  session_info info_;
+  milliseconds timeout_;
   my::bells bells_;
   std::mutex rung_mu_;
   std::unordered_set<std::string> rung_;  // entries whose doorbell was got (see ring())
-  session_conn<my::conn> link_;           // last: its watch stops before the members above go
 };
 
 }  // namespace
@@ -355,7 +297,7 @@ result<std::unique_ptr<backend_session>> open_mysql(const url& u, const session_
   t.wait_timeout = std::min(max_wait_timeout, ceil_secs(info.ttl * 2 + info.request_timeout));
   t.wait_timeout_min = ceil_secs(info.ttl + info.request_timeout);
   t.wait_timeout_for = "the lease's renewals (" + ttl_text + ")";
-  auto s = std::make_unique<mysql_session>(std::move(t), info);
+  auto s = std::make_unique<sql_lease_session<my_lease>>(info, std::move(t));
   if (auto r = s->start(); !r) return fail(r.error());
   return s;
 }

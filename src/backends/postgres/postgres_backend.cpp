@@ -13,8 +13,7 @@
 #include <span>
 #include <vector>
 
-#include "backends/common/queue_rows.hpp"
-#include "backends/common/session_conn.hpp"
+#include "backends/common/sql_lease_session.hpp"
 #include "backends/postgres/pg_advisory.hpp"
 #include "backends/postgres/pg_conn.hpp"
 #include "backends/postgres/pg_doctor.hpp"
@@ -26,29 +25,47 @@ namespace {
 
 using std::chrono::milliseconds;
 
-class postgres_session final : public backend_session {
+// PostgreSQL's part of the lease session (sql_lease_session.hpp): its statements
+// (pg_schema.hpp), text parameters, hex-encoded values, and waiters woken by NOTIFY
+// (pg_listener.hpp).
+class pg_lease {
  public:
-  postgres_session(pg::target t, std::string schema, session_info info)
+  using conn = pg::conn;
+  using rows = pg::rows;
+  using param = std::string;
+  using statement = pg::statement;
+  struct request {
+    const statement& sql;
+    std::vector<param> params;
+  };
+  static constexpr std::string_view name = "postgres";
+
+  pg_lease(const session_info& info, pg::target t, std::string schema)
       : target_(std::move(t)),
         schema_(std::move(schema)),
         stmts_(pg::make_statements(schema_)),
-        info_(std::move(info)),
-        listener_(target_, info_.request_timeout, stmts_),
-        link_(target_.where, info_.id, [this]() -> result<pg::conn> {
-          auto c = pg::conn::open(target_, info_.request_timeout);
-          if (c) c->set_unnamed(pooled_);
-          return c;
-        }) {}
+        timeout_(info.request_timeout),
+        listener_(target_, info.request_timeout, stmts_) {}
 
-  ~postgres_session() override { close(); }
+  static capabilities caps() {
+    return {.scope = reach::network,
+            .push_wakeups = true,
+            .durable_tokens = true,
+            .ends_other_sessions = true,
+            .permits = true,
+            .values = true};
+  }
 
-  result<void> start() {
-    return link_.start([&](pg::conn& c) { return open_session(c); },
-                       [](pg::conn& c) { return c.consume(); });
+  const std::string& where() const { return target_.where; }
+
+  result<conn> connect() {
+    auto c = conn::open(target_, timeout_);
+    if (c) c->set_unnamed(pooled_);
+    return c;
   }
 
   // The schema, then the session row, on the connection that becomes the session.
-  result<void> open_session(pg::conn& c) {
+  result<void> open_session(conn& c, const session_info& info) {
     if (auto r = pg::ensure_schema(c, schema_); !r) return r;
     // The session is bound to its server process only where that process is provably this
     // connection's own (the server's peer is our socket): then its end is the session's end.
@@ -58,7 +75,7 @@ class postgres_session final : public backend_session {
     // process twice once bound a pooled session to one process, and its next statement, run
     // elsewhere, found the session "expired". Detected transaction pooling also sends
     // statements unnamed and polls instead of LISTEN.
-    auto route = pg::probe_route(c, target_, info_.request_timeout);
+    auto route = pg::probe_route(c, target_, timeout_);
     if (!route) return fail(route.error());
     pooled_ = route->pooled;
     direct_ = route->direct;
@@ -67,66 +84,64 @@ class postgres_session final : public backend_session {
       listener_.set_pooled();
     }
     auto r = c.run(route->direct ? stmts_.open_session : stmts_.open_pooled_session,
-                   {info_.id, info_.owner, std::to_string(info_.ttl.count())});
+                   {info.id, info.owner, std::to_string(info.ttl.count())});
     if (!r) return fail(r.error());
     return {};
   }
 
-  void on_expired() noexcept override { link_.on_expired(); }
+  static bool idle_fine(conn& c) { return c.consume(); }
 
-  void set_event_handler(std::function<void(session_event)> handler) override {
-    link_.set_event_handler(std::move(handler));
+  request enqueue(const std::string& session, std::string_view lock, std::string_view id,
+                  entry_kind kind) const {
+    return {stmts_.enqueue,
+            {session, std::string(lock), std::string(id), kind == entry_kind::shared ? "1" : "0"}};
+  }
+  request list(std::string_view lock, const std::string& session) const {
+    return {stmts_.list, {std::string(lock), session}};
+  }
+  request set_value(std::string_view lock, std::string_view id, const std::string& session,
+                    std::string_view value) const {
+    return {stmts_.set_value, {std::string(lock), std::string(id), session, pg::to_hex(value)}};
+  }
+  request remove(std::string_view lock, std::string_view id, const std::string& session) const {
+    return {direct_ ? stmts_.remove_lazy : stmts_.remove,
+            {std::string(lock), std::string(id), session}};
+  }
+  request keep_alive(const std::string& session, milliseconds ttl) const {
+    return {direct_ ? stmts_.keep_alive_lazy : stmts_.keep_alive,
+            {session, std::to_string(ttl.count())}};
+  }
+  request lock_names(std::string_view prefix) const {
+    return {stmts_.lock_names, {std::string(prefix)}};
+  }
+  std::vector<request> goodbye(const std::string& session) const {
+    return {{direct_ ? stmts_.close_lazy : stmts_.close, {session}}};
+  }
+  // This session's own close, for another session: its waiters notice at their next check of
+  // the holder's session (at most max_check later).
+  std::vector<request> end_session(const std::string& session) const {
+    return {{stmts_.close, {session}}};
   }
 
-  capabilities caps() const noexcept override {
-    return {.scope = reach::network,
-            .push_wakeups = true,
-            .durable_tokens = true,
-            .ends_other_sessions = true,
-            .permits = true,
-            .values = true};
+  static std::size_t count(const rows& r) { return static_cast<std::size_t>(r.count()); }
+  // Listed values arrive hex-encoded (queue rows are text).
+  static void read_values(queue_view& v) {
+    for (auto& e : v.entries) e.value = pg::from_hex(e.value);
   }
-
-  result<queue_view> enqueue(std::string_view lock, entry_kind kind, std::string_view id) override {
-    auto sent = steady::now();
-    auto r =
-        run(stmts_.enqueue,
-            {info_.id, std::string(lock), std::string(id), kind == entry_kind::shared ? "1" : "0"},
-            true);
-    if (!r) return fail(r.error());
-    return with_values(rows_to_queue(*r, static_cast<std::size_t>(r->count()), sent, true));
+  static std::optional<std::uint64_t> version_set(const rows& r) {
+    if (r.count() != 1) return std::nullopt;
+    return static_cast<std::uint64_t>(r.i64(0, 0));
   }
+  static bool removed(const rows& r) { return !(r.count() == 1 && r.i64(0, 0) == 0); }
+  static bool renewed(const rows& r) { return r.affected() != 0; }
 
-  result<queue_view> list(std::string_view lock) override {
-    auto sent = steady::now();
-    auto r = run(stmts_.list, {std::string(lock), info_.id}, false, 1);
-    if (!r) return fail(r.error());
-    return with_values(rows_to_queue(*r, static_cast<std::size_t>(r->count()), sent, true));
-  }
+  void close_wakes() noexcept { listener_.close(); }
 
-  result<std::uint64_t> set_value(std::string_view lock, std::string_view id,
-                                  std::string_view value) override {
-    if (link_.expired()) {
-      return fail(errc::lock_lost, "postgres entry " + std::string(id) + " of '" +
-                                       std::string(lock) + "' is gone (the session expired)");
-    }
-    auto r = run(stmts_.set_value,
-                 {std::string(lock), std::string(id), info_.id, pg::to_hex(value)}, true);
-    if (!r) {
-      if (r.error().code == make_error_code(errc::session_expired)) {
-        return fail(errc::lock_lost, r.error().message);
-      }
-      return fail(r.error());
-    }
-    if (r->count() != 1) {
-      return fail(errc::lock_lost, "postgres entry " + std::string(id) + " of '" +
-                                       std::string(lock) + "' is gone (lease ended)");
-    }
-    return static_cast<std::uint64_t>(r->i64(0, 0));
-  }
+  result<std::vector<check_finding>> findings(conn& c) { return pg::findings(c, pooled_); }
 
-  result<void> wait_change(std::string_view lock, const queue_view& seen,
-                           steady::time_point deadline, std::stop_token stop) override {
+  template <class Session>
+  result<void> wait_change(Session& s, std::string_view lock, const queue_view& seen,
+                           steady::time_point deadline, std::stop_token stop) {
     // Subscribed before the look, so a change between the two is not missed: a candidate
     // joining or setting its value NOTIFYs the lock's channel, the head leaving its own. A
     // leader whose connection ended NOTIFYs nothing: the next look (a slice later) reaps it.
@@ -143,7 +158,7 @@ class postgres_session final : public backend_session {
       tickets.push_back(std::move(*t));
     }
     if (out) {
-      auto now = list(lock);
+      auto now = s.list(lock);
       if (!now) {
         out = fail(now.error());
       } else if (same_entries(now->entries, seen.entries)) {
@@ -154,31 +169,9 @@ class postgres_session final : public backend_session {
     return out;
   }
 
-  result<void> remove(std::string_view lock, std::string_view id) override {
-    // Rows of a lapsed lease are dead to every other client: not ours any more, and not worth
-    // a request (nor a new connection from a remover thread that the host's exit could tear
-    // OpenSSL down under: a fault-run worker crashed so).
-    if (link_.expired()) {
-      return fail(errc::lock_lost, "postgres entry " + std::string(id) + " of '" +
-                                       std::string(lock) + "' is gone (the session expired)");
-    }
-    auto r = run(direct_ ? stmts_.remove_lazy : stmts_.remove,
-                 {std::string(lock), std::string(id), info_.id});
-    if (!r) return fail(r.error());
-    if (r->count() == 1 && r->i64(0, 0) == 0) {
-      return fail(errc::lock_lost, "postgres entry " + std::string(id) + " of '" +
-                                       std::string(lock) + "' is gone (lease ended)");
-    }
-    return {};
-  }
-
-  result<void> wait(std::string_view lock, const entry& awaited, steady::time_point deadline,
-                    std::stop_token stop) override {
-    return wait_any(lock, std::span<const entry>(&awaited, 1), deadline, std::move(stop));
-  }
-
-  result<void> wait_any(std::string_view, std::span<const entry> awaited,
-                        steady::time_point deadline, std::stop_token stop) override {
+  template <class Session>
+  result<void> wait_any(Session&, std::string_view, std::span<const entry> awaited,
+                        steady::time_point deadline, std::stop_token stop) {
     // Subscribe before checking, so a removal between the two is not missed.
     std::vector<pg::listener::ticket> tickets;
     std::vector<std::string> ids;
@@ -230,56 +223,11 @@ class postgres_session final : public backend_session {
     return out;
   }
 
+ private:
   result<std::vector<std::optional<pg::listener::liveness>>> one_alive(const std::string& id) {
     auto a = listener_.alive(id);
     if (!a) return fail(a.error());
     return std::vector<std::optional<pg::listener::liveness>>{std::move(*a)};
-  }
-
-  result<steady::time_point> keep_alive() override {
-    auto sent = steady::now();
-    auto r = run(direct_ ? stmts_.keep_alive_lazy : stmts_.keep_alive,
-                 {info_.id, std::to_string(info_.ttl.count())}, true);
-    if (!r) return fail(r.error());
-    if (r->affected() == 0) {
-      return fail(errc::session_expired, target_.where + ": session " + info_.id +
-                                             " expired (lease lapsed or its connection ended)");
-    }
-    return sent;
-  }
-
-  void close() noexcept override {
-    listener_.close();
-    link_.close([&](pg::conn& c) {
-      return static_cast<bool>(c.run(direct_ ? stmts_.close_lazy : stmts_.close, {info_.id}));
-    });
-  }
-
-  // The statement this session's own close runs, for another session: its waiters notice at
-  // their next check of the holder's session (at most max_check later).
-  result<void> end_session(std::string_view session_id) override {
-    auto r = run(stmts_.close, {std::string(session_id)});
-    if (!r) return fail(r.error());
-    return {};
-  }
-
-  result<std::vector<check_finding>> diagnose() override {
-    return link_.run(false, [&](pg::conn& c, bool) { return pg::findings(c, pooled_); });
-  }
-
-  result<std::vector<std::string>> lock_names(std::string_view prefix) override {
-    auto r = run(stmts_.lock_names, {std::string(prefix)});
-    if (!r) return fail(r.error());
-    std::vector<std::string> out;
-    for (int i = 0; i < r->count(); ++i) out.push_back(r->text(i, 0));
-    return out;
-  }
-
- private:
-  // Listed values arrive hex-encoded (queue rows are text).
-  static queue_view with_values(queue_view v) {
-    for (auto& e : v.entries) e.value = pg::from_hex(e.value);
-    return v;
   }
 
   static constexpr milliseconds max_nap{30'000};
@@ -292,20 +240,10 @@ class postgres_session final : public backend_session {
   // Behind a transaction pooler no NOTIFY wakes a waiter: it polls, this often at most.
   static constexpr milliseconds max_pooled_check{100};
 
-  // `self` (list only): the index of the parameter naming this session, whose entries the
-  // server then skips checking; blanked when the session's connection is gone.
-  result<pg::rows> run(const pg::statement& s, std::vector<std::string> params, bool bound = false,
-                       int self = -1) {
-    return link_.run(bound, [&](pg::conn& c, bool lost) {
-      if (self >= 0 && lost) params[static_cast<std::size_t>(self)].clear();
-      return c.run(s, params);
-    });
-  }
-
   pg::target target_;
   std::string schema_;
   pg::statements stmts_;
-  session_info info_;
+  milliseconds timeout_;
   pg::listener listener_;
   // Behind a transaction pooler: unnamed statements, no LISTEN. Set while opening, before
   // any spare connection is made.
@@ -314,7 +252,6 @@ class postgres_session final : public backend_session {
   // release or renewal committed lazily (pg_schema.hpp) ends the session too. Otherwise only
   // the lease counts, and every write stays durable.
   bool direct_{false};
-  session_conn<pg::conn> link_;  // last: its watch stops before the members above go
 };
 
 std::string join_hosts(const url& u, bool ports) {
@@ -376,7 +313,7 @@ result<std::unique_ptr<backend_session>> open_postgres(const url& u, const sessi
     }
     return pg::open_advisory(std::move(t), std::move(listen), schema, info);
   }
-  auto s = std::make_unique<postgres_session>(std::move(t), schema, info);
+  auto s = std::make_unique<sql_lease_session<pg_lease>>(info, std::move(t), schema);
   if (auto r = s->start(); !r) return fail(r.error());
   return s;
 }
