@@ -28,6 +28,7 @@ std::chrono::system_clock::time_point wall_deadline(steady::time_point d) {
 range_result to_range(const pb::RangeResponse& r) {
   range_result out;
   out.revision = r.header().revision();
+  out.more = r.more();
   out.kvs.reserve(static_cast<std::size_t>(r.kvs_size()));
   for (const auto& kv : r.kvs()) {
     out.kvs.push_back(
@@ -194,9 +195,14 @@ class grpc_client final : public client {
             p->set_lease(o.lease);
             break;
           }
-          case txn_op::range:
-            fill_range(*r->mutable_request_range(), o.key, o.end, false);
+          case txn_op::range: {
+            auto* q = r->mutable_request_range();
+            fill_range(*q, o.key, o.end, false);
+            q->set_limit(o.limit);
+            if (o.newest_first) q->set_sort_order(pb::RangeRequest::DESCEND);
+            q->set_max_create_revision(o.max_create_revision);
             break;
+          }
           case txn_op::del:
             r->mutable_request_delete_range()->set_key(o.key);
             break;
