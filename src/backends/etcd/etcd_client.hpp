@@ -112,9 +112,9 @@ class client {
   virtual result<range_result> range(const std::string& begin, const std::string& end,
                                      bool keys_only) = 0;
 
-  // Watches `keys` (one stream, one watch each) until one is deleted (true), or `deadline`,
-  // `stop` or close() (false). A watch the server cancels (its revision compacted) is set
-  // up again from the compaction revision.
+  // Watches `keys` (one watch each, on the session's one Watch stream: etcd_watch.hpp) until
+  // one is deleted (true), or `deadline`, `stop` or close() (false). A watch the server
+  // cancels (its revision compacted) is set up again from the compaction revision.
   virtual result<bool> await_delete(std::span<const watched_key> keys, steady::time_point deadline,
                                     std::stop_token stop) = 0;
 
