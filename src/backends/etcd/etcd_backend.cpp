@@ -35,8 +35,6 @@
 namespace dlock::detail {
 namespace {
 
-using etcd::key_value;
-
 // An entry this session wrote: its contender key and its companion with the record, which
 // removal and set_value compare (so they never act on a later entry of the same lease).
 struct own_entry {
@@ -271,15 +269,7 @@ class etcd_session final : public backend_session {
     if (begin.empty()) begin.assign(1, '\0');
     auto r = client_->range(begin, end, true);
     if (!r) return fail(r.error());
-    std::set<std::string> names;
-    for (const auto& kv : r->kvs) {
-      // Only keys in the lock layout: "<base><name>/<hex of the key's own lease>".
-      auto name = etcd::lock_of_key(cfg_.base, kv.key);
-      if (!name || kv.lease == 0) continue;
-      if (kv.key != etcd::lease_key(etcd::lock_prefix(cfg_.base, *name), kv.lease)) continue;
-      names.insert(std::move(*name));
-    }
-    return std::vector<std::string>(names.begin(), names.end());
+    return etcd::lock_names_of(cfg_.base, r->kvs);
   }
 
   std::vector<std::int64_t> leases() {

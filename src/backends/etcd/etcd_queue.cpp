@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 
 #include "backends/etcd/etcd_keys.hpp"
 
@@ -131,6 +132,18 @@ std::optional<read_view> window_view(const lock_ranges& r, std::span<const range
   // The first entry is the head unless the gap is in front of it.
   if (!view.keys.empty() && view.gap_at != std::size_t{0}) view.keys[0].head = true;
   return view;
+}
+
+std::vector<std::string> lock_names_of(std::string_view base, std::span<const key_value> kvs) {
+  std::set<std::string> names;
+  for (const auto& kv : kvs) {
+    // Only keys in the lock layout: "<base><name>/<hex of the key's own lease>".
+    auto name = lock_of_key(base, kv.key);
+    if (!name || kv.lease == 0) continue;
+    if (kv.key != lease_key(lock_prefix(base, *name), kv.lease)) continue;
+    names.insert(std::move(*name));
+  }
+  return {names.begin(), names.end()};
 }
 
 void seen_keys::remember(std::string_view lock, const std::vector<listed_key_of>& keys) {

@@ -61,6 +61,9 @@ read_view whole_view(const lock_ranges& r, const range_result& keys, const range
 // caller lists the whole queue instead.
 std::optional<read_view> window_view(const lock_ranges& r, std::span<const range_result> pages);
 
+// The names of the locks with a contender key among `kvs` (keys under `base`), sorted once each.
+std::vector<std::string> lock_names_of(std::string_view base, std::span<const key_value> kvs);
+
 // The keys of the entries listings saw, per lock, for waiting on them: merged, so that the
 // waiters of one lock (threads of one session) keep each other's. A miss only costs a
 // spurious wake-up (the engine lists again), so it is bounded crudely. Thread-safe.
