@@ -44,6 +44,9 @@ std::unique_ptr<client> make_client(const target& t) {
   if (t.scheme == "postgres" || t.scheme == "postgresql") return make_pg(t);
   if (t.scheme == "mysql" || t.scheme == "mariadb") return make_mysql(t);
   if (t.scheme == "sqlite") return make_sqlite(t);
+#ifdef DLOCK_FLOOR_ETCD
+  if (t.scheme == "etcd") return make_etcd(t);
+#endif
   throw std::runtime_error("no floor for scheme '" + t.scheme + "'");
 }
 

@@ -12,7 +12,7 @@
 namespace dlock::floor {
 
 struct target {
-  std::string scheme;  // redis, zk, postgres, mysql, sqlite
+  std::string scheme;  // redis, zk, postgres, mysql, sqlite, etcd
   std::string host{"127.0.0.1"};
   int port{0};
   std::string user;
@@ -47,6 +47,7 @@ std::unique_ptr<client> make_zk(const target& t);
 std::unique_ptr<client> make_pg(const target& t);
 std::unique_ptr<client> make_mysql(const target& t);
 std::unique_ptr<client> make_sqlite(const target& t);
+std::unique_ptr<client> make_etcd(const target& t);
 std::unique_ptr<client> make_client(const target& t);
 
 cli::bench_report run_uncontended(client& c, std::chrono::milliseconds duration, std::size_t count);

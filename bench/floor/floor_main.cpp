@@ -9,6 +9,12 @@
 #include "core/duration.hpp"
 #include "floor_common.hpp"
 
+#ifdef DLOCK_FLOOR_ETCD
+constexpr bool etcd_floor = true;
+#else
+constexpr bool etcd_floor = false;  // built without the etcd backend
+#endif
+
 int main(int argc, char** argv) {
   CLI::App app{"dlock-floor: the raw round trips of a lock cycle, by hand", "dlock-floor"};
   std::string url, scenario = "uncontended", duration = "10s";
@@ -38,7 +44,7 @@ int main(int argc, char** argv) {
     t = dlock::floor::parse_target(url);
     if (t.scheme != "redis" && t.scheme != "zk" && t.scheme != "postgres" &&
         t.scheme != "postgresql" && t.scheme != "mysql" && t.scheme != "mariadb" &&
-        t.scheme != "sqlite") {
+        t.scheme != "sqlite" && !(t.scheme == "etcd" && etcd_floor)) {
       std::cerr << "dlock-floor: no floor for scheme '" << t.scheme << "'\n";
       return 64;
     }

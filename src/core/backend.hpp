@@ -170,12 +170,16 @@ class backend_session {
   // The current queue of `lock`, without entries whose lease has lapsed.
   virtual result<queue_view> list(std::string_view lock) = 0;
 
-  // The queue as a waiter re-reads it after a wake-up: list()'s entries in list()'s order,
-  // except that other sessions' entries may come without token, creation time or owner (0,
-  // empty): a verdict needs only ids, kinds and order. A backend that pays a request per
-  // entry for those (ZooKeeper: one read per node) skips them here, so that a handoff's cost
-  // does not grow with the queue. Default: list().
-  virtual result<queue_view> list_for_waiter(std::string_view lock) { return list(lock); }
+  // The queue as the waiter of this session's entry `entry_id` re-reads it after a wake-up:
+  // list()'s entries in list()'s order, except that other sessions' entries may come without
+  // token, creation time or owner (0, empty): a verdict needs only ids, kinds and order. A
+  // backend that pays a request per entry for those (ZooKeeper: one read per node) skips them
+  // here, so that a handoff's cost does not grow with the queue. It may also give only what
+  // the waiter's verdict reads (verdict_reads: etcd), as enqueue() may. Default: list().
+  virtual result<queue_view> list_for_waiter(std::string_view lock, std::string_view entry_id) {
+    (void)entry_id;
+    return list(lock);
+  }
 
   // Removes this session's entry `entry_id` of `lock`. lock_lost if it was not there (or its
   // session's lease had ended): see the contract above.

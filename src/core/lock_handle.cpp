@@ -288,7 +288,7 @@ result<queue_view> lock_handle::wait_for_grant(const std::string& id, queue_view
     session_->count_wakeup_listing();
     auto retry_until = std::max(deadline, steady::now() + session_->options().request_timeout);
     auto next = with_retry(policy, retry_until, stop,
-                           [&] { return session_->backend().list_for_waiter(name_); });
+                           [&] { return session_->backend().list_for_waiter(name_, id); });
     if (!next) {
       if (stop.stop_requested() || steady::now() >= deadline) continue;  // reported above
       return fail(next.error());

@@ -26,8 +26,8 @@ class observed_backend final : public backend_session {
   result<queue_view> list(std::string_view lock) override {
     return timed("list", [&] { return inner_->list(lock); });
   }
-  result<queue_view> list_for_waiter(std::string_view lock) override {
-    return timed("list", [&] { return inner_->list_for_waiter(lock); });
+  result<queue_view> list_for_waiter(std::string_view lock, std::string_view id) override {
+    return timed("list", [&] { return inner_->list_for_waiter(lock, id); });
   }
   result<void> remove(std::string_view lock, std::string_view id) override {
     return timed("remove", [&] { return inner_->remove(lock, id); });

@@ -91,6 +91,38 @@ verdict decide(std::span<const entry> queue, std::size_t mine) {
   return v;
 }
 
+verdict_reads reads_of(const entry& e) noexcept {
+  switch (e.kind) {
+    case entry_kind::permit:
+      return {e.limit, e.limit};
+    case entry_kind::shared:
+      return {1, 0};
+    default:
+      return {1, 1};
+  }
+}
+
+bool window_suffices(std::span<const entry> view, std::size_t mine,
+                     std::optional<std::size_t> gap_at) {
+  if (!gap_at) return true;
+  const auto& me = view[mine];
+  switch (me.kind) {
+    case entry_kind::exclusive:
+    case entry_kind::candidate:  // the head and the predecessor (decide)
+      return *gap_at >= 1 && mine > *gap_at;
+    case entry_kind::permit:  // the first `limit` (refused if mixed) and the `limit` ahead
+      return *gap_at >= me.limit && mine >= *gap_at + me.limit;
+    case entry_kind::shared: {
+      // The scan back must stop inside the run, at the last writer (or a stranger).
+      if (mine < *gap_at) return false;
+      auto v = decide(view, mine);
+      if (v.conflict) return *v.conflict >= *gap_at;
+      return !v.holds && v.wait_first >= *gap_at;
+    }
+  }
+  return false;
+}
+
 std::optional<std::size_t> find_entry(std::span<const entry> queue, std::string_view id) noexcept {
   for (std::size_t i = 0; i < queue.size(); ++i) {
     if (queue[i].id == id) return i;

@@ -48,6 +48,23 @@ verdict decide(std::span<const entry> queue, std::size_t mine);
 // The same over a backend's view, counting its unlisted holders: `mine` indexes view.entries.
 verdict decide(const queue_view& view, std::size_t mine);
 
+// What the verdict of an entry reads of its queue: the first `head` entries and the `ahead`
+// entries just before it (ahead == 0: every entry back to the last exclusive one, however far:
+// a shared entry's). A backend that lists only those, with a gap between, saves reading the
+// whole queue for every waiter (etcd); window_suffices tells whether a read fell short.
+struct verdict_reads {
+  std::size_t head{1};
+  std::size_t ahead{1};
+};
+// `e` as read_recipes marked it (kind and limit).
+verdict_reads reads_of(const entry& e) noexcept;
+
+// Whether `view` decides entry `mine` as the whole queue would, when it holds the queue's
+// first entries up to `gap_at`, then (after an unknown gap) a run of consecutive entries
+// through `mine`. No gap (nullopt): the queue's whole prefix, always enough.
+bool window_suffices(std::span<const entry> view, std::size_t mine,
+                     std::optional<std::size_t> gap_at);
+
 // Index of the entry with id `id`, if present.
 std::optional<std::size_t> find_entry(std::span<const entry> queue, std::string_view id) noexcept;
 

@@ -246,5 +246,58 @@ TEST(verdict, candidates_and_other_recipes_refuse_each_other) {
   }
 }
 
+// A backend may list a waiter's window: the queue's first entries, a gap, then the entries just
+// ahead of the waiter (etcd). Whenever window_suffices says such a view is enough, it decides
+// as the whole queue does (same holding, same awaited entries, same refusal); for the reading
+// reads_of asks (a shared entry's page: 2 here), it is enough for every lock and permit entry.
+void expect_windows_decide_as_the_queue(const std::vector<entry>& q) {
+  const auto ids = [](std::span<const entry> v, const verdict& d) {
+    std::vector<std::string> out;
+    for (std::size_t i = 0; i < d.wait_count; ++i) out.push_back(v[d.wait_first + i].id);
+    if (d.conflict) out.push_back("conflict " + v[*d.conflict].id);
+    return out;
+  };
+  for (std::size_t mine = 0; mine < q.size(); ++mine) {
+    const auto full = decide(q, mine);
+    for (std::size_t head = 0; head <= mine; ++head) {
+      for (std::size_t ahead = 0; head + ahead <= mine; ++ahead) {
+        const bool gap = head + ahead < mine;
+        std::vector<entry> view(q.begin(), q.begin() + static_cast<std::ptrdiff_t>(head));
+        view.insert(view.end(), q.begin() + static_cast<std::ptrdiff_t>(mine - ahead),
+                    q.begin() + static_cast<std::ptrdiff_t>(mine + 1));
+        const auto at = view.size() - 1;
+        const auto gap_at = gap ? std::optional<std::size_t>(head) : std::nullopt;
+        if (!window_suffices(view, at, gap_at)) {
+          auto want = reads_of(q[mine]);
+          EXPECT_FALSE(q[mine].kind != entry_kind::shared && head >= want.head &&
+                       ahead >= want.ahead)
+              << "entry " << mine << ": the reading it asks for falls short";
+          continue;
+        }
+        auto part = decide(view, at);
+        EXPECT_EQ(part.holds, full.holds)
+            << "entry " << mine << " head " << head << " ahead " << ahead;
+        EXPECT_EQ(ids(view, part), ids(q, full)) << "entry " << mine << " head " << head;
+      }
+    }
+  }
+}
+
+TEST(verdict, a_window_that_suffices_decides_as_the_whole_queue) {
+  for (std::size_t n = 1; n <= 7; ++n) {
+    for (unsigned mask = 0; mask < (1u << n); ++mask) {
+      expect_windows_decide_as_the_queue(make_queue(mask, n));
+    }
+    for (std::uint32_t limit = 1; limit <= 3; ++limit) {
+      expect_windows_decide_as_the_queue(permits(n, limit));
+    }
+  }
+  // A stranger (a semaphore's entry) among writers: found by the window as by the queue.
+  auto q = make_queue(0, 6);
+  q[1] = permits(1, 2)[0];
+  q[1].id = "p1";
+  expect_windows_decide_as_the_queue(q);
+}
+
 }  // namespace
 }  // namespace dlock::detail

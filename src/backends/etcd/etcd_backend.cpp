@@ -12,11 +12,12 @@
 // the first lease with no key on its lock, and a new lease is granted only when all have one.
 // Every key stays exactly in Go's layout; the cost of a second lease is one LeaseGrant, once.
 //
-// Cost: an acquire is one Txn (create if absent + the lock's range, sorted by create
-// revision), a release one Txn (delete if the value is still ours). A waiter watches only the
-// key it waits on, from that key's create revision, so a deletion between its listing and
-// its watch is still seen; a deletion seen is certain, and the engine decides again from its
-// view without another Range.
+// Cost: an acquire is one Txn (create if absent + the window of the lock its verdict reads:
+// the oldest key and the one created just before its own, for a lock's entry; etcd_queue.hpp),
+// a release one Txn (delete if the value is still ours). A waiter watches only the key it
+// waits on, from that key's create revision, so a deletion between its listing and its watch
+// is still seen; a woken waiter reads its window again, never the whole queue, so neither
+// queueing the N-th waiter nor a handoff reads N keys.
 #include "backends/etcd/etcd_backend.hpp"
 
 #include <algorithm>
@@ -28,12 +29,11 @@
 #include "backends/etcd/etcd_config.hpp"
 #include "backends/etcd/etcd_doctor.hpp"
 #include "backends/etcd/etcd_keys.hpp"
+#include "backends/etcd/etcd_queue.hpp"
 #include "core/verdict.hpp"
 
 namespace dlock::detail {
 namespace {
-
-using etcd::key_value;
 
 // An entry this session wrote: its contender key and its companion with the record, which
 // removal and set_value compare (so they never act on a later entry of the same lease).
@@ -43,21 +43,10 @@ struct own_entry {
   std::string record;
   std::int64_t lease{0};
   std::int64_t create_revision{0};  // once known: what set_value guards its put with
+  verdict_reads need;               // the window its waiter reads (etcd_queue.hpp)
 };
 
-// A lock's two ranges: its contender keys (Go's) and dlock's companions.
-struct lock_ranges {
-  std::string prefix, end, meta, meta_end;
-  lock_ranges(std::string_view base, std::string_view lock)
-      : prefix(etcd::lock_prefix(base, lock)),
-        end(etcd::prefix_range_end(prefix)),
-        meta(etcd::meta_prefix(base, lock)),
-        meta_end(etcd::prefix_range_end(meta)) {}
-  std::vector<etcd::txn_op> reads() const {
-    return {{etcd::txn_op::range, prefix, end, {}, 0},
-            {etcd::txn_op::range, meta, meta_end, {}, 0}};
-  }
-};
+using etcd::lock_ranges;
 
 class etcd_session final : public backend_session {
  public:
@@ -95,23 +84,32 @@ class etcd_session final : public backend_session {
     auto own = own_key(lock, r, kind, entry_id);
     if (!own) return fail(own.error());
     auto sent = steady::now();
-    // Go's tryAcquire: create the key if this lease has none on the lock, then read the lock;
-    // the companion goes in with it. A retry after a lost reply finds both in place.
-    std::vector<etcd::txn_op> create{
-        {etcd::txn_op::put, own->key, {}, {}, own->lease},
-        {etcd::txn_op::put, own->meta_key, {}, own->record, own->lease}};
-    for (auto& op : r.reads()) create.push_back(std::move(op));
+    // Go's tryAcquire: create the key if this lease has none on the lock, then read the
+    // window (the new key is the newest); the companion goes in with it. A retry after a
+    // lost reply finds both in place and reads the whole queue (it does not know its
+    // revision).
+    std::vector<etcd::txn_op> create{etcd::put_op(own->key, {}, own->lease),
+                                     etcd::put_op(own->meta_key, own->record, own->lease)};
+    for (auto& op : r.window_reads(own->need, 0)) create.push_back(std::move(op));
     auto t = client_->txn({{own->key, false, 0, {}}}, create, r.reads());
     if (!t) return fail(t.error());
-    if (t->ranges.size() != 2) return fail(errc::protocol_error, "etcd Txn: missing ranges");
-    auto q = view(lock, r, t->ranges[0], t->ranges[1], sent);
-    auto mine = find_entry(q.entries, entry_id);
+    std::optional<etcd::read_view> v;
+    if (t->succeeded && t->ranges.size() == 4) {
+      v = etcd::window_view(r, t->ranges);
+    } else if (!t->succeeded && t->ranges.size() == 2) {
+      v = etcd::whole_view(r, t->ranges[0], t->ranges[1]);
+    } else {
+      return fail(errc::protocol_error, "etcd Txn: missing ranges");
+    }
+    auto q = settle(lock, std::move(v), entry_id, sent);
+    if (!q) return q;
+    auto mine = find_entry(q->entries, entry_id);
     if (!mine) {
       // Our lease's key holds another entry (an operator's put), or the lease just ended.
       return fail(errc::backend_error,
                   "etcd key '" + own->key + "' of this session's lease holds another entry");
     }
-    remember_revision(lock, entry_id, static_cast<std::int64_t>(q.entries[*mine].token));
+    remember_revision(lock, entry_id, static_cast<std::int64_t>(q->entries[*mine].token));
     return q;
   }
 
@@ -121,24 +119,31 @@ class etcd_session final : public backend_session {
     auto t = client_->txn({}, r.reads(), {});
     if (!t) return fail(t.error());
     if (t->ranges.size() != 2) return fail(errc::protocol_error, "etcd Txn: missing ranges");
-    return view(lock, r, t->ranges[0], t->ranges[1], sent);
+    auto v = etcd::whole_view(r, t->ranges[0], t->ranges[1]);
+    seen_.remember(lock, v.keys);
+    v.q.sent_at = sent;
+    return std::move(v.q);
+  }
+
+  // The waiter's window again, up to its own key: O(1) keys however long the queue.
+  result<queue_view> list_for_waiter(std::string_view lock, std::string_view entry_id) override {
+    auto own = find_own(lock, entry_id);
+    if (!own || own->create_revision == 0) return list(lock);
+    const lock_ranges r(cfg_.base, lock);
+    auto sent = steady::now();
+    auto t = client_->txn({}, r.window_reads(own->need, own->create_revision), {});
+    if (!t) return fail(t.error());
+    if (t->ranges.size() != 4) return fail(errc::protocol_error, "etcd Txn: missing ranges");
+    return settle(lock, etcd::window_view(r, t->ranges), entry_id, sent);
   }
 
   // Both keys, if the companion still holds this entry's record.
   result<void> remove(std::string_view lock, std::string_view entry_id) override {
-    own_entry own;
-    {
-      std::lock_guard g(mu_);
-      auto it = own_.find(own_id(lock, entry_id));
-      if (it == own_.end()) {
-        return fail(errc::lock_lost, "etcd entry " + std::string(entry_id) + " is gone");
-      }
-      own = it->second;
-    }
-    auto t = client_->txn(
-        {{own.meta_key, true, 0, own.record}},
-        {{etcd::txn_op::del, own.key, {}, {}, 0}, {etcd::txn_op::del, own.meta_key, {}, {}, 0}},
-        {});
+    auto found = find_own(lock, entry_id);
+    if (!found) return fail(errc::lock_lost, "etcd entry " + std::string(entry_id) + " is gone");
+    const auto& own = *found;
+    auto t = client_->txn({{own.meta_key, true, 0, own.record}},
+                          {etcd::del_op(own.key), etcd::del_op(own.meta_key)}, {});
     if (!t) return fail(t.error());
     {
       // Gone either way: the lease's slot on this lock is free again.
@@ -162,20 +167,14 @@ class etcd_session final : public backend_session {
   // puts the same value again: one version more, harmless (observers compare values too).
   result<std::uint64_t> set_value(std::string_view lock, std::string_view entry_id,
                                   std::string_view value) override {
-    own_entry own;
-    {
-      std::lock_guard g(mu_);
-      auto it = own_.find(own_id(lock, entry_id));
-      if (it == own_.end() || it->second.create_revision == 0) {
-        return fail(errc::lock_lost, "etcd entry " + std::string(entry_id) + " is gone");
-      }
-      own = it->second;
+    auto found = find_own(lock, entry_id);
+    if (!found || found->create_revision == 0) {
+      return fail(errc::lock_lost, "etcd entry " + std::string(entry_id) + " is gone");
     }
+    const auto& own = *found;
     auto t = client_->txn(
         {{own.key, false, own.create_revision, {}}, {own.meta_key, true, 0, own.record}},
-        {{etcd::txn_op::put, own.key, {}, std::string(value), own.lease},
-         {etcd::txn_op::range, own.key, {}, {}, 0}},
-        {});
+        {etcd::put_op(own.key, std::string(value), own.lease), etcd::range_op(own.key)}, {});
     if (!t) return fail(t.error());
     if (!t->succeeded || t->ranges.empty() || t->ranges[0].kvs.empty()) {
       return fail(errc::lock_lost, "etcd key '" + own.key + "' is gone");
@@ -191,9 +190,9 @@ class etcd_session final : public backend_session {
     auto t = client_->txn({}, r.reads(), {});
     if (!t) return fail(t.error());
     if (t->ranges.size() != 2) return fail(errc::protocol_error, "etcd Txn: missing ranges");
-    auto now = view(lock, r, t->ranges[0], t->ranges[1], steady::now());
-    read_recipes(now.entries);
-    if (!same_entries(now.entries, seen.entries)) return {};
+    auto now = etcd::whole_view(r, t->ranges[0], t->ranges[1]);
+    read_recipes(now.q.entries);
+    if (!same_entries(now.q.entries, seen.entries)) return {};
     auto w = client_->await_change(r.prefix, r.end, t->revision + 1, deadline, std::move(stop));
     if (!w) return fail(w.error());
     return {};
@@ -206,22 +205,27 @@ class etcd_session final : public backend_session {
     return {};
   }
 
+  // Certain only for an entry once listed at the head: then nothing was ahead of it, and the
+  // waiter's view holds every entry between it and the waiter (a window's run), which is
+  // what the engine's decision without a listing needs. Otherwise the waiter reads its
+  // window again: one Txn of O(1) keys.
   result<awaited_fate> wait_knowing(std::string_view lock, const entry& awaited,
                                     steady::time_point deadline, std::stop_token stop) override {
-    auto k = watched(lock, awaited);
+    auto k = seen_.find(lock, awaited.id);
     if (!k) return awaited_fate::unknown;  // not in our last listing: let the engine list again
-    auto gone = client_->await_delete(std::span(&*k, 1), deadline, std::move(stop));
+    auto gone = client_->await_delete(std::span(&k->key, 1), deadline, std::move(stop));
     if (!gone) return fail(gone.error());
-    return *gone ? awaited_fate::left : awaited_fate::unknown;
+    if (!*gone) return awaited_fate::unknown;
+    return seen_.forget(lock, awaited.id) ? awaited_fate::left_head : awaited_fate::unknown;
   }
 
   result<void> wait_any(std::string_view lock, std::span<const entry> awaited,
                         steady::time_point deadline, std::stop_token stop) override {
     std::vector<etcd::watched_key> keys;
     for (const auto& e : awaited) {
-      auto k = watched(lock, e);
+      auto k = seen_.find(lock, e.id);
       if (!k) return {};
-      keys.push_back(std::move(*k));
+      keys.push_back(std::move(k->key));
     }
     auto r = client_->await_delete(keys, deadline, std::move(stop));
     if (!r) return fail(r.error());
@@ -266,15 +270,7 @@ class etcd_session final : public backend_session {
     if (begin.empty()) begin.assign(1, '\0');
     auto r = client_->range(begin, end, true);
     if (!r) return fail(r.error());
-    std::set<std::string> names;
-    for (const auto& kv : r->kvs) {
-      // Only keys in the lock layout: "<base><name>/<hex of the key's own lease>".
-      auto name = etcd::lock_of_key(cfg_.base, kv.key);
-      if (!name || kv.lease == 0) continue;
-      if (kv.key != etcd::lease_key(etcd::lock_prefix(cfg_.base, *name), kv.lease)) continue;
-      names.insert(std::move(*name));
-    }
-    return std::vector<std::string>(names.begin(), names.end());
+    return etcd::lock_names_of(cfg_.base, r->kvs);
   }
 
   std::vector<std::int64_t> leases() {
@@ -307,8 +303,12 @@ class etcd_session final : public backend_session {
         for (auto lease : leases_) {
           if (used.contains(lease)) continue;
           used.insert(lease);
-          own_entry e{etcd::lease_key(r.prefix, lease), etcd::lease_key(r.meta, lease),
-                      etcd::entry_record(kind, entry_id, info_.owner), lease, 0};
+          own_entry e{etcd::lease_key(r.prefix, lease),
+                      etcd::lease_key(r.meta, lease),
+                      etcd::entry_record(kind, entry_id, info_.owner),
+                      lease,
+                      0,
+                      etcd::reads_for(kind, entry_id)};
           own_.emplace(id, e);
           return e;
         }
@@ -323,6 +323,13 @@ class etcd_session final : public backend_session {
     }
   }
 
+  std::optional<own_entry> find_own(std::string_view lock, std::string_view entry_id) {
+    std::lock_guard g(mu_);
+    auto it = own_.find(own_id(lock, entry_id));
+    if (it == own_.end()) return std::nullopt;
+    return it->second;
+  }
+
   void remember_revision(std::string_view lock, std::string_view entry_id, std::int64_t rev) {
     std::lock_guard g(mu_);
     if (auto it = own_.find(own_id(lock, entry_id)); it != own_.end()) {
@@ -330,44 +337,20 @@ class etcd_session final : public backend_session {
     }
   }
 
-  // The queue in create-revision order; remembers each entry's key for wait().
-  queue_view view(std::string_view lock, const lock_ranges& r, const etcd::range_result& keys,
-                  const etcd::range_result& metas, steady::time_point sent) {
-    std::map<std::string_view, const std::string*> records;
-    for (const auto& m : metas.kvs) {
-      records[std::string_view(m.key).substr(r.meta.size())] = &m.value;
+  // A window's view if it decides `entry_id` as the whole queue would (verdict.hpp), else the
+  // whole queue; remembers each entry's key for wait().
+  result<queue_view> settle(std::string_view lock, std::optional<etcd::read_view> v,
+                            std::string_view entry_id, steady::time_point sent) {
+    if (v) {
+      read_recipes(v->q.entries);
+      auto mine = find_entry(v->q.entries, entry_id);
+      if (!mine || window_suffices(v->q.entries, *mine, v->gap_at)) {
+        seen_.remember(lock, v->keys);
+        v->q.sent_at = sent;
+        return std::move(v->q);
+      }
     }
-    queue_view q;
-    q.sent_at = sent;
-    std::map<std::string, etcd::watched_key> watch;
-    for (const auto& kv : keys.kvs) {
-      etcd::listed_key k{std::string_view(kv.key).substr(r.prefix.size()), kv.value,
-                         kv.create_revision, kv.version, nullptr};
-      if (auto m = records.find(k.suffix); m != records.end()) k.record = m->second;
-      auto e = etcd::read_entry(k);
-      if (!e) continue;
-      watch[e->id] = {kv.key, kv.create_revision};
-      q.entries.push_back(std::move(*e));
-    }
-    std::lock_guard g(mu_);
-    // A miss only costs a spurious wake-up (the engine lists again), so the cache is bounded
-    // crudely.
-    if (watch_keys_.size() > 1024) watch_keys_.clear();
-    if (watch.empty()) {
-      watch_keys_.erase(std::string(lock));
-    } else {
-      watch_keys_[std::string(lock)] = std::move(watch);
-    }
-    return q;
-  }
-
-  std::optional<etcd::watched_key> watched(std::string_view lock, const entry& e) {
-    std::lock_guard g(mu_);
-    auto l = watch_keys_.find(std::string(lock));
-    if (l == watch_keys_.end()) return std::nullopt;
-    auto k = l->second.find(e.id);
-    if (k == l->second.end()) return std::nullopt;
-    return k->second;
+    return list(lock);
   }
 
   std::unique_ptr<etcd::client> client_;
@@ -378,7 +361,7 @@ class etcd_session final : public backend_session {
   std::vector<std::int64_t> leases_;                    // the pool; [0] granted at open
   std::map<std::string, own_entry> own_;                // by own_id(lock, entry id)
   std::map<std::string, std::set<std::int64_t>> used_;  // lock -> leases with a key on it
-  std::map<std::string, std::map<std::string, etcd::watched_key>> watch_keys_;  // lock -> id
+  etcd::seen_keys seen_;
 };
 
 }  // namespace

@@ -10,6 +10,7 @@
 #include <set>
 
 #include "backends/etcd/etcd_channel.hpp"
+#include "backends/etcd/etcd_watch.hpp"
 #include "etcd_rpc.grpc.pb.h"
 
 namespace dlock::detail::etcd {
@@ -28,6 +29,7 @@ std::chrono::system_clock::time_point wall_deadline(steady::time_point d) {
 range_result to_range(const pb::RangeResponse& r) {
   range_result out;
   out.revision = r.header().revision();
+  out.more = r.more();
   out.kvs.reserve(static_cast<std::size_t>(r.kvs_size()));
   for (const auto& kv : r.kvs()) {
     out.kvs.push_back(
@@ -52,7 +54,6 @@ class grpc_client final : public client {
         timeout_(c.request_timeout),
         channel_(make_channel(c)),
         kv_(pb::KV::NewStub(channel_)),
-        watch_(pb::Watch::NewStub(channel_)),
         lease_(pb::Lease::NewStub(channel_)),
         auth_(pb::Auth::NewStub(channel_)) {}
 
@@ -194,9 +195,14 @@ class grpc_client final : public client {
             p->set_lease(o.lease);
             break;
           }
-          case txn_op::range:
-            fill_range(*r->mutable_request_range(), o.key, o.end, false);
+          case txn_op::range: {
+            auto* q = r->mutable_request_range();
+            fill_range(*q, o.key, o.end, false);
+            q->set_limit(o.limit);
+            if (o.newest_first) q->set_sort_order(pb::RangeRequest::DESCEND);
+            q->set_max_create_revision(o.max_create_revision);
             break;
+          }
           case txn_op::del:
             r->mutable_request_delete_range()->set_key(o.key);
             break;
@@ -234,85 +240,17 @@ class grpc_client final : public client {
 
   result<bool> await_delete(std::span<const watched_key> keys, steady::time_point deadline,
                             std::stop_token stop) override {
-    std::vector<watched_key> todo(keys.begin(), keys.end());
-    for (int round = 0; round < 3 && !todo.empty(); ++round) {
-      grpc::ClientContext ctx;
-      ctx.set_deadline(wall_deadline(deadline));
-      auto reg = track(&ctx);
-      if (!reg) return false;
-      std::stop_callback on_stop(stop, [&ctx] { ctx.TryCancel(); });
-      auto stream = watch_->Watch(&ctx);
-      bool ok = true;
-      for (const auto& k : todo) {
-        pb::WatchRequest req;
-        auto* c = req.mutable_create_request();
-        c->set_key(k.key);
-        c->set_start_revision(k.from_revision);
-        c->add_filters(pb::WatchCreateRequest::NOPUT);
-        if (!stream->Write(req)) {
-          ok = false;
-          break;
-        }
-      }
-      bool deleted = false, compacted = false;
-      // Watch ids are given in creation order on a fresh stream: the n-th created is todo[n].
-      std::vector<std::int64_t> ids;
-      pb::WatchResponse resp;
-      while (ok && !deleted && stream->Read(&resp)) {
-        if (resp.created()) ids.push_back(resp.watch_id());
-        for (const auto& ev : resp.events()) {
-          if (ev.type() == pb::Event::DELETE) deleted = true;
-        }
-        if (resp.canceled()) {
-          // Compacted past the revision asked for: the key's history before it is gone, so
-          // watch again from the compaction (a deletion after it is still replayed).
-          auto it = std::find(ids.begin(), ids.end(), resp.watch_id());
-          if (resp.compact_revision() > 0 && it != ids.end()) {
-            todo[static_cast<std::size_t>(it - ids.begin())].from_revision =
-                resp.compact_revision();
-            compacted = true;
-          }
-          break;
-        }
-      }
-      ctx.TryCancel();
-      renew_if_stale(stream->Finish(), *reg);
-      untrack(&ctx);
-      if (deleted) return true;
-      if (!compacted) return false;  // deadline, stop, close or a stream error: spurious
-    }
-    return false;
+    return hub_.await_delete(keys, deadline, std::move(stop));
   }
 
   result<bool> await_change(const std::string& begin, const std::string& end,
                             std::int64_t from_revision, steady::time_point deadline,
                             std::stop_token stop) override {
-    grpc::ClientContext ctx;
-    ctx.set_deadline(wall_deadline(deadline));
-    auto reg = track(&ctx);
-    if (!reg) return false;
-    std::stop_callback on_stop(stop, [&ctx] { ctx.TryCancel(); });
-    auto stream = watch_->Watch(&ctx);
-    pb::WatchRequest req;
-    auto* c = req.mutable_create_request();
-    c->set_key(begin);
-    c->set_range_end(end);
-    c->set_start_revision(from_revision);
-    bool changed = false;
-    if (stream->Write(req)) {
-      pb::WatchResponse resp;
-      while (!changed && stream->Read(&resp)) {
-        // A cancelled watch (compacted revision): a change may have been missed, so say so.
-        changed = resp.events_size() > 0 || resp.canceled();
-      }
-    }
-    ctx.TryCancel();
-    renew_if_stale(stream->Finish(), *reg);
-    untrack(&ctx);
-    return changed;
+    return hub_.await_change(begin, end, from_revision, deadline, std::move(stop));
   }
 
   void shut_down() noexcept override {
+    hub_.shut_down();
     std::lock_guard g(mu_);
     closed_ = true;
     for (auto* c : calls_) c->TryCancel();
@@ -372,7 +310,6 @@ class grpc_client final : public client {
   const std::chrono::milliseconds timeout_;
   std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<pb::KV::Stub> kv_;
-  std::unique_ptr<pb::Watch::Stub> watch_;
   std::unique_ptr<pb::Lease::Stub> lease_;
   std::unique_ptr<pb::Auth::Stub> auth_;
   std::atomic<bool> answered_{false};  // a call has succeeded: the TLS set-up is right
@@ -381,6 +318,14 @@ class grpc_client final : public client {
   bool closed_{false};
   std::string token_;  // the auth token, "" without a user (or auth off on the server)
   std::set<grpc::ClientContext*> calls_;
+  // Last: its reader thread calls back into the members above until it is joined.
+  watch_hub hub_{channel_, watch_hooks{
+                               [this](grpc::ClientContext& ctx) { return track(&ctx); },
+                               [this](grpc::ClientContext& ctx) { untrack(&ctx); },
+                               [this](const grpc::Status& st, const std::string& token) {
+                                 renew_if_stale(st, token);
+                               },
+                           }};
 };
 
 }  // namespace

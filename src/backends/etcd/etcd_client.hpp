@@ -28,7 +28,8 @@ struct key_value {
 
 struct range_result {
   std::int64_t revision{0};    // the store's revision the answer was read at
-  std::vector<key_value> kvs;  // sorted by create revision, ascending
+  std::vector<key_value> kvs;  // sorted by create revision (ascending unless asked otherwise)
+  bool more{false};            // more keys (within the revision bounds) than the limit let in
 };
 
 // A Txn's comparison: the key's create revision, or its value, equal to the one given.
@@ -46,7 +47,37 @@ struct txn_op {
   std::string end;    // range: the range's end ("" for the key alone)
   std::string value;  // put
   std::int64_t lease{0};
+  // range: at most `limit` keys (0: all), newest first if `newest_first`, none created after
+  // `max_create_revision` (0: no bound) -- Go's WithLastCreate/WithMaxCreateRev.
+  std::int64_t limit{0};
+  bool newest_first{false};
+  std::int64_t max_create_revision{0};
 };
+
+inline txn_op put_op(std::string key, std::string value, std::int64_t lease) {
+  txn_op o;
+  o.kind = txn_op::put;
+  o.key = std::move(key);
+  o.value = std::move(value);
+  o.lease = lease;
+  return o;
+}
+inline txn_op del_op(std::string key) {
+  txn_op o;
+  o.kind = txn_op::del;
+  o.key = std::move(key);
+  return o;
+}
+inline txn_op range_op(std::string key, std::string end = {}, std::int64_t limit = 0,
+                       bool newest_first = false, std::int64_t max_create_revision = 0) {
+  txn_op o;
+  o.key = std::move(key);
+  o.end = std::move(end);
+  o.limit = limit;
+  o.newest_first = newest_first;
+  o.max_create_revision = max_create_revision;
+  return o;
+}
 
 struct txn_result {
   bool succeeded{false};
@@ -81,9 +112,9 @@ class client {
   virtual result<range_result> range(const std::string& begin, const std::string& end,
                                      bool keys_only) = 0;
 
-  // Watches `keys` (one stream, one watch each) until one is deleted (true), or `deadline`,
-  // `stop` or close() (false). A watch the server cancels (its revision compacted) is set
-  // up again from the compaction revision.
+  // Watches `keys` (one watch each, on the session's one Watch stream: etcd_watch.hpp) until
+  // one is deleted (true), or `deadline`, `stop` or close() (false). A watch the server
+  // cancels (its revision compacted) is set up again from the compaction revision.
   virtual result<bool> await_delete(std::span<const watched_key> keys, steady::time_point deadline,
                                     std::stop_token stop) = 0;
 

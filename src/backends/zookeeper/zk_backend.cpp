@@ -115,7 +115,7 @@ class zk_session final : public backend_session {
   // cached since its create): one getChildren, however long the queue and however many of
   // the entries it saw have left. list() would read every child it has not seen (N reads
   // for a waiter whose view predates N departures).
-  result<queue_view> list_for_waiter(std::string_view lock) override {
+  result<queue_view> list_for_waiter(std::string_view lock, std::string_view) override {
     auto sent = steady::now();
     auto q = nodes_.read_queue(nodes_.lock_path(lock), /*all_tokens=*/false);
     if (q) q->sent_at = sent;
@@ -292,7 +292,6 @@ std::optional<zk::client_identity> zookeeper_identity(backend_session& b) {
   if (auto* s = dynamic_cast<zk_session*>(&b.innermost())) return s->conn().identity();
   return std::nullopt;
 }
-
 
 std::optional<zk::request_counts> zookeeper_requests(backend_session& b) {
   if (auto* s = dynamic_cast<zk_session*>(&b.innermost())) return s->conn().sent_counts();

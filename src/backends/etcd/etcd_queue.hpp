@@ -1,0 +1,84 @@
+#pragma once
+// A lock's queue as read from etcd: the reads one Txn makes, and the queue_view built from
+// their answers. Either the whole queue (list) or a waiter's window -- the queue's first
+// entries and the few just ahead of the waiter, what its verdict reads (verdict_reads) -- so
+// that queueing the N-th waiter, or waking one, reads O(1) keys, not N (Go's Mutex reads only
+// the key created just before its own: WithLastCreate, WithMaxCreateRev).
+
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "backends/etcd/etcd_client.hpp"
+#include "core/verdict.hpp"
+
+namespace dlock::detail::etcd {
+
+// A lock's two ranges: its contender keys (Go's) and dlock's companions.
+struct lock_ranges {
+  std::string prefix, end, meta, meta_end;
+  lock_ranges(std::string_view base, std::string_view lock);
+
+  // Both ranges whole, oldest first: whole_view's input.
+  std::vector<txn_op> reads() const;
+  // A window's four ranges (window_view's input): of each range, the `head` oldest keys and
+  // the `ahead` + 1 newest, none created after `upto` (0: no bound; else the waiter's own
+  // create revision, so that the newest is the waiter's own key).
+  std::vector<txn_op> window_reads(std::size_t head, std::size_t ahead, std::int64_t upto) const;
+  // The window the verdict of an entry reads (a shared entry's: a page first).
+  std::vector<txn_op> window_reads(verdict_reads need, std::int64_t upto) const;
+};
+
+// What the verdict of an entry of `kind` with id `entry_id` reads (a permit's or a
+// candidate's kind is in its id: verdict.hpp).
+verdict_reads reads_for(entry_kind kind, std::string_view entry_id);
+
+// A listed entry's key, for waiting on it; `head`: it was first in the queue when listed,
+// which it stays until it leaves (entries only join behind).
+struct listed_key_of {
+  std::string id;
+  watched_key key;
+  bool head{false};
+};
+
+struct read_view {
+  queue_view q;
+  std::vector<listed_key_of> keys;
+  // Where the gap of a window lies (verdict.hpp: window_suffices); nullopt: the whole prefix.
+  std::optional<std::size_t> gap_at;
+};
+
+// The whole queue from reads()'s two answers, in create-revision order.
+read_view whole_view(const lock_ranges& r, const range_result& keys, const range_result& metas);
+
+// The window from window_reads()'s four answers; nullopt if a key read has no companion in
+// reach of the companions read (a companion left behind by a key an operator deleted): the
+// caller lists the whole queue instead.
+std::optional<read_view> window_view(const lock_ranges& r, std::span<const range_result> pages);
+
+// The names of the locks with a contender key among `kvs` (keys under `base`), sorted once each.
+std::vector<std::string> lock_names_of(std::string_view base, std::span<const key_value> kvs);
+
+// The keys of the entries listings saw, per lock, for waiting on them: merged, so that the
+// waiters of one lock (threads of one session) keep each other's. A miss only costs a
+// spurious wake-up (the engine lists again), so it is bounded crudely. Thread-safe.
+class seen_keys {
+ public:
+  void remember(std::string_view lock, const std::vector<listed_key_of>& keys);
+  std::optional<listed_key_of> find(std::string_view lock, const std::string& id);
+  // An entry seen deleted: forgotten. Whether any listing ever saw it at the head (even one
+  // made while its waiter watched).
+  bool forget(std::string_view lock, const std::string& id);
+
+ private:
+  std::mutex mu_;
+  std::map<std::string, std::map<std::string, listed_key_of>, std::less<>> keys_;
+  std::size_t count_{0};
+};
+
+}  // namespace dlock::detail::etcd
