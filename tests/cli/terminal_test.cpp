@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "cli_harness.hpp"
+#include "support/poll.hpp"
 
 namespace dlock::test {
 namespace {
@@ -82,13 +83,12 @@ class on_terminal {
   const std::string& output() const { return output_; }
   // True once dlock has stopped (it is our child: waitpid reports it).
   bool stopped(std::chrono::milliseconds timeout) {
-    auto deadline = std::chrono::steady_clock::now() + timeout;
-    while (std::chrono::steady_clock::now() < deadline) {
-      int st = 0;
-      if (::waitpid(pid_, &st, WNOHANG | WUNTRACED) == pid_ && WIFSTOPPED(st)) return true;
-      std::this_thread::sleep_for(std::chrono::milliseconds{20});
-    }
-    return false;
+    return poll_until(
+        [&] {
+          int st = 0;
+          return ::waitpid(pid_, &st, WNOHANG | WUNTRACED) == pid_ && WIFSTOPPED(st);
+        },
+        timeout, std::chrono::milliseconds{20});
   }
   void signal(int sig) { ::kill(pid_, sig); }
   int terminal() const { return master_; }

@@ -16,6 +16,7 @@
 
 #include "conformance/fixture.hpp"
 #include "support/net.hpp"
+#include "support/poll.hpp"
 #include "support/process.hpp"
 
 namespace dlock::test {
@@ -45,16 +46,6 @@ class conformance : public ::testing::TestWithParam<fixture_param> {
     std::vector<std::string> argv{DLOCK_TEST_WORKER};
     argv.insert(argv.end(), args.begin(), args.end());
     return child_process(argv);
-  }
-  // Polls `pred` every 5 ms until true or `timeout`; returns the last value.
-  template <class Pred>
-  static bool eventually(Pred pred, std::chrono::milliseconds timeout = 10s) {
-    auto until = std::chrono::steady_clock::now() + timeout;
-    while (!pred()) {
-      if (std::chrono::steady_clock::now() > until) return false;
-      std::this_thread::sleep_for(5ms);
-    }
-    return true;
   }
 
  private:

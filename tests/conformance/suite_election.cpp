@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "conformance/suite.hpp"
+#include "support/poll.hpp"
 
 namespace dlock::test {
 namespace {
@@ -44,13 +45,12 @@ class recorder {
   }
   // Waits until the last thing seen is `what`.
   bool sees(const std::string& what, std::chrono::milliseconds timeout) const {
-    auto until = std::chrono::steady_clock::now() + timeout;
-    for (;;) {
-      auto s = seen();
-      if (!s.empty() && s.back() == what) return true;
-      if (std::chrono::steady_clock::now() >= until) return false;
-      std::this_thread::sleep_for(10ms);
-    }
+    return poll_until(
+        [&] {
+          auto s = seen();
+          return !s.empty() && s.back() == what;
+        },
+        timeout);
   }
   void stop() {
     thread_.request_stop();
@@ -95,7 +95,7 @@ TEST_P(conformance, an_election_has_one_leader_and_the_next_candidate_leads_when
   EXPECT_FALSE(other.try_campaign_for("b", 200ms)) << "two leaders at once";
   std::optional<dlock::leadership> b;
   std::jthread candidate([&] { b = other.try_campaign_for("b", 30s); });
-  EXPECT_TRUE(eventually([&] { return fx().raw_entries(lock_name()) == 2; }, 10s));
+  EXPECT_TRUE(poll_until([&] { return fx().raw_entries(lock_name()) == 2; }, 10s));
   a.resign();
   EXPECT_FALSE(a);
   candidate.join();
@@ -127,7 +127,7 @@ TEST_P(conformance, only_the_leader_proclaims_and_a_lost_leader_is_refused) {
     EXPECT_EQ(err.code(), dlock::errc::invalid_argument) << err.what();
   }
   fx().expire(s);
-  EXPECT_TRUE(eventually([&] { return lead.lost_token().stop_requested(); }, fx().ttl() * 3))
+  EXPECT_TRUE(poll_until([&] { return lead.lost_token().stop_requested(); }, fx().ttl() * 3))
       << "the leader whose lease ended was never told";
   try {
     lead.proclaim("late");
@@ -153,7 +153,7 @@ TEST_P(conformance, every_observer_sees_the_same_sequence_of_leaders_and_values)
   ASSERT_TRUE(one.sees("a2@2", 10s) && two.sees("a2@2", 10s));
   std::optional<dlock::leadership> lb;
   std::jthread candidate([&] { lb = b.try_campaign_for("b", 30s); });
-  EXPECT_TRUE(eventually([&] { return fx().raw_entries(lock_name()) == 2; }, 10s));
+  EXPECT_TRUE(poll_until([&] { return fx().raw_entries(lock_name()) == 2; }, 10s));
   la.resign();
   candidate.join();
   ASSERT_TRUE(lb && *lb);

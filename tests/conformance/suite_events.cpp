@@ -107,14 +107,15 @@ TEST_P(conformance, an_observer_is_told_of_acquires_releases_wakeups_requests_an
   mine.lock();
   const auto lost_token = mine.token().value;
   fx().expire(a);
-  ASSERT_TRUE(eventually([&] { return a.state() == dlock::session_state::expired; },
-                         fx().ttl() * 3));
-  EXPECT_TRUE(eventually([&] {
+  ASSERT_TRUE(
+      poll_until([&] { return a.state() == dlock::session_state::expired; }, fx().ttl() * 3));
+  EXPECT_TRUE(poll_until([&] {
     return obs->with([&](recording_observer& o) {
       return contains(o.holds_, name + " " + std::to_string(lost_token) + " lost") &&
              contains(o.sessions_, "expired");
     });
-  })) << ::testing::PrintToString(obs->holds_) << ::testing::PrintToString(obs->sessions_);
+  })) << ::testing::PrintToString(obs->holds_)
+      << ::testing::PrintToString(obs->sessions_);
   std::error_code ec;
   mine.unlock(ec);
   obs->with([&](recording_observer& o) {

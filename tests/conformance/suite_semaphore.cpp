@@ -94,7 +94,7 @@ TEST_P(conformance, a_limit_or_recipe_other_than_the_holders_is_refused_naming_b
   std::error_code ec;
   EXPECT_FALSE(m.try_lock_until(std::chrono::steady_clock::now() + 2s, {}, ec));
   EXPECT_EQ(ec, dlock::errc::invalid_argument) << "a mutex on a semaphore's name";
-  EXPECT_TRUE(eventually([&] { return fx().raw_entries(lock_name()) == 1; }))
+  EXPECT_TRUE(poll_until([&] { return fx().raw_entries(lock_name()) == 1; }))
       << "a refused acquire left its entry";
   EXPECT_TRUE(held.is_held());
 }
@@ -118,16 +118,16 @@ TEST_P(conformance, permit_waiters_are_admitted_in_arrival_order) {
       order.push_back(i);
       got[static_cast<std::size_t>(i)] = std::move(p);
     });
-    ASSERT_TRUE(eventually([&] { return fx().raw_entries(lock_name()) == 3u + i; }));
+    ASSERT_TRUE(poll_until([&] { return fx().raw_entries(lock_name()) == 3u + i; }));
   }
   auto granted = [&] {
     std::lock_guard lk(mu);
     return order.size();
   };
   h2.release();  // frees a slot: the first waiter, not a later one
-  ASSERT_TRUE(eventually([&] { return granted() == 1; }, 30s));
+  ASSERT_TRUE(poll_until([&] { return granted() == 1; }, 30s));
   h1.release();
-  ASSERT_TRUE(eventually([&] { return granted() == 2; }, 30s));
+  ASSERT_TRUE(poll_until([&] { return granted() == 2; }, 30s));
   std::this_thread::sleep_for(100ms);
   EXPECT_EQ(granted(), 2u) << "a third permit of two";
   {
@@ -159,13 +159,13 @@ TEST_P(conformance, a_release_wakes_at_most_the_waiters_it_can_admit) {
       while (!measured) std::this_thread::sleep_for(5ms);
     });
   }
-  ASSERT_TRUE(eventually([&] { return fx().raw_entries(lock_name()) == 2u + waiters; }, 30s));
+  ASSERT_TRUE(poll_until([&] { return fx().raw_entries(lock_name()) == 2u + waiters; }, 30s));
   std::this_thread::sleep_for(300ms);  // every waiter asleep on its wait set
   for (auto* p : {&a, &b}) {
     const auto before = w.core()->wakeup_listings();
     const int was = granted.load();
     p->release();
-    ASSERT_TRUE(eventually([&] { return granted.load() == was + 1; }, 30s));
+    ASSERT_TRUE(poll_until([&] { return granted.load() == was + 1; }, 30s));
     std::this_thread::sleep_for(300ms);  // let any other woken waiter list and sleep again
     EXPECT_LE(w.core()->wakeup_listings() - before, limit)
         << "one release woke more waiters than the limit (a herd)";

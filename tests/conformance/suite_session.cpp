@@ -19,10 +19,10 @@ TEST_P(conformance, a_holder_whose_lease_ends_is_told_and_another_gets_a_larger_
     if (s == dlock::hold_state::lost) called = true;
   });
   fx().expire(a);
-  ASSERT_TRUE(eventually([&] { return h.lost_token().stop_requested(); }, fx().ttl() * 3))
+  ASSERT_TRUE(poll_until([&] { return h.lost_token().stop_requested(); }, fx().ttl() * 3))
       << "no loss signal after the lease ended";
   // The callbacks run right after the token fires, on the thread that saw the loss.
-  EXPECT_TRUE(eventually([&] { return called.load(); }, 5s)) << "no state callback on the loss";
+  EXPECT_TRUE(poll_until([&] { return called.load(); }, 5s)) << "no state callback on the loss";
   EXPECT_FALSE(h.is_held());
   EXPECT_EQ(h.state(), dlock::hold_state::lost);
   EXPECT_EQ(a.state(), dlock::session_state::expired);
@@ -69,7 +69,7 @@ TEST_P(conformance, force_unlock_ends_the_holders_session_and_the_waiter_is_gran
   waiter.join();
   ASSERT_TRUE(granted.load()) << "the waiter was not granted after the holder's session ended";
   EXPECT_GT(next.token(), h.token());
-  EXPECT_TRUE(eventually([&] { return h.lost_token().stop_requested(); }, fx().ttl() * 3))
+  EXPECT_TRUE(poll_until([&] { return h.lost_token().stop_requested(); }, fx().ttl() * 3))
       << "the forced-out holder was never told";
   std::error_code ec;
   stuck.unlock(ec);
@@ -91,11 +91,11 @@ TEST_P(conformance, a_waiter_whose_session_expires_fails_and_the_next_live_waite
   std::jthread t1([&] {
     doomed_granted = doomed.try_lock_until(std::chrono::steady_clock::now() + 30s, {}, doomed_ec);
   });
-  ASSERT_TRUE(eventually([&] { return fx().raw_entries(lock_name()) == 2; }));
+  ASSERT_TRUE(poll_until([&] { return fx().raw_entries(lock_name()) == 2; }));
   std::jthread t2([&] {
     live_granted = live.try_lock_until(std::chrono::steady_clock::now() + 30s, {}, live_ec);
   });
-  ASSERT_TRUE(eventually([&] { return fx().raw_entries(lock_name()) >= 3; }));
+  ASSERT_TRUE(poll_until([&] { return fx().raw_entries(lock_name()) >= 3; }));
   fx().expire(ws);
   t1.join();
   EXPECT_FALSE(doomed_granted);
@@ -132,7 +132,7 @@ TEST_P(conformance, session_state_changes_are_reported) {
   EXPECT_EQ(s.state(), dlock::session_state::live);
   EXPECT_GT(s.ttl().count(), 0);
   fx().expire(s);
-  EXPECT_TRUE(eventually([&] { return expired.load() == 1; }, fx().ttl() * 3));
+  EXPECT_TRUE(poll_until([&] { return expired.load() == 1; }, fx().ttl() * 3));
   EXPECT_EQ(s.state(), dlock::session_state::expired);
 }
 
@@ -159,7 +159,7 @@ TEST_P(conformance, re_entering_a_lost_hold_fails) {
   stale.lock();
   auto h = stale.current_hold();
   fx().expire(a);
-  ASSERT_TRUE(eventually([&] { return h.lost_token().stop_requested(); }, fx().ttl() * 3));
+  ASSERT_TRUE(poll_until([&] { return h.lost_token().stop_requested(); }, fx().ttl() * 3));
   ASSERT_TRUE(next.try_lock_for(fx().ttl() * 3));
   std::error_code ec;
   EXPECT_FALSE(stale.try_lock(ec)) << "re-entered a lost hold";

@@ -1,5 +1,5 @@
 #pragma once
-// What a fault-run contender takes (worker.cpp): the mutex, one permit of a semaphore
+// What a fault-run contender takes (worker_contender.hpp): the mutex, one permit of a semaphore
 // (--permits), or leadership of an election (--elect), behind one acquire/hold/release shape
 // so the contender's loop and the checker are the same for all three recipes.
 

@@ -19,17 +19,17 @@ deb() { ls "$tmp/debs/$1"_*.deb; }
 has() {  # has PACKAGE PATH-PATTERN
   dpkg-deb -c "$(deb "$1")" | awk '{print $6}' | grep -q "$2" || { echo "$1 lacks $2"; exit 1; }
 }
-has libdlock 'lib/libdlock\.so\.0$'
+has libdlock '/libdlock\.so\.0$'
 has libdlock-dev 'include/dlock/dlock\.hpp$'
 has libdlock-dev 'pkgconfig/dlock-redis\.pc$'
 has dlock 'bin/dlock$'
 for b in redis zookeeper postgres mysql etcd; do
-  has "libdlock-$b" "lib/libdlock-$b\.so\.0$"
+  has "libdlock-$b" "/libdlock-$b\.so\.0$"
   has "libdlock-$b" "cmake/dlock/dlock-$b-targets\.cmake$"
   dpkg-deb -f "$(deb "libdlock-$b")" Depends | grep -q "libdlock (= $version)" ||
     { echo "libdlock-$b does not depend on libdlock (= $version)"; exit 1; }
 done
-has libdlock-prometheus 'lib/libdlock-prometheus\.so\.0$'
+has libdlock-prometheus '/libdlock-prometheus\.so\.0$'
 has libdlock-prometheus 'cmake/dlock/dlock-prometheus-targets\.cmake$'
 has libdlock-dev 'include/dlock/prometheus\.hpp$'
 dpkg-deb -f "$(deb libdlock-prometheus)" Depends | grep -q "libdlock (= $version)" ||
@@ -43,7 +43,27 @@ fi
 dpkg-deb -f "$(deb libdlock-redis)" Depends | grep -q libhiredis || { echo "libdlock-redis lacks hiredis"; exit 1; }
 
 # The CLI from the unpacked root: libdlock found by its rpath, the plug-in next to libdlock.
-for p in libdlock dlock libdlock-redis; do dpkg -x "$(deb "$p")" "$tmp/root"; done
+for p in libdlock libdlock-dev dlock libdlock-redis; do dpkg -x "$(deb "$p")" "$tmp/root"; done
+# One library directory (lib, or lib/<multiarch> when configured for /usr): the core looks for
+# plug-ins in its own directory, so each package must put its library there, and the .pc
+# files and the CMake package must name that directory too.
+libdir=$(dirname "$(find "$tmp/root" -name libdlock.so.0)")
+for f in libdlock-redis.so.0 pkgconfig/dlock.pc pkgconfig/dlock-redis.pc cmake/dlock/dlockConfig.cmake \
+  cmake/dlock/dlock-redis-targets.cmake; do
+  [[ -e $libdir/$f ]] || { echo "$f is not beside libdlock in ${libdir#"$tmp/root"}"; exit 1; }
+done
+for pc in dlock dlock-redis; do
+  got=$(PKG_CONFIG_PATH=$libdir/pkgconfig pkg-config --variable=libdir "$pc")
+  [[ $(realpath "$got") == "$(realpath "$libdir")" ]] ||
+    { echo "$pc.pc: libdir $got, not ${libdir#"$tmp/root"}"; exit 1; }
+done
+# find_package(dlock COMPONENTS redis) from the unpacked files: CMake's generated files fail
+# it if an imported library is not where they say.
+mkdir "$tmp/find"
+printf '%s\n' 'cmake_minimum_required(VERSION 3.20)' 'project(find_dlock CXX)' \
+  'find_package(dlock REQUIRED COMPONENTS redis)' >"$tmp/find/CMakeLists.txt"
+cmake -S "$tmp/find" -B "$tmp/find/build" -Ddlock_DIR="$libdir/cmake/dlock" >"$tmp/find.log" 2>&1 ||
+  { echo "find_package(dlock COMPONENTS redis) from the packages failed:"; cat "$tmp/find.log"; exit 1; }
 cli=$tmp/root/usr/bin/dlock
 run() { set +e; env -u LD_LIBRARY_PATH "$cli" "$@"; code=$?; set -e; }
 run status --url "sqlite://$tmp/locks.db" nightly

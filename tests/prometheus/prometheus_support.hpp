@@ -15,20 +15,11 @@
 #include <thread>
 
 #include "support/net.hpp"
+#include "support/poll.hpp"
 
 namespace dlock::test {
 
 using namespace std::chrono_literals;
-
-template <class Pred>
-bool eventually(Pred pred, std::chrono::milliseconds timeout = 10s) {
-  auto until = std::chrono::steady_clock::now() + timeout;
-  while (!pred()) {
-    if (std::chrono::steady_clock::now() > until) return false;
-    std::this_thread::sleep_for(10ms);
-  }
-  return true;
-}
 
 // The registry's exposition, and its samples by "name{k="v",...}" (labels in key order, as
 // prometheus-cpp writes them).
@@ -122,10 +113,10 @@ inline void run_story(const std::string& url, const std::string& backend,
   }
 
   expire(a);
-  ASSERT_TRUE(eventually([&] { return a.state() == dlock::session_state::expired; }));
+  ASSERT_TRUE(poll_until([&] { return a.state() == dlock::session_state::expired; }));
   // The holds are told just after the session: wait for the loss to be counted, so that the
   // release below finds it already lost (else it is counted as found at the release).
-  ASSERT_TRUE(eventually([&] {
+  ASSERT_TRUE(poll_until([&] {
     return scrape(registry)("dlock_lost_total", with(be, "reason", "session_expired")) == 1;
   })) << scrape(registry).text;
   std::error_code ec;

@@ -39,7 +39,7 @@ TEST(prometheus, counts_what_sessions_on_memory_and_sqlite_do_and_passes_promtoo
   EXPECT_NE(promtool_problems("# TYPE dlock_bad counter\ndlock_bad 1\n"), "");
 
   // Once a session's observer is gone, its session is no longer counted in any state.
-  EXPECT_TRUE(eventually([&] {
+  EXPECT_TRUE(poll_until([&] {
     scrape t(*registry);
     return t("dlock_session_state", {{"backend", "memory"}, {"state", "expired"}}) == 0 &&
            t("dlock_session_state", {{"backend", "sqlite"}, {"state", "expired"}}) == 0;

@@ -8,28 +8,22 @@
 #include <dlock/dlock.hpp>
 #include <thread>
 
+#include "support/poll.hpp"
+
 namespace dlock::test {
 namespace {
 
 using namespace std::chrono_literals;
 using steady = std::chrono::steady_clock;
 
-template <class F>
-bool eventually(std::chrono::milliseconds timeout, F&& done) {
-  const auto until = steady::now() + timeout;
-  while (!done()) {
-    if (steady::now() > until) return false;
-    std::this_thread::sleep_for(20ms);
-  }
-  return true;
-}
-
 // The session key of `s` is on both replicas (what the master had replicated so far).
 bool replicated(sentinel_cluster& c, const std::string& prefix, const dlock::session& s) {
-  return eventually(10s, [&] {
-    return c.server(1).integer({"EXISTS", prefix + "s:" + s.id()}) == 1 &&
-           c.server(2).integer({"EXISTS", prefix + "s:" + s.id()}) == 1;
-  });
+  return poll_until(
+      [&] {
+        return c.server(1).integer({"EXISTS", prefix + "s:" + s.id()}) == 1 &&
+               c.server(2).integer({"EXISTS", prefix + "s:" + s.id()}) == 1;
+      },
+      10s);
 }
 
 const dlock::check_finding* finding(const dlock::diagnosis& d, const std::string& check) {
@@ -67,14 +61,17 @@ TEST(redis_sentinel, with_replicas_1_a_held_lock_survives_the_masters_kill_and_t
   const auto old_port = c.master().port();
   c.master().kill();
   const auto now_master = c.await_failover(old_port, 20s);
-  ASSERT_TRUE(eventually(20s, [&] {
-    auto info = c.server(now_master).command({"INFO", "replication"})[0];
-    return info.find("state=online") != std::string::npos;
-  })) << "the other replica did not resync with the new master";
+  ASSERT_TRUE(poll_until(
+      [&] {
+        auto info = c.server(now_master).command({"INFO", "replication"})[0];
+        return info.find("state=online") != std::string::npos;
+      },
+      20s))
+      << "the other replica did not resync with the new master";
   // The holder renews on the new master, which has its entry: it stays held, never lost.
-  ASSERT_TRUE(eventually(10s, [&] { return hold.state() == dlock::hold_state::held; }));
+  ASSERT_TRUE(poll_until([&] { return hold.state() == dlock::hold_state::held; }, 10s));
   ASSERT_TRUE(
-      eventually(10s, [&] { return !c.server(now_master).entry_ids("p:", "res").empty(); }));
+      poll_until([&] { return !c.server(now_master).entry_ids("p:", "res").empty(); }, 10s));
   std::this_thread::sleep_for(2500ms);  // more than one renewal on the new master
   EXPECT_EQ(hold.state(), dlock::hold_state::held);
   EXPECT_TRUE(m.is_held());
@@ -115,17 +112,19 @@ TEST(redis_sentinel, without_replicas_a_failover_can_lose_the_lock_and_its_holde
   // ... and its counter neither: the token is handed out again (fencing does not cover it).
   EXPECT_LE(other.token().value, t1);
   // The old holder is told at its first renewal on the new master.
-  EXPECT_TRUE(eventually(10s, [&] { return hold.state() == dlock::hold_state::lost; }))
+  EXPECT_TRUE(poll_until([&] { return hold.state() == dlock::hold_state::lost; }, 10s))
       << dlock::to_string(hold.state());
   EXPECT_EQ(a.state(), dlock::session_state::expired);
   other.unlock();
 }
 
 bool in_sync(const redis_server& replica) {
-  return eventually(20s, [&] {
-    auto info = replica.command({"INFO", "replication"});
-    return !info.empty() && info[0].find("master_link_status:up") != std::string::npos;
-  });
+  return poll_until(
+      [&] {
+        auto info = replica.command({"INFO", "replication"});
+        return !info.empty() && info[0].find("master_link_status:up") != std::string::npos;
+      },
+      20s);
 }
 
 TEST(redis_replicas, what_too_few_replicas_acknowledge_does_not_count) {
@@ -148,7 +147,7 @@ TEST(redis_replicas, what_too_few_replicas_acknowledge_does_not_count) {
     EXPECT_NE(dlock::last_error_message().find("only 0 of 1 replicas acknowledged"),
               std::string::npos)
         << dlock::last_error_message();
-    EXPECT_TRUE(eventually(3s, [&] { return master.entry_ids("p:", "res").empty(); }));
+    EXPECT_TRUE(poll_until([&] { return master.entry_ids("p:", "res").empty(); }, 3s));
     // Opening a session is a write too.
     auto t = dlock::session::open(url, opts, ec);
     EXPECT_EQ(ec, dlock::errc::backend_unavailable) << ec.message();
@@ -163,8 +162,8 @@ TEST(redis_replicas, what_too_few_replicas_acknowledge_does_not_count) {
   ASSERT_TRUE(m.try_lock_for(2s));
   auto hold = m.current_hold();
   replica.command({"REPLICAOF", "NO", "ONE"});
-  EXPECT_TRUE(eventually(3s, [&] { return hold.state() == dlock::hold_state::suspect; }));
-  EXPECT_TRUE(eventually(4s, [&] { return hold.state() == dlock::hold_state::lost; }))
+  EXPECT_TRUE(poll_until([&] { return hold.state() == dlock::hold_state::suspect; }, 3s));
+  EXPECT_TRUE(poll_until([&] { return hold.state() == dlock::hold_state::lost; }, 4s))
       << dlock::to_string(hold.state());
 }
 

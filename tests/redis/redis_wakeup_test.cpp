@@ -9,6 +9,7 @@
 
 #include "core/session_core.hpp"
 #include "support/handoff_count.hpp"
+#include "support/poll.hpp"
 #include "support/redis_server.hpp"
 #include "support/wake_counter.hpp"
 
@@ -20,16 +21,6 @@ using namespace std::chrono_literals;
 redis_server& server() {
   static redis_server s;
   return s;
-}
-
-template <class Pred>
-bool eventually(Pred pred, std::chrono::milliseconds timeout = 30s) {
-  auto until = std::chrono::steady_clock::now() + timeout;
-  while (!pred()) {
-    if (std::chrono::steady_clock::now() > until) return false;
-    std::this_thread::sleep_for(2ms);
-  }
-  return true;
 }
 
 TEST(redis_wakeups, one_release_wakes_exactly_one_of_a_hundred_waiters_in_fifo_order) {
@@ -62,11 +53,12 @@ TEST(redis_wakeups, one_release_wakes_exactly_one_of_a_hundred_waiters_in_fifo_o
       m.unlock();
     });
     // One at a time, so arrival order is known.
-    ASSERT_TRUE(eventually([&] { return queued() == i + 2; })) << "waiter " << i << " not queued";
+    ASSERT_TRUE(poll_until([&] { return queued() == i + 2; }, 30s, 2ms))
+        << "waiter " << i << " not queued";
   }
   auto before = wakes->now();
   holder.unlock();
-  ASSERT_TRUE(eventually([&] { return holding.load() == 1; }));
+  ASSERT_TRUE(poll_until([&] { return holding.load() == 1; }, 30s, 2ms));
   std::this_thread::sleep_for(200ms);  // room for any wrongly woken waiter to show up
   auto one = wakes->now() - before;
   EXPECT_EQ(one.changed, 1u) << "one release must wake one waiter";
@@ -75,7 +67,7 @@ TEST(redis_wakeups, one_release_wakes_exactly_one_of_a_hundred_waiters_in_fifo_o
   EXPECT_EQ(holding.load(), 1);
 
   go_on = true;
-  ASSERT_TRUE(eventually([&] { return holding.load() == waiters; }, 120s));
+  ASSERT_TRUE(poll_until([&] { return holding.load() == waiters; }, 120s, 2ms));
   threads.clear();
   auto all = wakes->now() - before;
   // Each of the 100 handoffs woke exactly its successor, and nobody woke for nothing.
@@ -107,11 +99,12 @@ TEST(redis_wakeups, a_writer_release_wakes_the_readers_behind_it_by_push) {
       while (!done) std::this_thread::sleep_for(1ms);
       r.unlock_shared();
     });
-    ASSERT_TRUE(eventually([&] { return server().entry_ids(prefix, "rw").size() == 2u + i; }));
+    ASSERT_TRUE(
+        poll_until([&] { return server().entry_ids(prefix, "rw").size() == 2u + i; }, 30s, 2ms));
   }
   auto before = wakes->now();
   writer.unlock();
-  ASSERT_TRUE(eventually([&] { return reading.load() == 2; }));
+  ASSERT_TRUE(poll_until([&] { return reading.load() == 2; }, 30s, 2ms));
   auto woke = wakes->now() - before;
   EXPECT_EQ(woke.changed, 2u) << "both readers must be woken by the release";
   EXPECT_EQ(woke.spurious, 0u);

@@ -12,6 +12,7 @@
 #include "sql/sql_admin.hpp"
 #include "support/net.hpp"
 #include "support/partition_cases.hpp"
+#include "support/poll.hpp"
 #include "support/process.hpp"
 #include "support/tcp_proxy.hpp"
 
@@ -19,16 +20,6 @@ namespace dlock::test {
 namespace {
 
 using namespace std::chrono_literals;
-
-// Polls `pred` every 10 ms until it holds or `timeout` passes.
-bool eventually(const std::function<bool()>& pred, std::chrono::milliseconds timeout) {
-  auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (pred()) return true;
-    std::this_thread::sleep_for(10ms);
-  }
-  return pred();
-}
 
 // Retries outlast a server restart, so the tests see the backend's behaviour, not the
 // default retry budget running out.
@@ -93,9 +84,9 @@ TEST_F(sql_faults, killed_holder_connection_is_told_lost_and_waiter_gets_larger_
   std::this_thread::sleep_for(300ms);  // let it queue (not required for correctness)
 
   EXPECT_GE(a.kill_connections("holder_a"), 1);
-  EXPECT_TRUE(eventually([&] { return hold.lost_token().stop_requested(); }, 20s));
+  EXPECT_TRUE(poll_until([&] { return hold.lost_token().stop_requested(); }, 20s));
   EXPECT_FALSE(hold.is_held());
-  EXPECT_TRUE(eventually([&] { return holder.state() == session_state::expired; }, 20s));
+  EXPECT_TRUE(poll_until([&] { return holder.state() == session_state::expired; }, 20s));
   w.thread.join();
   EXPECT_TRUE(w.granted) << w.error.message();
   EXPECT_GT(w.token, first);
@@ -117,8 +108,8 @@ TEST_F(sql_faults, killed_connection_ends_the_session_and_frees_the_lock_at_once
   auto first = h.token();
 
   EXPECT_GE(a.kill_connections("holder_b"), 1);
-  EXPECT_TRUE(eventually([&] { return hold.lost_token().stop_requested(); }, 20s));
-  EXPECT_TRUE(eventually([&] { return holder.state() == session_state::expired; }, 20s));
+  EXPECT_TRUE(poll_until([&] { return hold.lost_token().stop_requested(); }, 20s));
+  EXPECT_TRUE(poll_until([&] { return holder.state() == session_state::expired; }, 20s));
   auto other = session::open(a.url("dlock", "secret", "ttl=60s"), patient());
   mutex m(other, lock);
   ASSERT_TRUE(m.try_lock_for(20s));
@@ -148,12 +139,12 @@ TEST_F(sql_faults, restart_ends_holder_and_waiter_sessions_and_tokens_go_on) {
   a.stop();
   std::this_thread::sleep_for(1s);
   a.start();
-  EXPECT_TRUE(eventually([&] { return hold.lost_token().stop_requested(); }, 30s));
+  EXPECT_TRUE(poll_until([&] { return hold.lost_token().stop_requested(); }, 30s));
   EXPECT_FALSE(hold.is_held());
   w.thread.join();
   EXPECT_FALSE(w.granted) << "granted on a session whose connection the restart ended";
-  EXPECT_TRUE(eventually([&] { return holder.state() == session_state::expired; }, 20s));
-  EXPECT_TRUE(eventually([&] { return other.state() == session_state::expired; }, 20s));
+  EXPECT_TRUE(poll_until([&] { return holder.state() == session_state::expired; }, 20s));
+  EXPECT_TRUE(poll_until([&] { return other.state() == session_state::expired; }, 20s));
   std::error_code ec;
   h.unlock(ec);
   EXPECT_EQ(ec, dlock::errc::lock_lost);
@@ -179,12 +170,12 @@ TEST_F(sql_faults, outage_longer_than_the_lease_loses_everything_and_tokens_go_o
   std::this_thread::sleep_for(300ms);
 
   a.stop();
-  EXPECT_TRUE(eventually([&] { return hold.lost_token().stop_requested(); }, 20s));
+  EXPECT_TRUE(poll_until([&] { return hold.lost_token().stop_requested(); }, 20s));
   EXPECT_FALSE(hold.is_held());
   w.thread.join();
   EXPECT_FALSE(w.granted) << "granted although its own session lapsed during the outage";
   a.start();
-  EXPECT_TRUE(eventually([&] { return holder.state() == session_state::expired; }, 20s));
+  EXPECT_TRUE(poll_until([&] { return holder.state() == session_state::expired; }, 20s));
   auto fresh = session::open(a.url("dlock", "secret", "ttl=2s"), patient());
   mutex m(fresh, lock);
   ASSERT_TRUE(m.try_lock_for(10s));
@@ -348,7 +339,7 @@ TEST_F(sql_faults, a_force_unlock_picked_as_a_deadlock_victim_is_retried) {
         failed = e.what();
       }
     });
-    bool waited = eventually([] { return admin().lock_waits() > 0; }, 10s);
+    bool waited = poll_until([] { return admin().lock_waits() > 0; }, 10s);
     bool maker_picked = false;
     try {
       maker->close_cycle();

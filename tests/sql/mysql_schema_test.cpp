@@ -20,6 +20,7 @@
 
 #include "support/mariadb_server.hpp"
 #include "support/net.hpp"
+#include "support/poll.hpp"
 
 namespace dlock::test {
 namespace {
@@ -275,12 +276,7 @@ TEST_F(mysql_schema, a_version_2_schema_is_upgraded_in_place_and_version_2_clien
       }
     });
   }
-  auto wait_rounds = [&](int n) {
-    for (auto until = std::chrono::steady_clock::now() + 30s;
-         rounds < n && std::chrono::steady_clock::now() < until;) {
-      std::this_thread::sleep_for(1ms);
-    }
-  };
+  auto wait_rounds = [&](int n) { poll_until([&] { return rounds >= n; }, 30s, 1ms); };
   wait_rounds(100);
   auto s = dlock::session::open(url());
   const int upgraded_at = rounds;

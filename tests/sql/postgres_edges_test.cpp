@@ -15,6 +15,7 @@
 
 #include "support/net.hpp"
 #include "support/pgbouncer.hpp"
+#include "support/poll.hpp"
 #include "support/postgres_server.hpp"
 
 namespace dlock::test {
@@ -32,16 +33,6 @@ postgres_server& server() {
 void ensure_schema() {
   static std::once_flag once;
   std::call_once(once, [] { session::open(server().url()).close(); });
-}
-
-bool eventually(const std::function<bool()>& pred, std::chrono::milliseconds timeout,
-                std::chrono::milliseconds step = 10ms) {
-  auto deadline = steady::now() + timeout;
-  while (steady::now() < deadline) {
-    if (pred()) return true;
-    std::this_thread::sleep_for(step);
-  }
-  return pred();
 }
 
 std::string lock_name(const std::string& stem) { return stem + "-" + random_suffix(); }
@@ -119,7 +110,7 @@ void loss_precedes_grant(const std::string& query, bool advisory, int rounds) {
       }
       return pg.query("SELECT count(*) FROM dlock.entries WHERE name = $1", {lock}).at(0) == "2";
     };
-    ASSERT_TRUE(eventually(queued, 10s, 1ms)) << "round " << round;
+    ASSERT_TRUE(poll_until(queued, 10s, 1ms)) << "round " << round;
     auto term_at = steady::now().time_since_epoch().count();
     auto killed = advisory ? pg.query(
                                  "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
@@ -132,7 +123,7 @@ void loss_precedes_grant(const std::string& query, bool advisory, int rounds) {
     ASSERT_EQ(killed, std::vector<std::string>{"t"}) << "round " << round;
     t.join();
     ASSERT_TRUE(granted) << "round " << round;
-    if (!eventually([&] { return lost_at.load() != 0; }, 5s, 1ms)) {
+    if (!poll_until([&] { return lost_at.load() != 0; }, 5s, 1ms)) {
       ++unsignalled;
     } else if (lost_at.load() >= granted_at.load()) {
       if (late++ == 0) {

@@ -14,6 +14,8 @@
 #include <thread>
 #include <vector>
 
+#include "support/poll.hpp"
+
 namespace dlock::test {
 
 // Reads the counter until two reads `settle` apart differ by at most `own` (what one read
@@ -51,10 +53,11 @@ inline double requests_per_release(const std::string& url, const std::string& lo
       }
     });
   }
-  auto until = std::chrono::steady_clock::now() + std::chrono::seconds{60};
-  while (inspect(holder_session, lock).size() < static_cast<std::size_t>(waiters) + 1) {
-    if (std::chrono::steady_clock::now() > until) throw std::runtime_error("waiters not queued");
-    std::this_thread::sleep_for(std::chrono::milliseconds{20});
+  auto queued = [&] {
+    return inspect(holder_session, lock).size() >= static_cast<std::size_t>(waiters) + 1;
+  };
+  if (!poll_until(queued, std::chrono::seconds{60}, std::chrono::milliseconds{20})) {
+    throw std::runtime_error("waiters not queued");
   }
   const double before = settled(requests, own);
   holder.unlock();

@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "core/removal_queue.hpp"
+#include "support/poll.hpp"
 #include "support/tcp_proxy.hpp"
 
 namespace dlock::test::partition {
@@ -28,16 +29,6 @@ struct env {
   // Entries of `lock` stored on the server, read directly.
   std::function<std::size_t(const std::string& lock)> raw_entries;
 };
-
-template <class Pred>
-bool eventually(Pred pred, std::chrono::milliseconds timeout) {
-  auto until = clk::now() + timeout;
-  while (!pred()) {
-    if (clk::now() > until) return false;
-    std::this_thread::sleep_for(5ms);
-  }
-  return true;
-}
 
 inline long long ms(clk::duration d) {
   return std::chrono::duration_cast<std::chrono::milliseconds>(d).count();
@@ -85,7 +76,7 @@ inline void contender_cut_off_is_told_promptly(const env& e, const std::string& 
     done.set_value(ec);
   });
   if (how == contender::waiting) {
-    ASSERT_TRUE(eventually([&] { return e.raw_entries(lock) == 2; }, 10s));
+    ASSERT_TRUE(poll_until([&] { return e.raw_entries(lock) == 2; }, 10s));
   } else {
     std::this_thread::sleep_for(200ms);  // polling
   }
@@ -100,7 +91,7 @@ inline void contender_cut_off_is_told_promptly(const env& e, const std::string& 
   EXPECT_EQ(ec, dlock::errc::session_expired) << ec.message();
   // The waiter returns as soon as the session's end is signalled, which comes just before
   // the state callbacks run (on the thread that declared the expiry): give those a moment.
-  ASSERT_TRUE(eventually([&] { return expired_at.load() != 0; }, 2s))
+  ASSERT_TRUE(poll_until([&] { return expired_at.load() != 0; }, 2s))
       << "the session was never marked expired";
   auto late = clk::duration{returned_at.load() - expired_at.load()};
   EXPECT_LT(ms(late), 1000) << "the contender returned " << ms(late)
@@ -146,7 +137,7 @@ inline void release_cut_off_is_bounded_and_finished_in_the_background(
     granted = waiter.try_lock_until(clk::now() + 30s, stop, ec);
     granted_at = clk::now().time_since_epoch().count();
   });
-  ASSERT_TRUE(eventually([&] { return e.raw_entries(lock) == 2; }, 10s));
+  ASSERT_TRUE(poll_until([&] { return e.raw_entries(lock) == 2; }, 10s));
 
   px.blackhole();
   auto stats_before = dlock::detail::removal_stats();
@@ -163,7 +154,7 @@ inline void release_cut_off_is_bounded_and_finished_in_the_background(
   auto stats_cut = dlock::detail::removal_stats();
   px.pass();
   auto healed = clk::now();
-  ASSERT_TRUE(eventually([&] { return granted_at.load() != 0; }, 30s));
+  ASSERT_TRUE(poll_until([&] { return granted_at.load() != 0; }, 30s));
   EXPECT_TRUE(granted.load());
   auto after_heal = clk::time_point{clk::duration{granted_at.load()}} - healed;
   EXPECT_LT(ms(after_heal), 1000) << "the waiter was granted " << ms(after_heal)
@@ -178,7 +169,7 @@ inline void release_cut_off_is_bounded_and_finished_in_the_background(
   // Tried inline first, then handed to the remover threads once.
   EXPECT_EQ(stats_cut.inline_attempts - stats_before.inline_attempts, 1u);
   EXPECT_EQ(stats_cut.handed_off - stats_before.handed_off, 1u);
-  EXPECT_TRUE(eventually([&] { return e.raw_entries(lock) == 1; }, 5s));
+  EXPECT_TRUE(poll_until([&] { return e.raw_entries(lock) == 1; }, 5s));
   // The cut-off request's late reply is read by nobody: the holder's session works on.
   dlock::mutex again(hs, lock + "-again");
   for (int i = 0; i < 20; ++i) {
@@ -203,7 +194,7 @@ inline void releasing_a_lost_hold_does_not_wait_for_the_network(const env& e,
   holder.lock();
   auto h = holder.current_hold();
   px.blackhole();
-  ASSERT_TRUE(eventually([&] { return h.lost_token().stop_requested(); }, ttl * 3));
+  ASSERT_TRUE(poll_until([&] { return h.lost_token().stop_requested(); }, ttl * 3));
   auto t0 = clk::now();
   std::error_code ec;
   holder.unlock(ec);

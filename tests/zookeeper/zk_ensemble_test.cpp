@@ -6,6 +6,7 @@
 #include <mutex>
 #include <thread>
 
+#include "support/poll.hpp"
 #include "zookeeper/zk_env.hpp"
 
 namespace dlock::test {
@@ -21,9 +22,7 @@ TEST(zk_ensemble, stopping_the_leader_keeps_the_hold_and_the_waiters_order) {
   raw_zk raw(ensemble.hosts());
   auto entries = [&] { return raw.children(lock_node(name)).size(); };
   auto wait_entries = [&](std::size_t n) {
-    auto until = clock::now() + 30s;
-    while (entries() != n && clock::now() < until) std::this_thread::sleep_for(10ms);
-    return entries() == n;
+    return poll_until([&] { return entries() == n; }, 30s);
   };
 
   auto holder_s = dlock::session::open(url);
@@ -59,10 +58,7 @@ TEST(zk_ensemble, stopping_the_leader_keeps_the_hold_and_the_waiters_order) {
   EXPECT_NE(*next_leader, *leader);
 
   // Clients reconnect within the session timeout: the hold comes back from suspect to held.
-  auto until = clock::now() + 20s;
-  while (held.state() != dlock::hold_state::held && clock::now() < until) {
-    std::this_thread::sleep_for(20ms);
-  }
+  poll_until([&] { return held.state() == dlock::hold_state::held; }, 20s, 20ms);
   EXPECT_EQ(held.state(), dlock::hold_state::held);
   EXPECT_TRUE(held.is_held());
   EXPECT_EQ(holder.token(), token);

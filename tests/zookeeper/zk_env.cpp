@@ -8,6 +8,7 @@
 
 #include "backends/zookeeper/zk_names.hpp"
 #include "core/session_core.hpp"
+#include "support/poll.hpp"
 
 namespace dlock::test {
 namespace {
@@ -98,10 +99,9 @@ void expire_zk_session(const dlock::session& s, const std::string& hosts) {
     } catch (const std::runtime_error&) {
       // Already expired: the twin is refused.
     }
-    auto until = std::chrono::steady_clock::now() + std::chrono::seconds{3};
-    while (std::chrono::steady_clock::now() < until) {
-      if (s.state() == dlock::session_state::expired) return;
-      std::this_thread::sleep_for(std::chrono::milliseconds{10});
+    if (poll_until([&] { return s.state() == dlock::session_state::expired; },
+                   std::chrono::seconds{3})) {
+      return;
     }
   }
   throw std::runtime_error("could not expire ZooKeeper session " + s.id());

@@ -8,6 +8,7 @@
 #include <stop_token>
 #include <thread>
 
+#include "support/poll.hpp"
 #include "support/wake_counter.hpp"
 #include "zookeeper/zk_env.hpp"
 
@@ -29,13 +30,7 @@ std::uint64_t token_of(const std::optional<std::string>& line) {
 // Polls until `lock` has `n` entries (bounded); returns whether it got there.
 bool wait_for_entries(raw_zk& raw, const std::string& lock, std::size_t n,
                       std::chrono::milliseconds timeout = 30s) {
-  auto until = clock::now() + timeout;
-  for (int i = 0; i < 10000; ++i) {
-    if (raw.children(lock_node(lock)).size() == n) return true;
-    if (clock::now() > until) return false;
-    std::this_thread::sleep_for(10ms);
-  }
-  return false;
+  return poll_until([&] { return raw.children(lock_node(lock)).size() == n; }, timeout);
 }
 
 // "Total watches:N" from the server's wchs command.
@@ -137,8 +132,7 @@ TEST(zk_failure, each_release_among_200_waiters_notifies_exactly_one) {
   ASSERT_TRUE(wait_for_entries(raw, name, waiters + 1, 60s));
   // Every waiter has its watch in place before the first release (one per waiter: the
   // predecessor of each is distinct).
-  auto until = clock::now() + 60s;
-  while (server_watches() != waiters && clock::now() < until) std::this_thread::sleep_for(20ms);
+  poll_until([&] { return server_watches() == waiters; }, 60s, 20ms);
   ASSERT_EQ(server_watches(), waiters);
 
   auto before = wakes->now();
@@ -182,9 +176,7 @@ TEST(zk_failure, closing_while_watched_nodes_go_leaks_no_event) {
           if (m.try_lock_until(clock::now() + 60s, give_up.get_token(), ec)) ++granted;
         });
       }
-      auto until = clock::now() + 60s;
-      while (server_watches() - watches_before < locks && clock::now() < until)
-        std::this_thread::sleep_for(20ms);
+      poll_until([&] { return server_watches() - watches_before >= locks; }, 60s, 20ms);
       give_up.request_stop();  // each gives up, its watch still set on the server
     }
     ASSERT_EQ(granted.load(), 0);

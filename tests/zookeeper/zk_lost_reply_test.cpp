@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "core/session_core.hpp"
+#include "support/poll.hpp"
 #include "support/tcp_proxy.hpp"
 #include "zookeeper/zk_env.hpp"
 
@@ -23,16 +24,6 @@ int request_type(const std::string& chunk) {
   return static_cast<int>((b(8) << 24) | (b(9) << 16) | (b(10) << 8) | b(11));
 }
 constexpr int op_create = 1, op_set_data = 5, op_create2 = 15;
-
-bool poll_until(auto done, std::chrono::milliseconds timeout = 20s) {
-  auto until = clock::now() + timeout;
-  for (int i = 0; i < 100000; ++i) {
-    if (done()) return true;
-    if (clock::now() > until) return false;
-    std::this_thread::sleep_for(5ms);
-  }
-  return done();
-}
 
 TEST(zk_lost_reply, a_create_whose_reply_is_lost_is_adopted_never_duplicated) {
   tcp_proxy proxy(shared_zk().port());

@@ -78,7 +78,7 @@ TEST(zk_partition, a_delete_failed_by_the_clients_timeout_is_retried_once_healed
     if (waiter.try_lock_until(clk::now() + 30s, stop, ec))
       granted_at = clk::now().time_since_epoch().count();
   });
-  ASSERT_TRUE(partition::eventually([&] { return e.raw_entries("res") == 2; }, 10s));
+  ASSERT_TRUE(poll_until([&] { return e.raw_entries("res") == 2; }, 10s));
   (void)dlock::inspect(hs, "res");  // a round trip: the server last heard of the session now
   px.blackhole();
   std::error_code unlock_ec;
@@ -86,7 +86,7 @@ TEST(zk_partition, a_delete_failed_by_the_clients_timeout_is_retried_once_healed
   std::this_thread::sleep_for(4800ms);  // past the receive timeout, within the session's
   px.pass();
   auto healed = clk::now();
-  ASSERT_TRUE(partition::eventually([&] { return granted_at.load() != 0; }, 20s))
+  ASSERT_TRUE(poll_until([&] { return granted_at.load() != 0; }, 20s))
       << "the waiter was never granted: the holder's node stayed";
   auto after = clk::time_point{clk::duration{granted_at.load()}} - healed;
   EXPECT_LT(partition::ms(after), 1500)

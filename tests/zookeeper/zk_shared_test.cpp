@@ -5,6 +5,7 @@
 #include <shared_mutex>
 #include <thread>
 
+#include "support/poll.hpp"
 #include "support/wake_counter.hpp"
 #include "zookeeper/zk_env.hpp"
 
@@ -25,9 +26,7 @@ class zk_shared : public ::testing::Test {
 
   std::vector<std::string> kids() { return raw_.children(lock_node(name_)); }
   bool wait_entries(std::size_t n) {
-    auto until = clock::now() + 30s;
-    while (kids().size() != n && clock::now() < until) std::this_thread::sleep_for(10ms);
-    return kids().size() == n;
+    return poll_until([&] { return kids().size() == n; }, 30s);
   }
   long watches() {
     auto out = zk_four_letter(shared_zk().port(), "wchs");
@@ -71,8 +70,7 @@ TEST_F(zk_shared, a_reader_behind_a_writer_waits_and_watches_only_that_writer) {
   std::jthread tr([&] { r_granted = r.try_lock_shared_for(30s); });
   ASSERT_TRUE(wait_entries(3));
   // w2 watches w1, r watches w2 (the last writer ahead of it): two watches, no more.
-  auto until = clock::now() + 10s;
-  while (watches() != 2 && clock::now() < until) std::this_thread::sleep_for(10ms);
+  poll_until([&] { return watches() == 2; }, 10s);
   EXPECT_EQ(watches(), 2);
   auto before = wakes_->now();
   w1.unlock();

@@ -9,6 +9,7 @@
 #include "backends/zookeeper/zk_queue.hpp"
 #include "backends/zookeeper/zk_value.hpp"
 #include "core/session_core.hpp"
+#include "support/poll.hpp"
 #include "zookeeper/zk_env.hpp"
 
 namespace dlock::test {
@@ -16,15 +17,6 @@ namespace {
 
 using namespace std::chrono_literals;
 using clock = std::chrono::steady_clock;
-
-bool poll_until(auto done, std::chrono::milliseconds timeout = 20s) {
-  auto until = clock::now() + timeout;
-  while (!done()) {
-    if (clock::now() > until) return false;
-    std::this_thread::sleep_for(5ms);
-  }
-  return true;
-}
 
 detail::zk::request_counts requests(const dlock::session& s) {
   return *detail::zookeeper_requests(s.core()->backend());

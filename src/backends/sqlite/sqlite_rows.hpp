@@ -1,5 +1,5 @@
 #pragma once
-// One row of the queue query (sqlite_backend.cpp's queue_sql) and the entry it stands for.
+// One row of the queue query (sqlite_queue.cpp's queue_sql) and the entry it stands for.
 // Pure apart from reading the statement's current row; whether the row's process is alive
 // is the caller's question (it reads /proc).
 

@@ -27,7 +27,7 @@ for v in old new; do
 done
 
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-redis-server --port "$port" --bind 127.0.0.1 --save '' --appendonly no --daemonize no \
+redis-server --port "$port" --bind 127.0.0.1 --dir "$tmp" --save '' --appendonly no --daemonize no \
   --maxmemory-policy noeviction >"$tmp/redis.log" 2>&1 &
 redis_pid=$!
 for _ in $(seq 100); do redis-cli -p "$port" ping >/dev/null 2>&1 && break; sleep 0.05; done

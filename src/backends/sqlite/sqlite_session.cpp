@@ -1,0 +1,274 @@
+// The engine's calls on a SQLite session: each takes the write transaction (BEGIN IMMEDIATE,
+// see sqlite_backend.cpp) where it writes, and wakes this host's waiters through local_wake
+// after it commits.
+#include "backends/sqlite/sqlite_session.hpp"
+
+#include <algorithm>
+#include <thread>
+
+#include "backends/sqlite/sqlite_doctor.hpp"
+#include "backends/sqlite/sqlite_schema.hpp"
+#include "backends/sqlite/sqlite_sessions.hpp"
+#include "core/poll_pacer.hpp"
+
+namespace dlock::detail::sqlite {
+namespace {
+
+// Creation times shown to people.
+std::int64_t wall_ms() {
+  using namespace std::chrono;
+  return duration_cast<milliseconds>(system_clock::now().time_since_epoch()).count();
+}
+
+}  // namespace
+
+session::session(db d, session_info info)
+    : db_(std::move(d)),
+      info_(std::move(info)),
+      wake_(db_.path()),
+      marks_(db_.path(), !info_.observe_only) {}
+
+result<void> session::start() {
+  std::lock_guard lk(mu_);
+  if (boot_.empty()) {
+    return fail(errc::unsupported,
+                "cannot read this boot's id (/proc/sys/kernel/random/boot_id), which dates "
+                "every lease");
+  }
+  if (info_.observe_only) return {};  // writes nothing: no schema, no session row
+  if (auto r = db_.exec("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;"); !r) return r;
+  auto me = this_process();
+  marks_.set(info_.id);  // before the row: a reader never sees the row unmarked and us dead
+  return write_txn([&]() -> result<void> {
+    if (auto r = sqlite::prepare_schema(db_, boot_, now_ms(), wall_ms()); !r) return r;
+    return sqlite::insert_session(db_, info_.id, info_.owner, me, boot_,
+                                  now_ms() + info_.ttl.count());
+  });
+}
+
+result<std::vector<check_finding>> session::diagnose() { return sqlite::file_findings(db_.path()); }
+
+result<queue_view> session::enqueue(std::string_view lock, entry_kind kind, std::string_view id) {
+  std::lock_guard lk(mu_);
+  auto sent = steady::now();
+  queue_view view;
+  auto r = write_txn([&]() -> result<void> {
+    if (auto live = session_live(); !live) return live;
+    auto exists = db_.prepare("SELECT 1 FROM dlock_entries WHERE id = ?1");
+    if (!exists) return fail(exists.error());
+    auto found = exists->bind(1, id).step();
+    if (!found) return fail(found.error());
+    if (!*found) {
+      // The per-name counter is bumped in the same transaction as the insert.
+      auto fence = db_.prepare(
+          "INSERT INTO dlock_fences(name, fence) VALUES (?1, 1) "
+          "ON CONFLICT(name) DO UPDATE SET fence = fence + 1 RETURNING fence");
+      if (!fence) return fail(fence.error());
+      auto row = fence->bind(1, lock).step();
+      if (!row) return fail(row.error());
+      auto token = fence->i64(0);
+      if (auto done = fence->run(); !done) return done;
+      auto ins = db_.prepare(
+          "INSERT INTO dlock_entries(name, id, kind, token, session, created_ms) "
+          "VALUES (?1, ?2, ?3, ?4, ?5, ?6)");
+      if (!ins) return fail(ins.error());
+      auto ok = ins->bind(1, lock)
+                    .bind(2, id)
+                    .bind(3, static_cast<std::int64_t>(kind))
+                    .bind(4, token)
+                    .bind(5, info_.id)
+                    .bind(6, wall_ms())
+                    .run();
+      if (!ok) return ok;
+    }
+    auto q = read_queue(lock);
+    if (!q) return fail(q.error());
+    view = std::move(*q);
+    return {};
+  });
+  if (!r) return fail(r.error());
+  wake_.notify_changed(lock);
+  view.sent_at = sent;
+  return view;
+}
+
+result<queue_view> session::list(std::string_view lock) {
+  std::lock_guard lk(mu_);
+  auto sent = steady::now();
+  auto q = read_queue(lock);
+  if (!q) return q;
+  q->sent_at = sent;
+  return q;
+}
+
+result<void> session::remove(std::string_view lock, std::string_view id) {
+  std::lock_guard lk(mu_);
+  // An entry whose session's lease ended is not ours any more (others ignore it): removed
+  // all the same, but reported as lock_lost, like one already gone.
+  auto live = session_live();
+  if (!live && live.error().code != make_error_code(errc::session_expired)) return live;
+  auto s = db_.prepare("DELETE FROM dlock_entries WHERE name = ?1 AND id = ?2 AND session = ?3");
+  if (!s) return fail(s.error());
+  if (auto r = s->bind(1, lock).bind(2, id).bind(3, info_.id).run(); !r) return r;
+  bool removed = db_.changes() > 0;
+  if (removed) {
+    wake_.notify(id);
+    wake_.notify_changed(lock);
+  }
+  if (!removed || !live) {
+    return fail(errc::lock_lost, "sqlite entry " + std::string(id) + " of '" + std::string(lock) +
+                                     "' is gone (lease ended)");
+  }
+  return {};
+}
+
+result<void> session::wait(std::string_view lock, const entry& awaited, steady::time_point deadline,
+                           std::stop_token stop) {
+  return wait_any(lock, std::span<const entry>(&awaited, 1), deadline, std::move(stop));
+}
+
+result<void> session::wait_any(std::string_view /*lock*/, std::span<const entry> awaited,
+                               steady::time_point deadline, std::stop_token stop) {
+  // Woken by the remover through local_wake; the paced poll (core/poll_pacer.hpp) is the
+  // safety net for holders that crash or lose their lease, slower when every wake-up can
+  // reach us.
+  std::vector<local_wake::listener> listeners;  // before the check: no lost wake-up
+  bool all_bound = true;
+  for (const auto& e : awaited) {
+    listeners.push_back(wake_.listen(e.id));
+    all_bound &= listeners.back().bound();
+  }
+  poll_pacer pacer{std::chrono::milliseconds{1}, std::chrono::milliseconds{all_bound ? 200 : 32}};
+  while (!stop.stop_requested() && steady::now() < deadline) {
+    {
+      std::lock_guard lk(mu_);
+      for (const auto& e : awaited) {
+        auto alive = entry_alive(e.id);
+        if (!alive) return fail(alive.error());
+        if (!*alive) return {};  // gone, or its holder is dead: the engine lists (and reaps)
+      }
+    }
+    auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - steady::now());
+    auto timeout = std::min(std::chrono::ceil<std::chrono::milliseconds>(pacer.next()), left);
+    if (local_wake::listener::wait_any(listeners, timeout, stop)) return {};
+  }
+  return {};
+}
+
+result<std::uint64_t> session::set_value(std::string_view lock, std::string_view id,
+                                         std::string_view value) {
+  std::lock_guard lk(mu_);
+  std::int64_t version = 0;
+  auto r = write_txn([&]() -> result<void> {
+    if (auto live = session_live(); !live) {
+      if (live.error().code == make_error_code(errc::session_expired)) {
+        return fail(errc::lock_lost, live.error().message);
+      }
+      return live;
+    }
+    auto s = db_.prepare(
+        "UPDATE dlock_entries SET value = ?4, version = version + 1 "
+        "WHERE name = ?1 AND id = ?2 AND session = ?3 RETURNING version");
+    if (!s) return fail(s.error());
+    auto row = s->bind(1, lock).bind(2, id).bind(3, info_.id).bind_blob(4, value).step();
+    if (!row) return fail(row.error());
+    if (!*row) {
+      return fail(errc::lock_lost,
+                  "sqlite entry " + std::string(id) + " of '" + std::string(lock) + "' is gone");
+    }
+    version = s->i64(0);
+    return s->run();
+  });
+  if (!r) return fail(r.error());
+  wake_.notify_changed(lock);
+  return static_cast<std::uint64_t>(version);
+}
+
+result<void> session::wait_change(std::string_view lock, const queue_view& seen,
+                                  steady::time_point deadline, std::stop_token stop) {
+  // Pushed by enqueue, remove and set_value of this host; a leader that crashed or whose
+  // lease ended is found by the next look, at most a slice later.
+  std::vector<local_wake::listener> listeners;  // before the look: no lost wake-up
+  listeners.push_back(wake_.listen_changed(lock));
+  if (!seen.entries.empty()) listeners.push_back(wake_.listen(seen.entries.front().id));
+  {
+    std::lock_guard lk(mu_);
+    auto now = read_queue(lock);
+    if (!now) return fail(now.error());
+    if (!same_entries(now->entries, seen.entries)) return {};
+  }
+  const bool pushed = listeners.front().bound();
+  auto slice = std::chrono::milliseconds{pushed ? 200 : 32};
+  auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - steady::now());
+  auto timeout = std::max(std::chrono::milliseconds{0}, std::min(slice, left));
+  (void)local_wake::listener::wait_any(listeners, timeout, stop);
+  return {};
+}
+
+result<steady::time_point> session::keep_alive() {
+  if (info_.observe_only) return steady::now();  // no lease to renew
+  std::lock_guard lk(mu_);
+  auto sent = steady::now();
+  auto now = now_ms();
+  auto renewed = sqlite::renew_session(db_, info_.id, boot_, now, now + info_.ttl.count());
+  if (!renewed) return fail(renewed.error());
+  if (!*renewed) return fail(errc::session_expired, "sqlite session " + info_.id + " expired");
+  return sent;
+}
+
+void session::close() noexcept {
+  std::lock_guard lk(mu_);
+  if (closed_) return;
+  for (int attempt = 0; attempt < 5 && !info_.observe_only; ++attempt) {
+    std::vector<std::string> removed;
+    auto r = write_txn([&]() -> result<void> { return delete_session(info_.id, removed); });
+    if (r) notify_all(removed);
+    if (r || !is_transient(r.error())) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds{10 << attempt});
+  }
+  marks_.clear(info_.id);
+  closed_ = true;
+}
+
+result<void> session::end_session(std::string_view session_id) {
+  std::lock_guard lk(mu_);
+  std::vector<std::string> removed;
+  auto r =
+      write_txn([&]() -> result<void> { return delete_session(std::string(session_id), removed); });
+  if (r) notify_all(removed);
+  return r;
+}
+
+result<std::vector<std::string>> session::lock_names(std::string_view prefix) {
+  std::lock_guard lk(mu_);
+  auto s = db_.prepare(
+      "SELECT DISTINCT e.name FROM dlock_entries e JOIN dlock_sessions s ON s.id = e.session "
+      "WHERE s.boot_id = ?3 AND s.expires_boot_ms > ?2 AND substr(e.name, 1, length(?1)) = ?1 "
+      "ORDER BY e.name");
+  if (!s) {
+    if (no_tables_yet(s.error())) return std::vector<std::string>{};
+    return fail(s.error());
+  }
+  s->bind(1, prefix).bind(2, now_ms()).bind(3, boot_);
+  std::vector<std::string> out;
+  for (;;) {
+    auto row = s->step();
+    if (!row) return fail(row.error());
+    if (!*row) return out;
+    out.push_back(s->text(0));
+  }
+}
+
+result<void> session::session_live() {
+  return sqlite::session_live(db_, info_.id, boot_, now_ms());
+}
+
+void session::notify_all(const std::vector<std::string>& entry_ids) {
+  for (auto& id : entry_ids) wake_.notify(id);
+}
+
+result<void> session::delete_session(const std::string& id, std::vector<std::string>& removed) {
+  return sqlite::delete_session(db_, id, removed);
+}
+
+}  // namespace dlock::detail::sqlite

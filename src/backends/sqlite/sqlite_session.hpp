@@ -1,0 +1,101 @@
+#pragma once
+// The backend_session over one SQLite lock file (the design is at the top of
+// sqlite_backend.cpp). Its member functions are split by job: the engine's calls are in
+// sqlite_session.cpp; reading a queue, checking a holder and reaping dead sessions in
+// sqlite_queue.cpp. mu_ guards the connection and the state, so one session serves many
+// threads.
+
+#include <cstdint>
+#include <mutex>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "backends/sqlite/local_process.hpp"
+#include "backends/sqlite/local_wake.hpp"
+#include "backends/sqlite/session_mark.hpp"
+#include "backends/sqlite/sqlite_db.hpp"
+#include "core/backend.hpp"
+
+namespace dlock::detail::sqlite {
+
+class session final : public backend_session {
+ public:
+  session(db d, session_info info);
+
+  // Checks this boot's id and, unless observing, prepares the schema and writes the session
+  // row (and its mark).
+  result<void> start();
+
+  // A holder's process is checked by pid (and start time) on this host.
+  capabilities caps() const noexcept override {
+    return {.scope = reach::host,
+            .durable_tokens = true,
+            .frees_dead_process_at_once = true,
+            .ends_other_sessions = true,
+            .permits = true,
+            .values = true};
+  }
+
+  result<std::vector<check_finding>> diagnose() override;
+  result<queue_view> enqueue(std::string_view lock, entry_kind kind, std::string_view id) override;
+  result<queue_view> list(std::string_view lock) override;
+  result<void> remove(std::string_view lock, std::string_view id) override;
+  result<void> wait(std::string_view lock, const entry& awaited, steady::time_point deadline,
+                    std::stop_token stop) override;
+  result<void> wait_any(std::string_view lock, std::span<const entry> awaited,
+                        steady::time_point deadline, std::stop_token stop) override;
+  result<std::uint64_t> set_value(std::string_view lock, std::string_view id,
+                                  std::string_view value) override;
+  result<void> wait_change(std::string_view lock, const queue_view& seen,
+                           steady::time_point deadline, std::stop_token stop) override;
+  result<steady::time_point> keep_alive() override;
+  void close() noexcept override;
+  result<void> end_session(std::string_view session_id) override;
+  result<std::vector<std::string>> lock_names(std::string_view prefix) override;
+
+ private:
+  // Lease time: CLOCK_BOOTTIME (see sqlite_backend.cpp).
+  static std::int64_t now_ms() { return boot_clock_ms(); }
+
+  // An observer may open a file that a first writer is still creating (or an empty file):
+  // no tables yet is an empty queue to it, as a file that does not exist is.
+  bool no_tables_yet(const failure& f) const {
+    return info_.observe_only && f.message.find("no such table: dlock_") != std::string::npos;
+  }
+
+  template <class F>
+  result<void> write_txn(F&& body) {
+    if (closed_) return fail(errc::session_closed, "sqlite session closed");
+    if (in_txn_) return body();  // nested: part of the enclosing transaction
+    if (auto r = db_.exec("BEGIN IMMEDIATE"); !r) return r;
+    in_txn_ = true;
+    auto r = body();
+    in_txn_ = false;
+    if (r) r = db_.exec("COMMIT");
+    if (!r) (void)db_.exec("ROLLBACK");
+    return r;
+  }
+
+  result<void> session_live();
+  void notify_all(const std::vector<std::string>& entry_ids);
+  result<void> delete_session(const std::string& id, std::vector<std::string>& removed);
+
+  // sqlite_queue.cpp: what is alive, and the reaping of what is not.
+  bool holder_alive(const process_id& p, std::string_view session) const;
+  result<bool> entry_alive(const std::string& id);
+  result<queue_view> read_queue(std::string_view lock);
+  void reap(const std::vector<std::string>& sessions);
+
+  std::mutex mu_;
+  db db_;
+  session_info info_;
+  const std::string boot_{boot_id()};
+  local_wake wake_;
+  session_mark marks_;
+  bool closed_{false};
+  bool in_txn_{false};
+};
+
+}  // namespace dlock::detail::sqlite
