@@ -306,7 +306,7 @@ TEST_P(conformance, a_waiting_session_sees_the_holder_ahead_of_it) {
   bool granted = false;
   std::jthread t([&] { granted = waiter.try_lock_for(std::chrono::seconds{10}); });
   std::vector<dlock::queue_entry> q;
-  ASSERT_TRUE(eventually([&] {
+  ASSERT_TRUE(poll_until([&] {
     q = dlock::inspect(b, lock_name());
     return q.size() == 2;
   })) << q.size();

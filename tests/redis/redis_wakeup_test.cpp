@@ -249,7 +249,7 @@ reader_run release_to_readers(const std::string& url, const std::string& lock, i
   auto wakes = std::make_shared<wake_counter>();
   auto rs = dlock::session::open(url, wake_counter::options(wakes));
   auto queued = [&](std::size_t n) {
-    return eventually([&] { return dlock::inspect(ws, lock).size() == n; });
+    return poll_until([&] { return dlock::inspect(ws, lock).size() == n; });
   };
   dlock::shared_mutex first(ws, lock), second(ws, lock);
   first.lock();
@@ -275,13 +275,13 @@ reader_run release_to_readers(const std::string& url, const std::string& lock, i
   }
   EXPECT_TRUE(queued(2 + static_cast<std::size_t>(readers)));
   first.unlock();
-  EXPECT_TRUE(eventually([&] { return second_holds.load(); }));
+  EXPECT_TRUE(poll_until([&] { return second_holds.load(); }));
   reader_run out;
   const auto before = settled(commands_processed, 1);
   const auto listed = rs.core()->wakeup_listings();
   const auto woke = wakes->now();
   let_go = true;
-  EXPECT_TRUE(eventually([&] { return reading.load() == readers; }));
+  EXPECT_TRUE(poll_until([&] { return reading.load() == readers; }));
   out.commands = commands_processed() - 1 - before;
   out.listings = rs.core()->wakeup_listings() - listed;
   out.woke = wakes->now() - woke;
