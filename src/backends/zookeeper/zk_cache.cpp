@@ -33,13 +33,26 @@ std::optional<std::string> session_cache::child_with_prefix(const std::string& l
 void session_cache::replace(const std::string& lock,
                             std::vector<std::pair<std::string, child_meta>> present) {
   std::lock_guard lk(mu_);
-  if (present.empty()) {
+  std::map<std::string, child_meta> next(std::make_move_iterator(present.begin()),
+                                         std::make_move_iterator(present.end()));
+  // A listing another thread of this session began before one of our creates must not drop
+  // that node's metadata (nor a placeholder hide what was read): our own entry would then
+  // be read with czxid 0, its fencing token unknown.
+  if (auto old = children_.find(lock); old != children_.end()) {
+    for (const auto& [id, n] : own_) {
+      if (n.lock != lock) continue;
+      if (auto m = old->second.find(n.name); m != old->second.end()) {
+        auto& slot = next[n.name];
+        if (slot.czxid == 0) slot = m->second;
+      }
+    }
+  }
+  if (next.empty()) {
     children_.erase(lock);
     return;
   }
   evict_if_full(lock);
-  children_[lock] = std::map<std::string, child_meta>(std::make_move_iterator(present.begin()),
-                                                      std::make_move_iterator(present.end()));
+  children_[lock] = std::move(next);
 }
 
 void session_cache::own(const std::string& id, const std::string& lock, const std::string& name,
