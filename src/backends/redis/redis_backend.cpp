@@ -173,7 +173,10 @@ result<std::optional<std::string>> session::wait_for_token(const entry& awaited,
   }
   auto until = std::min(deadline, steady::now() + safety);
   // The token stays for every other waiter of the entry (a run of readers behind a writer).
-  auto r = nodes_[server]->pop_wake(key('w', awaited.id), until, stop, true);
+  // The pop also reports whether this session's key still existed when the token came: the
+  // releaser's script cannot know who waits, so a waiter whose session the server already
+  // ended (and whose entries the next listing reaps) must not take an 'h' as a grant.
+  auto r = nodes_[server]->pop_wake(key('w', awaited.id), until, stop, true, key('s', info_.id));
   if (!r) return fail(r.error());
   return *r;
 }

@@ -2,6 +2,7 @@
 
 #include <hiredis/hiredis.h>
 
+#include <array>
 #include <cstdio>
 #include <map>
 
@@ -195,7 +196,8 @@ result<reply_ptr> node::run(const request& req, std::stop_token stop, until_t un
 }
 
 result<std::optional<std::string>> node::pop_wake(const std::string& key, steady::time_point until,
-                                                  std::stop_token stop, bool keep) {
+                                                  std::stop_token stop, bool keep,
+                                                  const std::string& alive_key) {
   using popped = std::optional<std::string>;
   auto left = std::chrono::duration_cast<std::chrono::milliseconds>(until - steady::now());
   if (left < std::chrono::milliseconds{1} || stop.stop_requested()) return popped{};
@@ -228,6 +230,7 @@ result<std::optional<std::string>> node::pop_wake(const std::string& key, steady
   auto argv = keep ? std::vector<std::string>{"BLMOVE", key, key, "LEFT", "LEFT", secs}
                    : std::vector<std::string>{"BLPOP", key, secs};
   std::atomic<bool> stopped{false};
+  bool alive_gone = false;
   result<reply_ptr> r = fail(errc::backend_unavailable);
   {
     connection* raw = c->get();
@@ -235,7 +238,28 @@ result<std::optional<std::string>> node::pop_wake(const std::string& key, steady
       stopped = true;
       raw->interrupt();
     });
-    r = (*c)->call(argv, until);
+    if (alive_key.empty()) {
+      r = (*c)->call(argv, until);
+    } else {
+      // Pipelined: the server runs the PTTL as soon as the pop returns, so the fact costs no
+      // round trip of its own.
+      const std::array<std::string, 2> pttl{"PTTL", alive_key};
+      if (auto s = (*c)->send(argv); !s) {
+        r = fail(s.error());
+      } else if (auto s2 = (*c)->send(pttl); !s2) {
+        r = fail(s2.error());
+      } else {
+        r = (*c)->receive(until);
+        if (r) {
+          auto ttl = (*c)->receive(steady::now() + target_.timeout);
+          if (!ttl) {
+            r = fail(ttl.error());
+          } else if ((*ttl)->type == REDIS_REPLY_INTEGER && (*ttl)->integer == -2) {
+            alive_gone = true;
+          }
+        }
+      }
+    }
   }
   if (stopped) return popped{};
   if (!r && (*c)->timed_out() && steady::now() >= until) return popped{};
@@ -256,6 +280,7 @@ result<std::optional<std::string>> node::pop_wake(const std::string& key, steady
     std::lock_guard lk(mu_);
     if (idle_waiting_.size() < max_idle) idle_waiting_.push_back(std::move(*c));
   }
+  if (value && alive_gone) value = std::string();
   return value;
 }
 

@@ -53,9 +53,13 @@ class node {
   // Blocks on BLPOP `key` until a token arrives (its value), `until` passes (nullopt) or
   // `stop` is requested (nullopt; the connection used is then closed). With `keep`, the
   // token stays in the list for every other waiter on it (BLMOVE key key: a rotation).
+  // With `alive_key`, a PTTL of it is pipelined behind the pop (no extra round trip: the
+  // server runs it as the pop returns) and a token is returned only while that key exists,
+  // else "" (a token, but the key was gone when it came).
   result<std::optional<std::string>> pop_wake(const std::string& key,
                                               std::chrono::steady_clock::time_point until,
-                                              std::stop_token stop, bool keep = false);
+                                              std::stop_token stop, bool keep = false,
+                                              const std::string& alive_key = {});
 
   // Connections are handed out one per caller and returned when healthy. A new one is
   // opened within what is left until `until`, and given up when `stop` is requested.
