@@ -28,7 +28,7 @@ TEST(etcd_lost_reply, a_txn_whose_reply_is_lost_leaves_no_duplicate) {
   const auto via_proxy =
       "etcd://127.0.0.1:" + std::to_string(proxy.port()) + "/" + prefix + "?ttl=30s";
   int txns_hit = 0;
-  for (int round = 0; round < 6 && txns_hit < 3; ++round) {
+  for (int round = 0; round < 12 && txns_hit < 3; ++round) {
     SCOPED_TRACE("round " + std::to_string(round));
     const auto name = "l" + std::to_string(round);
     const auto contenders = [&] { return server.keys(prefix + "/" + name + "/").size(); };
