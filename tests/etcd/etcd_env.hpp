@@ -15,4 +15,9 @@ etcd_server& shared_etcd();
 // would: its keys go at once.
 void expire_etcd_session(const dlock::session& s, const etcd_server& server);
 
+// The sum of the samples of `metric` (its name up to a '{' or ' ') in the shared member's
+// /metrics whose labels contain `label` ("" for all): how the tests count server requests
+// and watchers without timing anything.
+double etcd_metric_sum(const std::string& metric, const std::string& label = {});
+
 }  // namespace dlock::test

@@ -5,7 +5,6 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
-#include <sstream>
 #include <string>
 
 #include "etcd/etcd_env.hpp"
@@ -15,18 +14,8 @@
 namespace dlock::test {
 namespace {
 
-double handled_total() {
-  auto [rc, out] =
-      run_command({"curl", "-sf", "--max-time", "5", shared_etcd().endpoint() + "/metrics"});
-  if (rc != 0) throw std::runtime_error("curl /metrics failed: " + out);
-  double sum = 0;
-  std::istringstream in(out);
-  for (std::string line; std::getline(in, line);) {
-    if (!line.starts_with("grpc_server_handled_total{")) continue;
-    sum += std::stod(line.substr(line.rfind(' ') + 1));
-  }
-  return sum;
-}
+// Every RPC and stream the member finished.
+double handled_total() { return etcd_metric_sum("grpc_server_handled_total"); }
 
 TEST(etcd_scale, requests_per_release_do_not_grow_with_the_number_of_waiters) {
   // One session per waiter; a long TTL keeps keep-alive rounds (every TTL/3) out of the count.

@@ -6,7 +6,6 @@
 #include <gtest/gtest.h>
 
 #include <dlock/dlock.hpp>
-#include <sstream>
 #include <stop_token>
 #include <thread>
 
@@ -21,27 +20,10 @@ namespace {
 using namespace std::chrono_literals;
 using clock = std::chrono::steady_clock;
 
-// The sum of the samples of `metric` (its name up to a '{' or ' ') whose labels contain
-// `label` ("" for all).
-double watch_metric(const std::string& metric, const std::string& label = {}) {
-  auto [rc, out] =
-      run_command({"curl", "-sf", "--max-time", "5", shared_etcd().endpoint() + "/metrics"});
-  if (rc != 0) throw std::runtime_error("curl /metrics failed: " + out);
-  double sum = 0;
-  std::istringstream in(out);
-  for (std::string line; std::getline(in, line);) {
-    if (!line.starts_with(metric) || line.size() <= metric.size()) continue;
-    if (line[metric.size()] != '{' && line[metric.size()] != ' ') continue;
-    if (!label.empty() && line.find(label) == std::string::npos) continue;
-    sum += std::stod(line.substr(line.rfind(' ') + 1));
-  }
-  return sum;
-}
-
 double watch_streams_started() {
-  return watch_metric("grpc_server_started_total", "grpc_method=\"Watch\"");
+  return etcd_metric_sum("grpc_server_started_total", "grpc_method=\"Watch\"");
 }
-double watchers() { return watch_metric("etcd_debugging_mvcc_watcher_total"); }
+double watchers() { return etcd_metric_sum("etcd_debugging_mvcc_watcher_total"); }
 
 TEST(etcd_watch, a_sessions_waiters_share_one_stream_and_a_cancelled_wait_cancels_its_watch) {
   const auto url = "etcd://" + shared_etcd().address() + "/w" + random_suffix() + "?ttl=30s";
