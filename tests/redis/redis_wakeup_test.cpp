@@ -113,6 +113,29 @@ TEST(redis_wakeups, a_writer_release_wakes_the_readers_behind_it_by_push) {
   EXPECT_TRUE(server().entry_ids(prefix, "rw").empty());
 }
 
+TEST(redis_wakeups, a_waiter_whose_session_the_server_ended_is_not_handed_the_lock) {
+  // The release pushes "left from the head" to whoever waits, without knowing who: a waiter
+  // whose session key the server already dropped (its entries are reaped by the next listing,
+  // so the next contender would be granted beside it) must not take that as its grant.
+  const std::string prefix = "r" + random_suffix() + ":";
+  const auto url = "redis://" + server().address() + "?ttl=60s&prefix=" + prefix;
+  auto holder_session = dlock::session::open(url);
+  auto waiter_session = dlock::session::open(url);
+  dlock::mutex holder(holder_session, "x");
+  dlock::mutex waiter(waiter_session, "x");
+  ASSERT_TRUE(holder.try_lock());
+  std::error_code ec;
+  bool granted = false;
+  std::jthread t(
+      [&] { granted = waiter.try_lock_until(std::chrono::steady_clock::now() + 10s, {}, ec); });
+  ASSERT_TRUE(poll_until([&] { return server().entry_ids(prefix, "x").size() == 2u; }));
+  server().command({"DEL", prefix + "s:" + waiter_session.id()});
+  holder.unlock();
+  t.join();
+  EXPECT_FALSE(granted) << "granted to a session the server had ended";
+  if (granted) waiter.unlock(ec);
+}
+
 TEST(redis_cleanup, ten_thousand_release_reacquire_cycles_leave_no_key_behind) {
   const std::string prefix = "k" + random_suffix() + ":";
   auto s = dlock::session::open("redis://" + server().address() + "?ttl=5s&prefix=" + prefix);
