@@ -2,13 +2,18 @@
 // each watching only its own key; a cancelled wait cancels its watch on the server; a stream
 // that breaks while a waiter waits is opened again with the watch created again from the
 // revision it asked for, so a deletion during the outage still wakes it. Counted with etcd's
-// own /metrics: Watch streams started, and the store's current watchers.
+// own /metrics: Watch streams started, and the store's current watchers. A watch is set up at
+// the present (etcd serves one from a past revision only on its 100 ms catch-up tick), so a key
+// deleted between its listing and its watch is caught by the read that follows the watch.
 #include <gtest/gtest.h>
 
 #include <dlock/dlock.hpp>
 #include <stop_token>
 #include <thread>
 
+#include "backends/etcd/etcd_client.hpp"
+#include "backends/etcd/etcd_config.hpp"
+#include "core/url.hpp"
 #include "etcd/etcd_env.hpp"
 #include "support/net.hpp"
 #include "support/poll.hpp"
@@ -90,6 +95,42 @@ TEST(etcd_watch, a_broken_stream_is_opened_again_and_misses_no_deletion) {
   m.unlock();
   s.close();
   holder_s.close();
+}
+
+// A key listed, then deleted (or deleted and put again) before its waiter's watch is in place:
+// the watch starts after the deletion, so only the read that follows it can end the wait.
+TEST(etcd_watch, a_key_gone_before_its_watch_is_in_place_ends_the_wait) {
+  using namespace dlock::detail;
+  auto u = parse_url("etcd://" + shared_etcd().address() + "/wg" + random_suffix());
+  ASSERT_TRUE(u);
+  session_info info{"id", "test", 30s, 5s, false};
+  auto cfg = etcd::parse_config(*u, info);
+  ASSERT_TRUE(cfg);
+  auto c = etcd::client::open(*cfg);
+  ASSERT_TRUE(c) << c.error().message;
+  auto& cl = **c;
+  // Opens the session's stream (a watch is set up at the present only on an open stream).
+  const std::string other = "/wg-other" + random_suffix();
+  ASSERT_TRUE(
+      cl.await_delete(std::vector<etcd::watched_key>{{other, 1, 1}}, clock::now() + 300ms, {}));
+  for (bool put_again : {false, true}) {
+    const std::string key = "/wg-key" + random_suffix();
+    ASSERT_TRUE(cl.txn({}, {etcd::put_op(key, "v", 0)}, {}));
+    auto listed = cl.range(key, {}, false);
+    ASSERT_TRUE(listed && listed->kvs.size() == 1);
+    const etcd::watched_key k{key, listed->revision + 1, listed->kvs[0].create_revision};
+    ASSERT_TRUE(cl.txn({}, {etcd::del_op(key)}, {}));
+    if (put_again) {
+      ASSERT_TRUE(cl.txn({}, {etcd::put_op(key, "v2", 0)}, {}));
+    }
+    const auto t0 = clock::now();
+    auto gone = cl.await_delete(std::span(&k, 1), t0 + 5s, {});
+    ASSERT_TRUE(gone) << gone.error().message;
+    EXPECT_TRUE(*gone) << (put_again ? "deleted and put again" : "deleted")
+                       << " before the watch: the wait ran to its deadline";
+    EXPECT_LT(clock::now() - t0, 4s);
+  }
+  cl.shut_down();
 }
 
 }  // namespace

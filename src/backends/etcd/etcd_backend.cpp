@@ -15,9 +15,9 @@
 // Cost: an acquire is one Txn (create if absent + the window of the lock its verdict reads:
 // the oldest key and the one created just before its own, for a lock's entry; etcd_queue.hpp),
 // a release one Txn (delete if the value is still ours). A waiter watches only the key it
-// waits on, from that key's create revision, so a deletion between its listing and its watch
-// is still seen; a woken waiter reads its window again, never the whole queue, so neither
-// queueing the N-th waiter nor a handoff reads N keys.
+// waits on; a deletion between its listing and its watch is still seen (the watch, set up at
+// the present, is followed by one Range of that key); a woken waiter reads its window again, never
+// the whole queue, so neither queueing the N-th waiter nor a handoff reads N keys.
 #include "backends/etcd/etcd_backend.hpp"
 
 #include <algorithm>

@@ -240,7 +240,12 @@ class grpc_client final : public client {
 
   result<bool> await_delete(std::span<const watched_key> keys, steady::time_point deadline,
                             std::stop_token stop) override {
-    return hub_.await_delete(keys, deadline, std::move(stop));
+    return hub_.await_delete(keys, deadline, std::move(stop),
+                             [this](const std::string& key, std::int64_t rev) -> result<bool> {
+                               auto r = range(key, {}, true);
+                               if (!r) return fail(r.error());
+                               return !r->kvs.empty() && r->kvs[0].create_revision == rev;
+                             });
   }
 
   result<bool> await_change(const std::string& begin, const std::string& end,

@@ -86,10 +86,14 @@ struct txn_result {
 };
 
 // A key to wait on, and the revision from which its history is replayed: a deletion after
-// it is seen even if it happened before the watch was set up.
+// it is seen even if it happened before the watch was set up. With the key's create revision
+// known, the watch starts at the present instead (etcd serves a watch from a past revision
+// only on its catch-up tick, 100 ms in 3.4) and one Range, once the watch is in place,
+// checks that this incarnation of the key is still there.
 struct watched_key {
   std::string key;
   std::int64_t from_revision{0};
+  std::int64_t create_revision{0};  // 0: unknown (replayed from from_revision)
 };
 
 class client {

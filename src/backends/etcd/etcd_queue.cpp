@@ -15,9 +15,8 @@ constexpr std::size_t shared_page = 32;
 
 // The entries of `keys` (oldest first), each with its companion's record when `record_of`
 // finds one. A waiter watches a key from just after the revision it was read at: the key
-// existed then, so its deletion comes later, and a watch that starts at the present is served
-// at once, while one from an older revision (the key's create revision) waits for etcd's
-// catch-up tick (100 ms in 3.4) before its first event.
+// existed then, so its deletion comes later. (The watch itself starts at the present and
+// checks the key once in place: watched_key.)
 template <class RecordOf>
 read_view build(const lock_ranges& r, std::span<const key_value* const> keys, std::int64_t read_at,
                 RecordOf&& record_of) {
@@ -27,7 +26,8 @@ read_view build(const lock_ranges& r, std::span<const key_value* const> keys, st
                  kv->version, record_of(*kv)};
     auto e = read_entry(k);
     if (!e) continue;  // a key of a nested name
-    out.keys.push_back({e->id, {kv->key, std::max(kv->create_revision, read_at + 1)}, false});
+    out.keys.push_back(
+        {e->id, {kv->key, std::max(kv->create_revision, read_at + 1), kv->create_revision}, false});
     out.q.entries.push_back(std::move(*e));
   }
   return out;

@@ -23,6 +23,7 @@ using stream_t = grpc::ClientReaderWriter<pb::WatchRequest, pb::WatchResponse>;
 struct waiter {
   enum class outcome { waiting, event, spurious } how{outcome::waiting};
   std::vector<std::int64_t> ids;
+  std::vector<std::int64_t> in_place;  // watches created at the present: their keys to check
   std::condition_variable_any cv;
 };
 
@@ -30,6 +31,8 @@ struct watch {
   std::string key, end;
   std::int64_t from{0};  // replayed from here on every stream: it ends at its first event
   bool deletes_only{true};
+  std::int64_t create_revision{0};  // of the watched key, when known
+  bool at_present{false};           // created at the present: check the key once the server has it
   waiter* w{nullptr};
   std::uint64_t sent_on{0};  // the stream whose create request carried it (0: none yet)
 };
@@ -49,7 +52,7 @@ pb::WatchRequest create_request(std::int64_t id, const watch& w) {
   auto* c = r.mutable_create_request();
   c->set_key(w.key);
   c->set_range_end(w.end);
-  c->set_start_revision(w.from);
+  c->set_start_revision(w.at_present ? 0 : w.from);
   c->set_watch_id(id);
   if (w.deletes_only) c->add_filters(pb::WatchCreateRequest::NOPUT);
   return r;
@@ -108,6 +111,7 @@ struct watch_hub::state {
           // after it is still replayed).
           auto again = w;
           again.from = resp.compact_revision();
+          again.at_present = false;
           again.sent_on = l->number;
           auto& ids = again.w->ids;
           std::replace(ids.begin(), ids.end(), it->first, next_id);
@@ -122,6 +126,10 @@ struct watch_hub::state {
         }
       } else {
         auto& w = it->second;
+        if (resp.created() && w.at_present) {
+          w.w->in_place.push_back(it->first);
+          w.w->cv.notify_all();
+        }
         for (const auto& ev : resp.events()) {
           if (!w.deletes_only || ev.type() == pb::Event::DELETE) {
             end_wait(*w.w, waiter::outcome::event);
@@ -166,6 +174,7 @@ struct watch_hub::state {
       if (closed) l->ctx.TryCancel();
       for (auto& [id, w] : watches) {
         w.sent_on = l->number;
+        w.at_present = false;  // a new stream replays the history a broken one may have missed
         creates.push_back(create_request(id, w));
       }
       lk.unlock();
@@ -196,7 +205,31 @@ struct watch_hub::state {
     for (auto* w : waiters) end_wait(*w, waiter::outcome::spurious);
   }
 
-  result<bool> await(std::vector<watch> ws, steady::time_point deadline, std::stop_token stop) {
+  // The keys of `me`'s watches the server has just put in place at the present: a deletion
+  // before that was not replayed, so read each key once (without the hub's lock).
+  void check_in_place(std::unique_lock<std::mutex>& lk, waiter& me, const key_check& still_there) {
+    std::vector<std::pair<std::string, std::int64_t>> keys;
+    for (auto id : me.in_place) {
+      if (auto it = watches.find(id); it != watches.end())
+        keys.emplace_back(it->second.key, it->second.create_revision);
+    }
+    me.in_place.clear();
+    lk.unlock();
+    auto how = waiter::outcome::waiting;
+    for (const auto& [key, rev] : keys) {
+      auto there = still_there(key, rev);
+      if (!there)
+        how = waiter::outcome::spurious;  // unknown: the engine lists again
+      else if (!*there)
+        how = waiter::outcome::event;
+      if (how != waiter::outcome::waiting) break;
+    }
+    lk.lock();
+    if (how != waiter::outcome::waiting) end_wait(me, how);
+  }
+
+  result<bool> await(std::vector<watch> ws, steady::time_point deadline, std::stop_token stop,
+                     const key_check& still_there = {}) {
     waiter me;
     std::shared_ptr<link> l;
     std::vector<pb::WatchRequest> creates;
@@ -206,6 +239,7 @@ struct watch_hub::state {
     l = open;
     for (auto& w : ws) {
       w.w = &me;
+      w.at_present = l && still_there && w.deletes_only && w.create_revision > 0;
       if (l) {
         w.sent_on = l->number;
         creates.push_back(create_request(next_id, w));
@@ -219,9 +253,14 @@ struct watch_hub::state {
     send(l, creates);
     lk.lock();
     auto done = [&] { return me.how != waiter::outcome::waiting || closed; };
+    auto woken = [&] { return done() || !me.in_place.empty(); };
     while (!done() && !stop.stop_requested() && steady::now() < deadline) {
+      if (!me.in_place.empty()) {
+        check_in_place(lk, me, still_there);
+        continue;
+      }
       // Slices: a far deadline (lock() without one) overflows the clock's conversions.
-      me.cv.wait_until(lk, stop, std::min(deadline, steady::now() + std::chrono::hours{1}), done);
+      me.cv.wait_until(lk, stop, std::min(deadline, steady::now() + std::chrono::hours{1}), woken);
     }
     std::vector<pb::WatchRequest> cancels;
     for (auto id : me.ids) {
@@ -251,16 +290,27 @@ watch_hub::~watch_hub() {
 }
 
 result<bool> watch_hub::await_delete(std::span<const watched_key> keys, steady::time_point deadline,
-                                     std::stop_token stop) {
+                                     std::stop_token stop, const key_check& still_there) {
   std::vector<watch> ws;
-  for (const auto& k : keys) ws.push_back({k.key, {}, k.from_revision, true, nullptr, 0});
-  return s_->await(std::move(ws), deadline, std::move(stop));
+  for (const auto& k : keys) {
+    watch w;
+    w.key = k.key;
+    w.from = k.from_revision;
+    w.create_revision = k.create_revision;
+    ws.push_back(std::move(w));
+  }
+  return s_->await(std::move(ws), deadline, std::move(stop), still_there);
 }
 
 result<bool> watch_hub::await_change(const std::string& begin, const std::string& end,
                                      std::int64_t from_revision, steady::time_point deadline,
                                      std::stop_token stop) {
-  std::vector<watch> ws{{begin, end, from_revision, false, nullptr, 0}};
+  watch w;
+  w.key = begin;
+  w.end = end;
+  w.from = from_revision;
+  w.deletes_only = false;
+  std::vector<watch> ws{std::move(w)};
   return s_->await(std::move(ws), deadline, std::move(stop));
 }
 

@@ -41,6 +41,10 @@ struct watch_hooks {
   std::function<void(const grpc::Status&, const std::string& token)> refused;
 };
 
+// Whether `key` still exists as the incarnation created at `create_revision` (false: gone or
+// created anew); an error when it cannot be read.
+using key_check = std::function<result<bool>(const std::string& key, std::int64_t create_revision)>;
+
 class watch_hub {
  public:
   watch_hub(std::shared_ptr<grpc::Channel> channel, watch_hooks hooks);
@@ -49,8 +53,11 @@ class watch_hub {
   watch_hub& operator=(const watch_hub&) = delete;
 
   // Until one of `keys` is deleted (true), or `deadline`, `stop` or shut_down() (false).
+  // With `still_there`, a key whose create revision is known is watched from the present on
+  // an open stream and checked with it once the watch is in place (false, not an error, if
+  // the check fails: the caller lists again).
   result<bool> await_delete(std::span<const watched_key> keys, steady::time_point deadline,
-                            std::stop_token stop);
+                            std::stop_token stop, const key_check& still_there = {});
   // Until a key of [begin, end) changes after `from_revision` (true: or the watch was
   // cancelled, which may hide a change), or `deadline`, `stop` or shut_down() (false).
   result<bool> await_change(const std::string& begin, const std::string& end,
