@@ -1,9 +1,11 @@
 #include "fault/fault_backends.hpp"
 
 #include <sqlite3.h>
+#include <sys/stat.h>
 #include <time.h>
 
 #include <fstream>
+#include <set>
 #include <sstream>
 #include <stdexcept>
 
@@ -48,6 +50,31 @@ class sqlite_fault final : public fault_backend {
   explicit sqlite_fault(const std::string& dir) : path_(dir + "/locks.db") {}
   std::string url(const std::vector<std::uint16_t>&) override {
     return "sqlite://" + path_ + "?ttl=" + std::to_string(ttl().count()) + "ms";
+  }
+
+  // A write lock (fcntl, as /proc/locks lists it) of `pid` on the database, its WAL or its
+  // shared-memory index: in WAL mode every connection keeps read locks, only a writer (or a
+  // checkpoint) takes write locks, and other writers wait for them.
+  bool stalls_others(pid_t pid) const override {
+    std::set<ino_t> files;
+    for (const auto* suffix : {"", "-wal", "-shm"}) {
+      struct stat st {};
+      if (::stat((path_ + suffix).c_str(), &st) == 0) files.insert(st.st_ino);
+    }
+    std::ifstream in("/proc/locks");
+    std::string line;
+    while (std::getline(in, line)) {
+      // "1: POSIX  ADVISORY  WRITE 1234 08:01:5678 120 120"
+      std::istringstream f(line);
+      std::string n, kind, mode, access, dev;
+      long owner = 0;
+      if (!(f >> n >> kind >> mode >> access >> owner >> dev)) continue;
+      if (kind != "POSIX" || access != "WRITE" || owner != pid) continue;
+      auto colon = dev.rfind(':');
+      if (colon != std::string::npos && files.contains(std::stoul(dev.substr(colon + 1))))
+        return true;
+    }
+    return false;
   }
 
   // Rows of dlock_entries whose session is gone, past its lease, or whose process is dead

@@ -103,6 +103,11 @@ class fault_backend {
   virtual void restart_member();
   // How long a killed member stays down (Redlock: past the TTL, its delayed-restart rule).
   virtual std::chrono::milliseconds member_down_time() const { return ttl(); }
+  // Whether the stopped process `pid` holds a lock that stalls every other contender until it
+  // resumes (SQLite: a write transaction's file lock, a documented limit, docs/sqlite.md). A
+  // stop injected there tests the file lock, not the recipe: the run resumes it and stops it
+  // again at its next pause.
+  virtual bool stalls_others(pid_t) const { return false; }
 };
 
 struct backend_row {

@@ -2,9 +2,29 @@
 // then waiting for the next grant.
 #include <signal.h>
 
+#include <fstream>
+#include <thread>
+
 #include "fault/fault_run_state.hpp"
 
 namespace dlock::fault::driver {
+namespace {
+
+// Whether `pid` has stopped (state T in /proc/PID/stat) within 200 ms of its SIGSTOP.
+bool stopped(pid_t pid) {
+  for (int i = 0; i < 200; ++i) {
+    std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+    std::string line;
+    std::getline(in, line);
+    auto paren = line.rfind(')');
+    if (paren != std::string::npos && paren + 2 < line.size() && line[paren + 2] == 'T')
+      return true;
+    std::this_thread::sleep_for(1ms);
+  }
+  return false;
+}
+
+}  // namespace
 
 bool run::inject(int k) {
   std::optional<live_view::holder> h;
@@ -38,7 +58,19 @@ bool run::inject(int k) {
     }
     case fault::stop_holder:
     case fault::stop_holder_late_check: {
-      w->proc->signal(SIGSTOP);
+      // A stop that caught the holder holding a lock that stalls everyone (SQLite's write
+      // transaction: stalls_others) is undone, and a holder is stopped again at its next pause.
+      for (int tries = 1;; ++tries) {
+        w->proc->signal(SIGSTOP);
+        if (!stopped(w->proc->pid()) || !b_.stalls_others(w->proc->pid()) || tries == 10) break;
+        w->proc->signal(SIGCONT);
+        note("stop " + std::to_string(k) + ": caught inside a write transaction; stopped again");
+        if (!pump_until(3s, [&] { return (h = view_.holder_in_pause()) && slot_of(h->worker); }))
+          return false;
+        w = slot_of(h->worker);
+        target = w->id;
+        ns = monotonic_ns();
+      }
       driver_event(*w, step::stopped, {}, ns);
       // Resume only once a newer holder wrote: the fence must then refuse a stale write.
       // If the stop caught the holder inside the register's transaction, the new holder
