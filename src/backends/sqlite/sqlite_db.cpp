@@ -143,11 +143,16 @@ std::string file_uri(const std::string& path) {
   return out;
 }
 
-result<sqlite3*> open_uri(const std::string& uri, const std::string& path) {
+// The probe read waits out a writer's lock (`busy_timeout_ms`), as every later read does;
+// `rc` is its result code.
+result<sqlite3*> open_uri(const std::string& uri, const std::string& path, int busy_timeout_ms,
+                          int& rc) {
   sqlite3* h = nullptr;
-  int rc = sqlite3_open_v2(uri.c_str(), &h,
-                           SQLITE_OPEN_READONLY | SQLITE_OPEN_URI | SQLITE_OPEN_NOMUTEX, nullptr);
+  rc = sqlite3_open_v2(uri.c_str(), &h,
+                       SQLITE_OPEN_READONLY | SQLITE_OPEN_URI | SQLITE_OPEN_NOMUTEX, nullptr);
   if (rc == SQLITE_OK) {
+    sqlite3_busy_timeout(h, busy_timeout_ms);
+    sqlite3_extended_result_codes(h, 1);
     rc = sqlite3_exec(h, "SELECT count(*) FROM sqlite_master", nullptr, nullptr, nullptr);
   }
   if (rc != SQLITE_OK) {
@@ -165,12 +170,17 @@ result<sqlite3*> open_uri(const std::string& uri, const std::string& path) {
 }  // namespace
 
 result<db> db::open_read_only(const std::string& path, int busy_timeout_ms) {
-  auto h = open_uri(file_uri(path) + "?mode=ro", path);
-  if (!h && !std::filesystem::exists(path + "-wal"))
-    h = open_uri(file_uri(path) + "?immutable=1", path);
+  int rc = SQLITE_OK;
+  auto h = open_uri(file_uri(path) + "?mode=ro", path, busy_timeout_ms, rc);
+  // A file read-only SQLite cannot open through its locks (no -shm can be made beside it: a
+  // directory this user may not write) is read as immutable, a snapshot that never changes
+  // again. Never for a writer's lock (busy: a file being created, or a long write): an
+  // observer opened so would watch that snapshot forever.
+  const int primary = rc & 0xff;
+  if (!h && primary != SQLITE_BUSY && primary != SQLITE_LOCKED &&
+      !std::filesystem::exists(path + "-wal"))
+    h = open_uri(file_uri(path) + "?immutable=1", path, busy_timeout_ms, rc);
   if (!h) return fail(h.error());
-  sqlite3_busy_timeout(*h, busy_timeout_ms);
-  sqlite3_extended_result_codes(*h, 1);
   return db(*h, path);
 }
 
