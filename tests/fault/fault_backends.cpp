@@ -10,6 +10,7 @@
 #include <stdexcept>
 
 #include "support/net.hpp"
+#include "support/process.hpp"
 
 namespace dlock::fault {
 namespace {
@@ -29,19 +30,9 @@ class memory_fault final : public fault_backend {
 
 // Start time of `pid` (field 22 of /proc/PID/stat), or -1 if there is no such process.
 long long start_time(long long pid) {
-  std::ifstream f("/proc/" + std::to_string(pid) + "/stat");
-  std::string line;
-  if (!std::getline(f, line)) return -1;
-  auto close = line.rfind(')');
-  if (close == std::string::npos) return -1;
-  std::istringstream rest(line.substr(close + 2));
-  std::string field;
-  char state = '?';
-  for (int i = 3; i <= 22 && rest >> field; ++i) {
-    if (i == 3) state = field[0];
-    if (i == 22) return state == 'Z' || state == 'X' ? -1 : std::stoll(field);
-  }
-  return -1;
+  auto f = test::proc_stat_fields(static_cast<pid_t>(pid));
+  if (f.size() < 20 || f[0] == "Z" || f[0] == "X") return -1;
+  return std::stoll(f[19]);
 }
 
 // sqlite:///dir/locks.db: separate processes on this host share one file.

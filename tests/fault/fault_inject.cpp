@@ -2,7 +2,6 @@
 // then waiting for the next grant.
 #include <signal.h>
 
-#include <fstream>
 #include <thread>
 
 #include "fault/fault_run_state.hpp"
@@ -13,12 +12,7 @@ namespace {
 // Whether `pid` has stopped (state T in /proc/PID/stat) within 200 ms of its SIGSTOP.
 bool stopped(pid_t pid) {
   for (int i = 0; i < 200; ++i) {
-    std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
-    std::string line;
-    std::getline(in, line);
-    auto paren = line.rfind(')');
-    if (paren != std::string::npos && paren + 2 < line.size() && line[paren + 2] == 'T')
-      return true;
+    if (auto f = test::proc_stat_fields(pid); !f.empty() && f[0] == "T") return true;
     std::this_thread::sleep_for(1ms);
   }
   return false;

@@ -37,14 +37,8 @@ std::vector<pid_t> sale_workers(pid_t parent) {
   while (auto* e = ::readdir(d)) {
     pid_t pid = static_cast<pid_t>(std::atol(e->d_name));
     if (pid <= 0) continue;
-    std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
-    std::string line;
-    if (!std::getline(stat, line) || line.rfind(')') == std::string::npos) continue;
-    std::istringstream rest(line.substr(line.rfind(')') + 2));
-    char state = 0;
-    long long ppid = 0;
-    rest >> state >> ppid;
-    if (ppid != parent || state == 'Z') continue;
+    auto f = test::proc_stat_fields(pid);
+    if (f.size() < 2 || std::stoll(f[1]) != parent || f[0] == "Z") continue;
     std::ifstream cmd("/proc/" + std::to_string(pid) + "/cmdline");
     std::string argv((std::istreambuf_iterator<char>(cmd)), {});
     if (argv.starts_with(std::string("dlock\0demo\0flash-sale-worker", 29))) out.push_back(pid);

@@ -8,12 +8,26 @@
 
 #include <cerrno>
 #include <cstring>
+#include <fstream>
+#include <sstream>
 #include <stdexcept>
 #include <thread>
 
 extern char** environ;
 
 namespace dlock::test {
+
+std::vector<std::string> proc_stat_fields(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string line;
+  if (!std::getline(in, line)) return {};
+  auto close = line.rfind(')');
+  if (close == std::string::npos) return {};
+  std::istringstream rest(line.substr(close + 1));
+  std::vector<std::string> fields;
+  for (std::string f; rest >> f;) fields.push_back(std::move(f));
+  return fields;
+}
 
 child_process::child_process(const std::vector<std::string>& argv, const options& opt) {
   int out[2];

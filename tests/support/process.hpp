@@ -12,6 +12,10 @@
 
 namespace dlock::test {
 
+// The fields of /proc/PID/stat from the third on (state, ppid, ...: `man 5 proc`; field N is
+// [N - 3]), read past the command name, which may hold spaces; empty if there is no such process.
+std::vector<std::string> proc_stat_fields(pid_t pid);
+
 class child_process {
  public:
   struct options {
