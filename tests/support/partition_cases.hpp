@@ -1,5 +1,5 @@
 #pragma once
-// Partition cases shared by the backends with a network server (redis, zookeeper): one
+// Partition cases shared by the backends with a network server (redis, zookeeper, etcd): one
 // client's traffic goes through a tcp_proxy that the test blackholes, the other client talks
 // to the server directly. Each backend's test file calls these with its URLs.
 

@@ -62,6 +62,7 @@ class etcd_session final : public backend_session {
     return {.scope = reach::network,
             .push_wakeups = true,
             .durable_tokens = true,
+            .bounded_remove = true,
             .permits = true,
             .values = true};
   }
@@ -139,11 +140,24 @@ class etcd_session final : public backend_session {
 
   // Both keys, if the companion still holds this entry's record.
   result<void> remove(std::string_view lock, std::string_view entry_id) override {
+    return remove_by(lock, entry_id, std::nullopt);
+  }
+
+  // The Txn's own deadline bounds it, so unlock() runs it on the caller's thread, not a
+  // remover's (bounded_remove). A Txn cut off is cancelled; if it was applied after all, the
+  // engine's retry finds the record gone and counts that as the unconfirmed success it was.
+  result<void> remove_until(std::string_view lock, std::string_view entry_id,
+                            steady::time_point deadline) override {
+    return remove_by(lock, entry_id, deadline);
+  }
+
+  result<void> remove_by(std::string_view lock, std::string_view entry_id,
+                         std::optional<steady::time_point> deadline) {
     auto found = find_own(lock, entry_id);
     if (!found) return fail(errc::lock_lost, "etcd entry " + std::string(entry_id) + " is gone");
     const auto& own = *found;
     auto t = client_->txn({{own.meta_key, true, 0, own.record}},
-                          {etcd::del_op(own.key), etcd::del_op(own.meta_key)}, {});
+                          {etcd::del_op(own.key), etcd::del_op(own.meta_key)}, {}, deadline);
     if (!t) return fail(t.error());
     {
       // Gone either way: the lease's slot on this lock is free again.

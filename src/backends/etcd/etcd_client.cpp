@@ -169,8 +169,8 @@ class grpc_client final : public client {
   }
 
   result<txn_result> txn(const std::vector<txn_compare>& compare,
-                         const std::vector<txn_op>& success,
-                         const std::vector<txn_op>& failure) override {
+                         const std::vector<txn_op>& success, const std::vector<txn_op>& failure,
+                         std::optional<steady::time_point> deadline) override {
     pb::TxnRequest req;
     for (const auto& c : compare) {
       auto* cmp = req.add_compare();
@@ -212,7 +212,7 @@ class grpc_client final : public client {
     add(success, [&] { return req.add_success(); });
     add(failure, [&] { return req.add_failure(); });
     pb::TxnResponse resp;
-    auto st = unary("Txn", steady::now() + timeout_,
+    auto st = unary("Txn", deadline.value_or(steady::now() + timeout_),
                     [&](grpc::ClientContext* ctx) { return kv_->Txn(ctx, req, &resp); });
     if (!st) return fail(st.error());
     txn_result out;

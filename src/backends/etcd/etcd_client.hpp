@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <stop_token>
 #include <string>
@@ -109,10 +110,13 @@ class client {
   virtual result<std::int64_t> keep_alive(std::span<const std::int64_t> leases) = 0;
 
   // One Txn: if every comparison holds, `success`, else `failure`. The ranges' results come
-  // back in the order of their ops (puts and deletes give none).
+  // back in the order of their ops (puts and deletes give none). Given up at `deadline`
+  // (default: the config's request_timeout from now) with backend_unavailable; the call is
+  // then cancelled, so no late reply can be read as another call's.
   virtual result<txn_result> txn(const std::vector<txn_compare>& compare,
                                  const std::vector<txn_op>& success,
-                                 const std::vector<txn_op>& failure) = 0;
+                                 const std::vector<txn_op>& failure,
+                                 std::optional<steady::time_point> deadline = std::nullopt) = 0;
   virtual result<range_result> range(const std::string& begin, const std::string& end,
                                      bool keys_only) = 0;
 
