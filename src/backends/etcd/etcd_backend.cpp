@@ -14,13 +14,15 @@
 //
 // Cost: an acquire is one Txn (create if absent + the window of the lock its verdict reads:
 // the oldest key and the one created just before its own, for a lock's entry; etcd_queue.hpp),
-// a release one Txn (delete if the value is still ours). A waiter watches only the key it
+// a release one DeleteRange (a candidate's: one Txn, deleting its key and companion if the
+// companion still holds its record). A waiter watches only the key it
 // waits on; a deletion between its listing and its watch is still seen (the watch, set up at
 // the present, is followed by one Range of that key); a woken waiter reads its window again, never
 // the whole queue, so neither queueing the N-th waiter nor a handoff reads N keys.
 #include "backends/etcd/etcd_backend.hpp"
 
 #include <algorithm>
+#include <array>
 #include <map>
 #include <mutex>
 #include <set>
@@ -35,15 +37,19 @@
 namespace dlock::detail {
 namespace {
 
-// An entry this session wrote: its contender key and its companion with the record, which
-// removal and set_value compare (so they never act on a later entry of the same lease).
+// An entry this session wrote: its contender key, and a candidate's companion with the
+// record, which a candidate's removal and set_value compare (etcd_keys.hpp).
 struct own_entry {
   std::string key;
-  std::string meta_key;
+  std::string meta_key;  // a candidate's companion; "" for a lock's entry (record in the value)
   std::string record;
   std::int64_t lease{0};
   std::int64_t create_revision{0};  // once known: what set_value guards its put with
   verdict_reads need;               // the window its waiter reads (etcd_queue.hpp)
+  // A removal of it was cut off, so a delete may still land late: the lease's key on this lock
+  // is never used again (a later entry there could be deleted by it).
+  bool remove_unsure{false};
+  bool candidate() const { return !meta_key.empty(); }
 };
 
 using etcd::lock_ranges;
@@ -85,17 +91,39 @@ class etcd_session final : public backend_session {
     auto own = own_key(lock, r, kind, entry_id);
     if (!own) return fail(own.error());
     auto sent = steady::now();
-    // Go's tryAcquire: create the key if this lease has none on the lock, then read the
-    // window (the new key is the newest); the companion goes in with it. A retry after a
-    // lost reply finds both in place and reads the whole queue (it does not know its
-    // revision).
-    std::vector<etcd::txn_op> create{etcd::put_op(own->key, {}, own->lease),
-                                     etcd::put_op(own->meta_key, own->record, own->lease)};
-    for (auto& op : r.window_reads(own->need, 0)) create.push_back(std::move(op));
+    // Go's tryAcquire: create the key if this lease has none on the lock, and read. A lock's
+    // entry is created with its record as the value and reads only the queue's first keys: if
+    // the new key (the newest) is among them, they are the whole queue, which decides an
+    // uncontended acquire in this one Txn; else its window is read next (a contended acquire
+    // waits anyway). A candidate's key is created empty (its value is the leader's), its
+    // companion beside it, and its window read at once. A retry after a lost reply finds the
+    // key in place and reads the whole queue (it does not know its revision).
+    std::vector<etcd::txn_op> create;
+    if (own->candidate()) {
+      create = {etcd::put_op(own->key, {}, own->lease),
+                etcd::put_op(own->meta_key, own->record, own->lease)};
+      for (auto& op : r.window_reads(own->need, 0, true)) create.push_back(std::move(op));
+    } else {
+      create = {etcd::put_op(own->key, own->record, own->lease), r.head_read(own->need)};
+    }
+    const auto pages = create.size() - (own->candidate() ? 2 : 1);
     auto t = client_->txn({{own->key, false, 0, {}}}, create, r.reads());
     if (!t) return fail(t.error());
     std::optional<etcd::read_view> v;
-    if (t->succeeded && t->ranges.size() == 4) {
+    if (t->succeeded && t->ranges.size() == pages && pages == 1) {
+      const auto& first = t->ranges[0].kvs;
+      if (std::ranges::any_of(first, [&](const auto& kv) { return kv.key == own->key; })) {
+        const std::array<etcd::range_result, 2> whole{t->ranges[0], t->ranges[0]};
+        v = etcd::window_view(r, whole);
+      } else {
+        // The Txn's revision is the new key's create revision.
+        remember_revision(lock, entry_id, t->revision);
+        auto w = client_->txn({}, r.window_reads(own->need, t->revision, false), {});
+        if (!w) return fail(w.error());
+        if (w->ranges.size() != 2) return fail(errc::protocol_error, "etcd Txn: missing ranges");
+        v = etcd::window_view(r, w->ranges);
+      }
+    } else if (t->succeeded && t->ranges.size() == pages) {
       v = etcd::window_view(r, t->ranges);
     } else if (!t->succeeded && t->ranges.size() == 2) {
       v = etcd::whole_view(r, t->ranges[0], t->ranges[1]);
@@ -132,20 +160,22 @@ class etcd_session final : public backend_session {
     if (!own || own->create_revision == 0) return list(lock);
     const lock_ranges r(cfg_.base, lock);
     auto sent = steady::now();
-    auto t = client_->txn({}, r.window_reads(own->need, own->create_revision), {});
+    auto window = r.window_reads(own->need, own->create_revision, own->candidate());
+    const auto pages = window.size();
+    auto t = client_->txn({}, window, {});
     if (!t) return fail(t.error());
-    if (t->ranges.size() != 4) return fail(errc::protocol_error, "etcd Txn: missing ranges");
+    if (t->ranges.size() != pages) return fail(errc::protocol_error, "etcd Txn: missing ranges");
     return settle(lock, etcd::window_view(r, t->ranges), entry_id, sent);
   }
 
-  // Both keys, if the companion still holds this entry's record.
+  // The entry's key (a candidate's: with its companion, if that still holds its record).
   result<void> remove(std::string_view lock, std::string_view entry_id) override {
     return remove_by(lock, entry_id, std::nullopt);
   }
 
   // The Txn's own deadline bounds it, so unlock() runs it on the caller's thread, not a
   // remover's (bounded_remove). A Txn cut off is cancelled; if it was applied after all, the
-  // engine's retry finds the record gone and counts that as the unconfirmed success it was.
+  // engine's retry finds the key gone and counts that as the unconfirmed success it was.
   result<void> remove_until(std::string_view lock, std::string_view entry_id,
                             steady::time_point deadline) override {
     return remove_by(lock, entry_id, deadline);
@@ -156,20 +186,49 @@ class etcd_session final : public backend_session {
     auto found = find_own(lock, entry_id);
     if (!found) return fail(errc::lock_lost, "etcd entry " + std::string(entry_id) + " is gone");
     const auto& own = *found;
-    auto t = client_->txn({{own.meta_key, true, 0, own.record}},
-                          {etcd::del_op(own.key), etcd::del_op(own.meta_key)}, {}, deadline);
-    if (!t) return fail(t.error());
-    {
-      // Gone either way: the lease's slot on this lock is free again.
+    const auto until = deadline.value_or(steady::now() + info_.request_timeout);
+    // A lock's entry: its key is its lease's own and no later entry of this session uses it
+    // while this one is listed (own_key), so a plain delete deletes only this entry -- Go's
+    // Unlock, the floor's release.
+    bool deleted = false;
+    result<void> sent;
+    if (own.candidate()) {
+      auto t = client_->txn({{own.meta_key, true, 0, own.record}},
+                            {etcd::del_op(own.key), etcd::del_op(own.meta_key)}, {}, until);
+      if (t) {
+        deleted = t->succeeded;
+      } else {
+        sent = fail(t.error());
+      }
+    } else {
+      auto d = client_->del(own.key, until);
+      if (d) {
+        deleted = *d > 0;
+      } else {
+        sent = fail(d.error());
+      }
+    }
+    if (!sent) {
       std::lock_guard g(mu_);
-      own_.erase(own_id(lock, entry_id));
+      if (auto it = own_.find(own_id(lock, entry_id)); it != own_.end()) {
+        it->second.remove_unsure = true;
+      }
+      return sent;
+    }
+    {
+      // Gone either way: the lease's slot on this lock is free again, unless a delete cut off
+      // before may still arrive.
+      std::lock_guard g(mu_);
+      const auto it = own_.find(own_id(lock, entry_id));
+      const bool unsure = it != own_.end() && it->second.remove_unsure;
+      if (it != own_.end()) own_.erase(it);
       auto u = used_.find(std::string(lock));
-      if (u != used_.end()) {
+      if (u != used_.end() && !unsure) {
         u->second.erase(own.lease);
         if (u->second.empty()) used_.erase(u);
       }
     }
-    if (!t->succeeded) {
+    if (!deleted) {
       return fail(errc::lock_lost,
                   "etcd key '" + own.key + "' is gone (its lease ended, or someone deleted it)");
     }
@@ -184,6 +243,9 @@ class etcd_session final : public backend_session {
     auto found = find_own(lock, entry_id);
     if (!found || found->create_revision == 0) {
       return fail(errc::lock_lost, "etcd entry " + std::string(entry_id) + " is gone");
+    }
+    if (!found->candidate()) {
+      return fail(errc::unsupported, "etcd entry " + std::string(entry_id) + " is no candidate");
     }
     const auto& own = *found;
     auto t = client_->txn(
@@ -317,8 +379,9 @@ class etcd_session final : public backend_session {
         for (auto lease : leases_) {
           if (used.contains(lease)) continue;
           used.insert(lease);
+          const bool candidate = entry_id.ends_with("~e");  // candidate_entry_id
           own_entry e{etcd::lease_key(r.prefix, lease),
-                      etcd::lease_key(r.meta, lease),
+                      candidate ? etcd::lease_key(r.meta, lease) : std::string{},
                       etcd::entry_record(kind, entry_id, info_.owner),
                       lease,
                       0,
@@ -387,7 +450,8 @@ result<std::unique_ptr<backend_session>> open_etcd(const url& u, const session_i
   // a request it had forwarded to it unanswered for seconds, so a release in flight when the
   // leader was killed kept the lock for the whole request timeout (5 s by default) with a 2 s
   // TTL (the fault run's etcd-3 row). Cut off earlier, the call is retried and reaches the new
-  // leader; every write of the recipe is safe to repeat (a put if absent, a guarded delete).
+  // leader; every write of the recipe is safe to repeat (a put if absent, a delete of the lease's
+  // own key).
   cfg->request_timeout =
       std::min(cfg->request_timeout,
                std::max<std::chrono::milliseconds>(info.ttl / 2, std::chrono::milliseconds{500}));

@@ -238,6 +238,16 @@ class grpc_client final : public client {
     return to_range(resp);
   }
 
+  result<std::int64_t> del(const std::string& key, steady::time_point deadline) override {
+    pb::DeleteRangeRequest req;
+    req.set_key(key);
+    pb::DeleteRangeResponse resp;
+    auto st = unary("DeleteRange", deadline,
+                    [&](grpc::ClientContext* ctx) { return kv_->DeleteRange(ctx, req, &resp); });
+    if (!st) return fail(st.error());
+    return resp.deleted();
+  }
+
   result<bool> await_delete(std::span<const watched_key> keys, steady::time_point deadline,
                             std::stop_token stop) override {
     return hub_.await_delete(keys, deadline, std::move(stop),

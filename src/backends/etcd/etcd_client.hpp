@@ -119,6 +119,8 @@ class client {
                                  std::optional<steady::time_point> deadline = std::nullopt) = 0;
   virtual result<range_result> range(const std::string& begin, const std::string& end,
                                      bool keys_only) = 0;
+  // DeleteRange of one key: how many keys it deleted (0: it was not there). Deadline as txn().
+  virtual result<std::int64_t> del(const std::string& key, steady::time_point deadline) = 0;
 
   // Watches `keys` (one watch each, on the session's one Watch stream: etcd_watch.hpp) until
   // one is deleted (true), or `deadline`, `stop` or close() (false). A watch the server

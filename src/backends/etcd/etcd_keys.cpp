@@ -67,12 +67,17 @@ std::string entry_record(entry_kind kind, std::string_view entry_id, std::string
   return v;
 }
 
+bool holds_record(std::string_view value) { return value.starts_with(magic); }
+
 std::optional<entry> read_entry(const listed_key& k) {
   if (k.suffix.empty() || k.suffix.find('/') != std::string_view::npos) return std::nullopt;
   entry e;
   e.token = static_cast<std::uint64_t>(k.create_revision);
-  if (k.record && std::string_view(*k.record).starts_with(magic)) {
-    auto rest = std::string_view(*k.record).substr(magic.size());
+  // A candidate's record is its companion's (its value is the leader's); any other dlock
+  // entry's is its key's value.
+  const std::string_view record = k.record ? std::string_view(*k.record) : k.value;
+  if (record.starts_with(magic)) {
+    auto rest = record.substr(magic.size());
     auto nl1 = rest.find('\n');
     auto nl2 = nl1 == std::string_view::npos ? nl1 : rest.find('\n', nl1 + 1);
     if (nl1 == 1 && nl2 != std::string_view::npos && nl2 > nl1 + 1) {
@@ -80,7 +85,7 @@ std::optional<entry> read_entry(const listed_key& k) {
       e.id = std::string(rest.substr(nl1 + 1, nl2 - nl1 - 1));
       e.owner = std::string(rest.substr(nl2 + 1));
       // dlock creates the key empty (version 1); each set_value puts it once more.
-      if (e.id.ends_with("~e")) {
+      if (k.record && e.id.ends_with("~e")) {
         e.value = std::string(k.value);
         e.version = static_cast<std::uint64_t>(std::max<std::int64_t>(k.version - 1, 0));
       }

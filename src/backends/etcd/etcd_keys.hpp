@@ -5,14 +5,15 @@
 // contender waits for the deletion of the key created just before its own. dlock writes its
 // entries there, so dlock and every client of that recipe exclude each other.
 //
-// The contender's key holds what Go's recipes hold: nothing for a lock's entry, the leader's
-// value for an election's candidate (concurrency.Election). What dlock needs besides -- the
-// entry's id, reader or not, its owner -- is a record in a companion key outside the lock's
-// range, "P/NAME\0dlock/<lease hex>", bound to the same lease, written and deleted in the same
-// Txn as the contender's key (so Go, which ranges over "P/NAME/", never sees it). A contender
-// without a companion is another client's: exclusive (a Go Mutex's key, empty), or a candidate
-// when it carries a value (a Go Election's). So a client that knows only the mutex is never
-// taken for a reader, and dlock's readers look exclusive to it.
+// The contender's key holds what Go's recipes leave free: a lock's entry (mutex, reader,
+// permit) keeps dlock's record -- its id, reader or not, its owner -- as the key's value, which
+// Go's Mutex never reads. An election's candidate cannot: its value is the leader's value, as
+// in concurrency.Election, so its record lives in a companion key outside the lock's range,
+// "P/NAME\0dlock/<lease hex>", bound to the same lease, written and deleted in the same Txn as
+// the candidate's key (Go, which ranges over "P/NAME/", never sees it). A contender with
+// neither is another client's: exclusive (a Go Mutex's key, empty), or a candidate when it
+// carries a value (a Go Election's). So a client that knows only the mutex is never taken for
+// a reader, and dlock's readers look exclusive to it.
 
 #include <cstdint>
 #include <optional>
@@ -31,11 +32,15 @@ std::string lease_key(std::string_view lock_prefix, std::int64_t lease);
 // key) for an empty prefix.
 std::string prefix_range_end(std::string_view prefix);
 
-// "P/NAME\0dlock/": the prefix of a lock's companion keys (no lock name holds a NUL).
+// "P/NAME\0dlock/": the prefix of a lock's candidates' companion keys (no lock name holds a
+// NUL).
 std::string meta_prefix(std::string_view base, std::string_view lock);
 
-// The record dlock stores in an entry's companion key.
+// The record dlock stores in an entry's key (a candidate's: in its companion key).
 std::string entry_record(entry_kind kind, std::string_view entry_id, std::string_view owner);
+
+// Whether a key's value is a dlock record (a lock entry's), so the key needs no companion.
+bool holds_record(std::string_view value);
 
 // A contender's key as listed, and its companion's record if it has one.
 struct listed_key {
@@ -43,7 +48,7 @@ struct listed_key {
   std::string_view value;
   std::int64_t create_revision{0};
   std::int64_t version{0};
-  const std::string* record{nullptr};
+  const std::string* record{nullptr};  // the companion's, if one was read
 };
 
 // The entry of one contender key. nullopt for a key of a nested name ("P/NAME/x/y": lock

@@ -63,14 +63,24 @@ std::vector<txn_op> lock_ranges::reads() const {
 }
 
 std::vector<txn_op> lock_ranges::window_reads(std::size_t head, std::size_t ahead,
-                                              std::int64_t upto) const {
+                                              std::int64_t upto, bool companions) const {
   const auto h = static_cast<std::int64_t>(head), a = static_cast<std::int64_t>(ahead) + 1;
-  return {range_op(prefix, end, h, false, upto), range_op(prefix, end, a, true, upto),
-          range_op(meta, meta_end, h, false, upto), range_op(meta, meta_end, a, true, upto)};
+  std::vector<txn_op> ops{range_op(prefix, end, h, false, upto),
+                          range_op(prefix, end, a, true, upto)};
+  if (companions) {
+    ops.push_back(range_op(meta, meta_end, h, false, upto));
+    ops.push_back(range_op(meta, meta_end, a, true, upto));
+  }
+  return ops;
 }
 
-std::vector<txn_op> lock_ranges::window_reads(verdict_reads need, std::int64_t upto) const {
-  return window_reads(need.head, need.ahead == 0 ? shared_page : need.ahead, upto);
+txn_op lock_ranges::head_read(verdict_reads need) const {
+  return range_op(prefix, end, static_cast<std::int64_t>(need.head), false, 0);
+}
+
+std::vector<txn_op> lock_ranges::window_reads(verdict_reads need, std::int64_t upto,
+                                              bool companions) const {
+  return window_reads(need.head, need.ahead == 0 ? shared_page : need.ahead, upto, companions);
 }
 
 verdict_reads reads_for(entry_kind kind, std::string_view entry_id) {
@@ -96,16 +106,18 @@ read_view whole_view(const lock_ranges& r, const range_result& keys, const range
   return view;
 }
 
-// A dlock entry's companion is created in the Txn that creates its key, so it has the key's
-// create revision: a key's record is the companion read with the same suffix and revision.
-// A key without one is another client's if every companion of its revision's neighbourhood
+// A dlock candidate's companion is created in the Txn that creates its key, so it has the
+// key's create revision: a key's record is the companion read with the same suffix and
+// revision. A key with no record in its value and no companion read is another client's if
+// every companion of its revision's neighbourhood
 // was read: the companions read are the oldest and the newest ones (up to the bound), so
 // that is true up to the oldest page's newest and from the newest page's oldest.
 std::optional<read_view> window_view(const lock_ranges& r, std::span<const range_result> pages) {
-  if (pages.size() != 4) return std::nullopt;
+  if (pages.size() != 2 && pages.size() != 4) return std::nullopt;
+  const bool companions = pages.size() == 4;
   const auto keys = merged(pages[0], pages[1]);
-  const auto metas = merged(pages[2], pages[3]);
-  const bool metas_gap = gap_between(pages[2], pages[3]);
+  const auto metas = companions ? merged(pages[2], pages[3]) : std::vector<const key_value*>{};
+  const bool metas_gap = companions && gap_between(pages[2], pages[3]);
   std::map<std::int64_t, const key_value*> by_revision;
   for (const auto* m : metas) by_revision[m->create_revision] = m;
   bool unmatched = false;
@@ -115,7 +127,8 @@ std::optional<read_view> window_view(const lock_ranges& r, std::span<const range
                                       std::string_view(kv.key).substr(r.prefix.size())) {
       return &m->second->value;
     }
-    if (metas_gap && kv.create_revision > pages[2].kvs.back().create_revision &&
+    if (metas_gap && !holds_record(kv.value) &&
+        kv.create_revision > pages[2].kvs.back().create_revision &&
         kv.create_revision < pages[3].kvs.back().create_revision) {
       unmatched = true;
     }

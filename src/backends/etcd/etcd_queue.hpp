@@ -19,19 +19,24 @@
 
 namespace dlock::detail::etcd {
 
-// A lock's two ranges: its contender keys (Go's) and dlock's companions.
+// A lock's two ranges: its contender keys (Go's) and dlock's candidates' companions.
 struct lock_ranges {
   std::string prefix, end, meta, meta_end;
   lock_ranges(std::string_view base, std::string_view lock);
 
   // Both ranges whole, oldest first: whole_view's input.
   std::vector<txn_op> reads() const;
-  // A window's four ranges (window_view's input): of each range, the `head` oldest keys and
-  // the `ahead` + 1 newest, none created after `upto` (0: no bound; else the waiter's own
+  // A window (window_view's input): of the contender keys, and of the companions if
+  // `companions` (a candidate's waiter: it finds its own record there), the `head` oldest keys
+  // and the `ahead` + 1 newest, none created after `upto` (0: no bound; else the waiter's own
   // create revision, so that the newest is the waiter's own key).
-  std::vector<txn_op> window_reads(std::size_t head, std::size_t ahead, std::int64_t upto) const;
+  std::vector<txn_op> window_reads(std::size_t head, std::size_t ahead, std::int64_t upto,
+                                   bool companions) const;
+  // The `need.head` oldest contender keys: with the reader's own key among them, the whole
+  // queue up to it.
+  txn_op head_read(verdict_reads need) const;
   // The window the verdict of an entry reads (a shared entry's: a page first).
-  std::vector<txn_op> window_reads(verdict_reads need, std::int64_t upto) const;
+  std::vector<txn_op> window_reads(verdict_reads need, std::int64_t upto, bool companions) const;
 };
 
 // What the verdict of an entry of `kind` with id `entry_id` reads (a permit's or a
@@ -56,9 +61,11 @@ struct read_view {
 // The whole queue from reads()'s two answers, in create-revision order.
 read_view whole_view(const lock_ranges& r, const range_result& keys, const range_result& metas);
 
-// The window from window_reads()'s four answers; nullopt if a key read has no companion in
-// reach of the companions read (a companion left behind by a key an operator deleted): the
-// caller lists the whole queue instead.
+// The window from window_reads()'s answers (two pages of keys, then two of companions if they
+// were read); nullopt if a key that needs a companion has none in reach of the companions read
+// (a companion left behind by a key an operator deleted): the caller lists the whole queue
+// instead. Without the companions' pages, a dlock candidate reads as another client's: still a
+// candidate, only its id and owner unknown.
 std::optional<read_view> window_view(const lock_ranges& r, std::span<const range_result> pages);
 
 // The names of the locks with a contender key among `kvs` (keys under `base`), sorted once each.
