@@ -12,13 +12,14 @@
 // the first lease with no key on its lock, and a new lease is granted only when all have one.
 // Every key stays exactly in Go's layout; the cost of a second lease is one LeaseGrant, once.
 //
-// Cost: an acquire is one Txn (create if absent + the window of the lock its verdict reads:
-// the oldest key and the one created just before its own, for a lock's entry; etcd_queue.hpp),
-// a release one DeleteRange (a candidate's: one Txn, deleting its key and companion if the
-// companion still holds its record). A waiter watches only the key it
-// waits on; a deletion between its listing and its watch is still seen (the watch, set up at
-// the present, is followed by one Range of that key); a woken waiter reads its window again, never
-// the whole queue, so neither queueing the N-th waiter nor a handoff reads N keys.
+// Cost: an uncontended acquire is one Txn (create if absent + the lock's oldest key; a
+// candidate's reads its window at once), a contended one a second Txn for the window its
+// verdict reads (the oldest key and the one created just before its own, for a lock's entry;
+// etcd_queue.hpp); a release one DeleteRange (a candidate's: one Txn, deleting its key and
+// companion if the companion still holds its record). A waiter watches only the key it waits
+// on; a deletion between its listing and its watch is still seen (the watch, set up at the
+// present, is followed by one Range of that key); a woken waiter reads its window again,
+// never the whole queue, so neither queueing the N-th waiter nor a handoff reads N keys.
 #include "backends/etcd/etcd_backend.hpp"
 
 #include <algorithm>
