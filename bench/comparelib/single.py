@@ -39,7 +39,7 @@ def waiters_rows(ctx, label, url, counts):
                                               f"{fmt(m['releases_per_s'])} {rate}"))
         if all(v is None for v in req.values()) and all(e == "" for _, e in res.values()):
             notes.append("requests not counted: `dlock bench` reads server counters for "
-                         "redis and zk only")
+                         "redis, zk and etcd only")
         rows.append(row(label, f"{name}: {what}, N = {' / '.join(map(str, counts))}", cell,
                         target=target, notes="; ".join(notes)))
     return rows

@@ -29,8 +29,8 @@ TEST_F(CliBackends, MetricsFileOnEveryServerBackend) {
     SCOPED_TRACE(url);
     cli_sandbox box;
     const auto file = box.dir() + "/job.prom";
-    ASSERT_EQ(box.run({"run", "--url", url, "--metrics-file", file, "job", "--", "true"}).status,
-              0);
+    auto first = box.run({"run", "--url", url, "--metrics-file", file, "job", "--", "true"});
+    ASSERT_EQ(first.status, 0) << first.output;
     auto ran = prom_samples(read_file(file));
     EXPECT_EQ(ran[outcome("ran")], "1") << read_file(file);
     EXPECT_GT(std::stoull(ran["dlock_run_last_fencing_token{command=\"run\",lock=\"job\"}"]), 0u)
@@ -40,9 +40,8 @@ TEST_F(CliBackends, MetricsFileOnEveryServerBackend) {
 
     auto holder = box.start({"run", "--url", url, "job", "--", "sh", "-c", "echo held; sleep 30"});
     ASSERT_TRUE(holder.wait_for_line("held", 30s));
-    EXPECT_EQ(
-        box.run({"run", "--url", url, "-n", "--metrics-file", file, "job", "--", "true"}).status,
-        75);
+    auto second = box.run({"run", "--url", url, "-n", "--metrics-file", file, "job", "--", "true"});
+    EXPECT_EQ(second.status, 75) << second.output;
     auto refused = prom_samples(read_file(file));
     EXPECT_EQ(refused[outcome("conflict")], "1") << read_file(file);
     EXPECT_EQ(refused[outcome("ran")], "0") << read_file(file);

@@ -130,12 +130,15 @@ backend_probe::backend_probe(std::string url) {
   auto colon = authority.rfind(':');
   host_ = authority.substr(0, colon);
   if (colon != std::string::npos) port_ = std::atoi(authority.c_str() + colon + 1);
-  if (port_ == 0) port_ = scheme_ == "redis" ? 6379 : scheme_ == "zk" ? 2181 : 0;
+  if (port_ == 0) {
+    port_ = scheme_ == "redis" ? 6379 : scheme_ == "zk" ? 2181 : scheme_ == "etcd" ? 2379 : 0;
+  }
 }
 
 std::string backend_probe::requests_name() const {
   if (scheme_ == "redis") return "redis commands (INFO commandstats)";
   if (scheme_ == "zk") return "ZooKeeper packets received (mntr)";
+  if (scheme_ == "etcd") return "etcd gRPC calls and streams started (/metrics)";
   return {};
 }
 
@@ -153,9 +156,29 @@ server_counters backend_probe::read() const {
     if (main) out.memory_bytes = *main + file_size(path_ + "-wal").value_or(0);
     return out;
   }
-  if (scheme_ != "redis" && scheme_ != "zk") return out;
+  if (scheme_ != "redis" && scheme_ != "zk" && scheme_ != "etcd") return out;
   tcp c(host_, port_);
   if (!c.ok()) return out;
+  if (scheme_ == "etcd") {
+    // The member's Prometheus text on its client port (plain etcd:// only). HTTP/1.0: the
+    // body comes whole, not chunked, and ends at EOF.
+    if (!c.send("GET /metrics HTTP/1.0\r\nHost: " + host_ + "\r\n\r\n") ||
+        !c.fill(std::string::npos)) {
+      return out;
+    }
+    double total = 0;
+    bool seen = false;
+    std::istringstream lines(c.buffer());
+    for (std::string l; std::getline(lines, l);) {
+      if (!l.starts_with("grpc_server_started_total{")) continue;
+      auto sp = l.rfind(' ');
+      if (sp == std::string::npos) continue;
+      total += std::strtod(l.c_str() + sp + 1, nullptr);
+      seen = true;
+    }
+    if (seen) out.requests = total;
+    return out;
+  }
   if (scheme_ == "zk") {
     if (!c.send("mntr") || !c.fill(std::string::npos)) return out;
     out.requests = field(c.buffer(), "zk_packets_received\t");

@@ -1,7 +1,8 @@
 #pragma once
 // Server-side counters, read where a backend reports them over its own plain protocol:
-// redis INFO (commandstats, memory), ZooKeeper `mntr`, the SQLite file size. Best effort:
-// a counter the backend does not report, or a probe that fails, is simply absent.
+// redis INFO (commandstats, memory), ZooKeeper `mntr`, etcd's /metrics (gRPC calls started),
+// the SQLite file size. Best effort: a counter the backend does not report, or a probe that
+// fails, is simply absent.
 
 #include <optional>
 #include <string>
