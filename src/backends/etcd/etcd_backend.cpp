@@ -187,7 +187,8 @@ class etcd_session final : public backend_session {
     auto found = find_own(lock, entry_id);
     if (!found) return fail(errc::lock_lost, "etcd entry " + std::string(entry_id) + " is gone");
     const auto& own = *found;
-    const auto until = deadline.value_or(steady::now() + info_.request_timeout);
+    const auto until =
+        deadline.value_or(steady::now() + cfg_.request_timeout);  // capped: open_etcd
     // A lock's entry: its key is its lease's own and no later entry of this session uses it
     // while this one is listed (own_key), so a plain delete deletes only this entry -- Go's
     // Unlock, the floor's release.
