@@ -24,13 +24,11 @@
 
 #include <algorithm>
 #include <array>
-#include <map>
-#include <mutex>
-#include <set>
 
 #include "backends/etcd/etcd_client.hpp"
 #include "backends/etcd/etcd_config.hpp"
 #include "backends/etcd/etcd_doctor.hpp"
+#include "backends/etcd/etcd_entries.hpp"
 #include "backends/etcd/etcd_keys.hpp"
 #include "backends/etcd/etcd_queue.hpp"
 #include "core/verdict.hpp"
@@ -38,29 +36,15 @@
 namespace dlock::detail {
 namespace {
 
-// An entry this session wrote: its contender key, and a candidate's companion with the
-// record, which a candidate's removal and set_value compare (etcd_keys.hpp).
-struct own_entry {
-  std::string key;
-  std::string meta_key;  // a candidate's companion; "" for a lock's entry (record in the value)
-  std::string record;
-  std::int64_t lease{0};
-  std::int64_t create_revision{0};  // once known: what set_value guards its put with
-  verdict_reads need;               // the window its waiter reads (etcd_queue.hpp)
-  // A removal of it was cut off, so a delete may still land late: the lease's key on this lock
-  // is never used again (a later entry there could be deleted by it).
-  bool remove_unsure{false};
-  bool candidate() const { return !meta_key.empty(); }
-};
-
 using etcd::lock_ranges;
+using etcd::own_entry;
 
 class etcd_session final : public backend_session {
  public:
   etcd_session(std::unique_ptr<etcd::client> c, etcd::config cfg, session_info info,
                std::int64_t lease, std::int64_t ttl_s)
       : client_(std::move(c)), cfg_(std::move(cfg)), info_(std::move(info)), ttl_s_(ttl_s) {
-    if (lease != 0) leases_.push_back(lease);
+    if (lease != 0) own_.add_lease(lease);
   }
 
   ~etcd_session() override { client_->shut_down(); }
@@ -118,7 +102,7 @@ class etcd_session final : public backend_session {
         v = etcd::window_view(r, whole);
       } else {
         // The Txn's revision is the new key's create revision.
-        remember_revision(lock, entry_id, t->revision);
+        own_.set_revision(lock, entry_id, t->revision);
         auto w = client_->txn({}, r.window_reads(own->need, t->revision, false), {});
         if (!w) return fail(w.error());
         if (w->ranges.size() != 2) return fail(errc::protocol_error, "etcd Txn: missing ranges");
@@ -139,7 +123,7 @@ class etcd_session final : public backend_session {
       return fail(errc::backend_error,
                   "etcd key '" + own->key + "' of this session's lease holds another entry");
     }
-    remember_revision(lock, entry_id, static_cast<std::int64_t>(q->entries[*mine].token));
+    own_.set_revision(lock, entry_id, static_cast<std::int64_t>(q->entries[*mine].token));
     return q;
   }
 
@@ -157,7 +141,7 @@ class etcd_session final : public backend_session {
 
   // The waiter's window again, up to its own key: O(1) keys however long the queue.
   result<queue_view> list_for_waiter(std::string_view lock, std::string_view entry_id) override {
-    auto own = find_own(lock, entry_id);
+    auto own = own_.find(lock, entry_id);
     if (!own || own->create_revision == 0) return list(lock);
     const lock_ranges r(cfg_.base, lock);
     auto sent = steady::now();
@@ -184,7 +168,7 @@ class etcd_session final : public backend_session {
 
   result<void> remove_by(std::string_view lock, std::string_view entry_id,
                          std::optional<steady::time_point> deadline) {
-    auto found = find_own(lock, entry_id);
+    auto found = own_.find(lock, entry_id);
     if (!found) return fail(errc::lock_lost, "etcd entry " + std::string(entry_id) + " is gone");
     const auto& own = *found;
     const auto until =
@@ -211,25 +195,12 @@ class etcd_session final : public backend_session {
       }
     }
     if (!sent) {
-      std::lock_guard g(mu_);
-      if (auto it = own_.find(own_id(lock, entry_id)); it != own_.end()) {
-        it->second.remove_unsure = true;
-      }
+      own_.mark_unsure(lock, entry_id);
       return sent;
     }
-    {
-      // Gone either way: the lease's slot on this lock is free again, unless a delete cut off
-      // before may still arrive.
-      std::lock_guard g(mu_);
-      const auto it = own_.find(own_id(lock, entry_id));
-      const bool unsure = it != own_.end() && it->second.remove_unsure;
-      if (it != own_.end()) own_.erase(it);
-      auto u = used_.find(std::string(lock));
-      if (u != used_.end() && !unsure) {
-        u->second.erase(own.lease);
-        if (u->second.empty()) used_.erase(u);
-      }
-    }
+    // Gone either way: the lease's slot on this lock is free again, unless a delete cut off
+    // before may still arrive.
+    own_.forget(lock, entry_id);
     if (!deleted) {
       return fail(errc::lock_lost,
                   "etcd key '" + own.key + "' is gone (its lease ended, or someone deleted it)");
@@ -242,7 +213,7 @@ class etcd_session final : public backend_session {
   // puts the same value again: one version more, harmless (observers compare values too).
   result<std::uint64_t> set_value(std::string_view lock, std::string_view entry_id,
                                   std::string_view value) override {
-    auto found = find_own(lock, entry_id);
+    auto found = own_.find(lock, entry_id);
     if (!found || found->create_revision == 0) {
       return fail(errc::lock_lost, "etcd entry " + std::string(entry_id) + " is gone");
     }
@@ -312,11 +283,7 @@ class etcd_session final : public backend_session {
 
   result<steady::time_point> keep_alive() override {
     auto sent = steady::now();
-    std::vector<std::int64_t> leases;
-    {
-      std::lock_guard g(mu_);
-      leases = leases_;
-    }
+    const auto leases = own_.leases();
     if (leases.empty()) {
       // An observer holds no lease: a read proves the cluster answers.
       auto r = client_->range(cfg_.base.empty() ? std::string(1, '\0') : cfg_.base, {}, true);
@@ -329,11 +296,7 @@ class etcd_session final : public backend_session {
   }
 
   void close() noexcept override {
-    std::vector<std::int64_t> leases;
-    {
-      std::lock_guard g(mu_);
-      leases.swap(leases_);
-    }
+    const auto leases = own_.take_leases();
     // Revoking deletes every key bound to the lease at once; a lease not revoked (server
     // unreachable) ends after its TTL.
     auto deadline = steady::now() + std::min<std::chrono::milliseconds>(info_.request_timeout,
@@ -351,19 +314,9 @@ class etcd_session final : public backend_session {
     return etcd::lock_names_of(cfg_.base, r->kvs);
   }
 
-  std::vector<std::int64_t> leases() {
-    std::lock_guard g(mu_);
-    return leases_;
-  }
+  std::vector<std::int64_t> leases() { return own_.leases(); }
 
  private:
-  static std::string own_id(std::string_view lock, std::string_view entry_id) {
-    std::string k(lock);
-    k += '\0';
-    k += entry_id;
-    return k;
-  }
-
   // The key of entry `entry_id` on `lock`: the one recorded by an earlier attempt (a retry
   // after a lost reply creates nothing twice), else a lease of the pool without a key on this
   // lock, granting one more if every lease has one.
@@ -372,47 +325,22 @@ class etcd_session final : public backend_session {
     if (info_.observe_only) {
       return fail(errc::unsupported, "an observe-only etcd session writes no entries");
     }
-    const auto id = own_id(lock, entry_id);
+    const bool candidate = entry_id.ends_with("~e");  // candidate_entry_id
+    auto make = [&](std::int64_t lease) {
+      return own_entry{etcd::lease_key(r.prefix, lease),
+                       candidate ? etcd::lease_key(r.meta, lease) : std::string{},
+                       etcd::entry_record(kind, entry_id, info_.owner),
+                       lease,
+                       0,
+                       etcd::reads_for(kind, entry_id)};
+    };
     for (;;) {
-      {
-        std::lock_guard g(mu_);
-        if (auto it = own_.find(id); it != own_.end()) return it->second;
-        auto& used = used_[std::string(lock)];
-        for (auto lease : leases_) {
-          if (used.contains(lease)) continue;
-          used.insert(lease);
-          const bool candidate = entry_id.ends_with("~e");  // candidate_entry_id
-          own_entry e{etcd::lease_key(r.prefix, lease),
-                      candidate ? etcd::lease_key(r.meta, lease) : std::string{},
-                      etcd::entry_record(kind, entry_id, info_.owner),
-                      lease,
-                      0,
-                      etcd::reads_for(kind, entry_id)};
-          own_.emplace(id, e);
-          return e;
-        }
-        if (leases_.empty()) {
-          return fail(errc::session_expired, "the etcd session is closed");
-        }
-      }
+      auto e = own_.take(lock, entry_id, make);
+      if (!e) return fail(e.error());
+      if (*e) return std::move(**e);
       auto g = client_->grant(ttl_s_);
       if (!g) return fail(g.error());
-      std::lock_guard lk(mu_);
-      leases_.push_back(g->first);
-    }
-  }
-
-  std::optional<own_entry> find_own(std::string_view lock, std::string_view entry_id) {
-    std::lock_guard g(mu_);
-    auto it = own_.find(own_id(lock, entry_id));
-    if (it == own_.end()) return std::nullopt;
-    return it->second;
-  }
-
-  void remember_revision(std::string_view lock, std::string_view entry_id, std::int64_t rev) {
-    std::lock_guard g(mu_);
-    if (auto it = own_.find(own_id(lock, entry_id)); it != own_.end()) {
-      it->second.create_revision = rev;
+      own_.add_lease(g->first);
     }
   }
 
@@ -436,10 +364,7 @@ class etcd_session final : public backend_session {
   const etcd::config cfg_;
   const session_info info_;
   const std::int64_t ttl_s_;
-  std::mutex mu_;
-  std::vector<std::int64_t> leases_;                    // the pool; [0] granted at open
-  std::map<std::string, own_entry> own_;                // by own_id(lock, entry id)
-  std::map<std::string, std::set<std::int64_t>> used_;  // lock -> leases with a key on it
+  etcd::own_entries own_;  // its entries and its pool of leases
   etcd::seen_keys seen_;
 };
 
