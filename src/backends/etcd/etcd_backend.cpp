@@ -13,12 +13,12 @@
 // Every key stays exactly in Go's layout; the cost of a second lease is one LeaseGrant, once.
 //
 // Cost: an uncontended acquire is one Txn (create if absent + the lock's oldest key; a
-// candidate's reads its window at once), a contended one a second Txn for the window its
-// verdict reads (the oldest key and the one created just before its own, for a lock's entry;
-// etcd_queue.hpp); a release one DeleteRange (a candidate's: one Txn, deleting its key and
-// companion if the companion still holds its record). A waiter watches only the key it waits
-// on; a deletion between its listing and its watch is still seen (the watch, set up at the
-// present, is followed by one Range of that key); a woken waiter reads its window again,
+// candidate's reads its window at once, and other candidates' companions by key), a contended one a
+// second Txn for the window its verdict reads (the oldest key and the one created just before its
+// own, for a lock's entry; etcd_queue.hpp); a release one DeleteRange (a candidate's: one Txn,
+// deleting its key and companion if the companion still holds its record). A waiter watches only
+// the key it waits on; a deletion between its listing and its watch is still seen (the watch, set
+// up at the present, is followed by one Range of that key); a woken waiter reads its window again,
 // never the whole queue, so neither queueing the N-th waiter nor a handoff reads N keys.
 #include "backends/etcd/etcd_backend.hpp"
 
@@ -87,7 +87,7 @@ class etcd_session final : public backend_session {
     if (own->candidate()) {
       create = {etcd::put_op(own->key, {}, own->lease),
                 etcd::put_op(own->meta_key, own->record, own->lease)};
-      for (auto& op : r.window_reads(own->need, 0, true)) create.push_back(std::move(op));
+      for (auto& op : r.window_reads(own->need, 0)) create.push_back(std::move(op));
     } else {
       create = {etcd::put_op(own->key, own->record, own->lease), r.head_read(own->need)};
     }
@@ -103,13 +103,15 @@ class etcd_session final : public backend_session {
       } else {
         // The Txn's revision is the new key's create revision.
         own_.set_revision(lock, entry_id, t->revision);
-        auto w = client_->txn({}, r.window_reads(own->need, t->revision, false), {});
+        auto w = client_->txn({}, r.window_reads(own->need, t->revision), {});
         if (!w) return fail(w.error());
         if (w->ranges.size() != 2) return fail(errc::protocol_error, "etcd Txn: missing ranges");
         v = etcd::window_view(r, w->ranges);
       }
     } else if (t->succeeded && t->ranges.size() == pages) {
-      v = etcd::window_view(r, t->ranges);
+      auto w = with_companions(r, std::move(t->ranges), *own);
+      if (!w) return fail(w.error());
+      v = etcd::window_view(r, *w);
     } else if (!t->succeeded && t->ranges.size() == 2) {
       v = etcd::whole_view(r, t->ranges[0], t->ranges[1]);
     } else {
@@ -145,12 +147,54 @@ class etcd_session final : public backend_session {
     if (!own || own->create_revision == 0) return list(lock);
     const lock_ranges r(cfg_.base, lock);
     auto sent = steady::now();
-    auto window = r.window_reads(own->need, own->create_revision, own->candidate());
-    const auto pages = window.size();
-    auto t = client_->txn({}, window, {});
+    auto t = client_->txn({}, r.window_reads(own->need, own->create_revision), {});
     if (!t) return fail(t.error());
-    if (t->ranges.size() != pages) return fail(errc::protocol_error, "etcd Txn: missing ranges");
-    return settle(lock, etcd::window_view(r, t->ranges), entry_id, sent);
+    if (t->ranges.size() != 2) return fail(errc::protocol_error, "etcd Txn: missing ranges");
+    if (!own->candidate()) return settle(lock, etcd::window_view(r, t->ranges), entry_id, sent);
+    auto w = with_companions(r, std::move(t->ranges), *own);
+    if (!w) return fail(w.error());
+    return settle(lock, etcd::window_view(r, *w), entry_id, sent);
+  }
+
+  // A candidate's window: the two pages of keys, and the companions of the other dlock
+  // candidates among them, read by key in a second Txn (its own it knows). Not two more sorted
+  // ranges: etcd sorts a whole range before it applies a limit, so each costs the member O(N)
+  // keys, and 1000 candidates queueing at once overloaded it. A companion gone by the second
+  // read (its candidate left) makes that key read as another client's: the verdict's wait on
+  // it ends at once, the key being gone too.
+  result<std::vector<etcd::range_result>> with_companions(const lock_ranges& r,
+                                                          std::vector<etcd::range_result> pages,
+                                                          const own_entry& own) {
+    etcd::range_result metas;
+    metas.revision = pages[0].revision;
+    std::vector<etcd::txn_op> reads;
+    std::vector<std::string_view> asked;
+    for (const auto& page : pages) {
+      for (const auto& kv : page.kvs) {
+        if (kv.key == own.key) {
+          metas.kvs.push_back({own.meta_key, own.record, kv.create_revision});
+          continue;
+        }
+        if (etcd::holds_record(kv.value) || std::ranges::find(asked, kv.key) != asked.end()) {
+          continue;
+        }
+        asked.push_back(kv.key);
+        reads.push_back(etcd::range_op(r.meta + kv.key.substr(r.prefix.size())));
+      }
+    }
+    if (!reads.empty()) {
+      auto t = client_->txn({}, reads, {});
+      if (!t) return fail(t.error());
+      for (auto& got : t->ranges) {
+        for (auto& kv : got.kvs) metas.kvs.push_back(std::move(kv));
+      }
+    }
+    std::ranges::sort(metas.kvs, {}, &etcd::key_value::create_revision);
+    auto dup = std::ranges::unique(metas.kvs, {}, &etcd::key_value::create_revision);
+    metas.kvs.erase(dup.begin(), dup.end());
+    pages.push_back(metas);
+    pages.push_back(std::move(metas));
+    return pages;
   }
 
   // The entry's key (a candidate's: with its companion, if that still holds its record).

@@ -63,24 +63,17 @@ std::vector<txn_op> lock_ranges::reads() const {
 }
 
 std::vector<txn_op> lock_ranges::window_reads(std::size_t head, std::size_t ahead,
-                                              std::int64_t upto, bool companions) const {
+                                              std::int64_t upto) const {
   const auto h = static_cast<std::int64_t>(head), a = static_cast<std::int64_t>(ahead) + 1;
-  std::vector<txn_op> ops{range_op(prefix, end, h, false, upto),
-                          range_op(prefix, end, a, true, upto)};
-  if (companions) {
-    ops.push_back(range_op(meta, meta_end, h, false, upto));
-    ops.push_back(range_op(meta, meta_end, a, true, upto));
-  }
-  return ops;
+  return {range_op(prefix, end, h, false, upto), range_op(prefix, end, a, true, upto)};
 }
 
 txn_op lock_ranges::head_read(verdict_reads need) const {
   return range_op(prefix, end, static_cast<std::int64_t>(need.head), false, 0);
 }
 
-std::vector<txn_op> lock_ranges::window_reads(verdict_reads need, std::int64_t upto,
-                                              bool companions) const {
-  return window_reads(need.head, need.ahead == 0 ? shared_page : need.ahead, upto, companions);
+std::vector<txn_op> lock_ranges::window_reads(verdict_reads need, std::int64_t upto) const {
+  return window_reads(need.head, need.ahead == 0 ? shared_page : need.ahead, upto);
 }
 
 verdict_reads reads_for(entry_kind kind, std::string_view entry_id) {

@@ -26,17 +26,16 @@ struct lock_ranges {
 
   // Both ranges whole, oldest first: whole_view's input.
   std::vector<txn_op> reads() const;
-  // A window (window_view's input): of the contender keys, and of the companions if
-  // `companions` (a candidate's waiter: it finds its own record there), the `head` oldest keys
-  // and the `ahead` + 1 newest, none created after `upto` (0: no bound; else the waiter's own
-  // create revision, so that the newest is the waiter's own key).
-  std::vector<txn_op> window_reads(std::size_t head, std::size_t ahead, std::int64_t upto,
-                                   bool companions) const;
+  // A window (window_view's input): of the contender keys, the `head` oldest and the
+  // `ahead` + 1 newest, none created after `upto` (0: no bound; else the waiter's own create
+  // revision, so that the newest is the waiter's own key). A candidate's companions are read
+  // by key afterwards (etcd_backend.cpp: with_companions).
+  std::vector<txn_op> window_reads(std::size_t head, std::size_t ahead, std::int64_t upto) const;
   // The `need.head` oldest contender keys: with the reader's own key among them, the whole
   // queue up to it.
   txn_op head_read(verdict_reads need) const;
   // The window the verdict of an entry reads (a shared entry's: a page first).
-  std::vector<txn_op> window_reads(verdict_reads need, std::int64_t upto, bool companions) const;
+  std::vector<txn_op> window_reads(verdict_reads need, std::int64_t upto) const;
 };
 
 // What the verdict of an entry of `kind` with id `entry_id` reads (a permit's or a
