@@ -41,9 +41,12 @@ sentinel_cluster::sentinel_cluster() {
   for (int i = 0; i < 3; ++i) {
     auto port = free_port();
     auto conf = dir_.path() + "/sentinel-" + std::to_string(port) + ".conf";
+    // down-after 2 s, not 1: a sentinel starts timing a new master's replies when it switches
+    // to it, and on a loaded machine 1 s without one made it declare the new master down and
+    // fail over again, to the other replica (seen under ASan with three test binaries at once).
     std::ofstream(conf) << "port " << port << "\nbind 127.0.0.1\ndir " << dir_.path()
                         << "\nsentinel monitor " << name << " 127.0.0.1 " << m << " 2\n"
-                        << "sentinel down-after-milliseconds " << name << " 1000\n"
+                        << "sentinel down-after-milliseconds " << name << " 2000\n"
                         << "sentinel failover-timeout " << name << " 3000\n";
     child_process::options po;
     po.log_file = dir_.path() + "/sentinel-" + std::to_string(port) + ".log";
@@ -124,9 +127,31 @@ std::uint16_t sentinel_cluster::master_port() const {
 std::size_t sentinel_cluster::await_failover(std::uint16_t old_port,
                                              std::chrono::milliseconds timeout) {
   std::size_t found = 0;
+  // Done when every sentinel names the same new master in the same epoch, none is still
+  // failing over, and that server says it is a master. The first sentinel's answer alone is
+  // not enough: a slow failover can be retried by another sentinel, which promotes the other
+  // replica (seen under ASan: the test's next session met a third master).
   await("a failover away from port " + std::to_string(old_port), timeout, [&] {
-    auto port = master_port();
-    if (port == old_port) return false;
+    std::string port_seen, epoch_seen;
+    for (std::size_t i = 0; i < sentinel_ports_.size(); ++i) {
+      std::string port, epoch, flags;
+      try {
+        auto m = sentinel_command(i, {"SENTINEL", "master", name});
+        for (std::size_t k = 0; k + 1 < m.size(); k += 2) {
+          if (m[k] == "port") port = m[k + 1];
+          if (m[k] == "config-epoch") epoch = m[k + 1];
+          if (m[k] == "flags") flags = m[k + 1];
+        }
+      } catch (const std::exception&) {
+        return false;
+      }
+      if (port.empty() || port == std::to_string(old_port)) return false;
+      if (flags.find("failover") != std::string::npos) return false;
+      if (i > 0 && (port != port_seen || epoch != epoch_seen)) return false;
+      port_seen = port;
+      epoch_seen = epoch;
+    }
+    const auto port = static_cast<std::uint16_t>(std::stoi(port_seen));
     for (std::size_t i = 0; i < servers_.size(); ++i) {
       if (servers_[i]->port() != port) continue;
       auto role = servers_[i]->command({"ROLE"});
