@@ -34,6 +34,12 @@ reading read(detail::session_core& core, const std::string& name) {
   if (!q) detail::raise(q.error(), "dlock: election '" + name + "'");
   detail::read_recipes(q->entries);
   reading r{std::move(*q), std::nullopt, true};
+  if (!r.queue.unlisted.empty() && r.queue.unlisted.front().before == 0) {
+    // A holder the backend cannot name (Redlock: no candidate on a majority yet, a split
+    // being resolved): no leader for sure; observers wait it out.
+    r.settled = false;
+    return r;
+  }
   if (r.queue.entries.empty()) return r;
   const auto& head = r.queue.entries.front();
   if (head.kind != detail::entry_kind::candidate) {

@@ -269,8 +269,8 @@ const std::vector<backend_row>& backend_table() {
          "fencing tokens start again from 1, so a resource fenced by older tokens refuses them"}}},
       {"redlock",
        make_redlock_fault,
-       plus(with_proxy_faults(plus(process_faults, fault::member_kill)),
-            fault::master_down_release),
+       with_elections(plus(with_proxy_faults(plus(process_faults, fault::member_kill)),
+                           fault::master_down_release)),
        {lease_cut_short}},
       // Advisory mode refuses a pooled connection (postgres_edges_test), so only the lease
       // mode runs behind the pooler.

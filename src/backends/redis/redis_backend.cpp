@@ -225,6 +225,7 @@ void session::close() noexcept {
       leftover_.clear();
       queued_.clear();
       settled_.clear();
+      values_.clear();
       stamps_.clear();
     }
     // Broken off if the lease ends meanwhile (on_expired; also at the host's exit).

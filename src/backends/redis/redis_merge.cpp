@@ -20,7 +20,33 @@ struct seen {
   entry e;
   std::size_t present{0};
   std::size_t holds{0};
+  std::vector<std::pair<std::size_t, const entry*>> copies;  // server, its copy
 };
+
+// The value with the highest version among the copies goes into s.e; a repair if fewer
+// than `quorum` copies have it.
+std::optional<value_repair> pick_value(seen& s, std::size_t quorum) {
+  std::vector<const entry*> by_version;
+  for (const auto& [server, e] : s.copies) by_version.push_back(e);
+  std::ranges::sort(by_version, std::greater<>{}, &entry::version);
+  if (by_version.empty() || by_version.front()->version == 0) return std::nullopt;
+  s.e.value = by_version.front()->value;
+  s.e.version = by_version.front()->version;
+  value_repair r{s.e.id, s.e.value, s.e.version, {}, 0, {}, 0};
+  for (const auto& [server, e] : s.copies) {
+    if (e->version == r.version) {
+      ++r.have;
+    } else {
+      r.servers.push_back(server);
+    }
+  }
+  if (r.have >= quorum) return std::nullopt;
+  if (by_version.size() >= quorum) {
+    r.fallback_value = by_version[quorum - 1]->value;
+    r.fallback_version = by_version[quorum - 1]->version;
+  }
+  return r;
+}
 
 // The entries ahead of queue[mine] that may stay there while it holds (stamp_request): the
 // longest run just ahead of it with which the recipe says it holds. A whole-queue prefix
@@ -67,11 +93,15 @@ merge_result merge_views(const std::vector<std::optional<node_view>>& views,
   std::map<std::string, seen, std::less<>> all;
   for (const auto& v : pv) {
     for (std::size_t i = 0; i < v.entries.size(); ++i) {
-      auto [it, fresh] = all.try_emplace(v.entries[i].id, seen{v.entries[i]});
+      auto [it, fresh] = all.try_emplace(v.entries[i].id, seen{v.entries[i], 0, 0, {}});
       it->second.e.token = std::max(it->second.e.token, v.entries[i].token);
       ++it->second.present;
       if (v.holds[i]) ++it->second.holds;
+      it->second.copies.emplace_back(v.server, &v.entries[i]);
     }
+  }
+  for (auto& [id, s] : all) {
+    if (auto r = pick_value(s, quorum)) out.repairs.push_back(std::move(*r));
   }
   const seen* winner = nullptr;
   bool someone_holds = false;
@@ -158,9 +188,30 @@ merge_result merge_views(const std::vector<std::optional<node_view>>& views,
     waiting.push_back(s.e);
   }
   if (mine.empty() || (holders.empty() && waiting.empty())) {
-    // Status tools: the queue of the first server that answered.
-    out.entries = pv.front().entries;
+    // Status tools and observers: the first answering server's queue, with each entry's
+    // value as merged, and the entry that holds on a majority (an election's leader) first.
+    // Its token is the largest of its queue positions (scores): fixed for the term and
+    // larger for a later one, unlike its grants, which masters stamp one by one as its
+    // holder lists (the holder's fencing token is computed from those: grant_check). If no
+    // candidate holds on a majority (a split, resolving), an election has no leader for
+    // sure: an unlisted holder heads its queue, and its observers look again shortly.
     out.unlisted.clear();
+    const seen* majority = nullptr;
+    for (const auto& [id, s] : all) {
+      if (s.holds >= quorum && s.e.kind == entry_kind::exclusive) majority = &s;
+    }
+    if (majority) {
+      out.entries.push_back(majority->e);
+    } else if (!pv.front().entries.empty() && pv.front().entries.front().id.ends_with("~e")) {
+      out.unlisted.push_back({0, entry_kind::exclusive, {}});
+    }
+    for (const auto& e : pv.front().entries) {
+      if (majority && e.id == majority->e.id) continue;
+      auto it = all.find(e.id);
+      out.entries.push_back(e);
+      out.entries.back().value = it->second.e.value;
+      out.entries.back().version = it->second.e.version;
+    }
     return out;
   }
   for (auto& u : out.unlisted) u.before += holders.size();

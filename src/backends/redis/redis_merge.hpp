@@ -42,6 +42,21 @@ struct stamp_request {
   std::vector<std::string> may_stay_ahead;
 };
 
+// An election candidate's value seen on fewer than a majority of the masters where its entry
+// is: written back to the others (set_value_at_script without a session) before it is
+// reported, so that no reader reports a value a later reader could miss (a read with
+// write-back, as in ABD registers). If too few confirm, the reader reports the fallback, the
+// highest version a majority has.
+struct value_repair {
+  std::string id;
+  std::string value;
+  std::uint64_t version{0};
+  std::vector<std::size_t> servers;  // the entry is there with a lower version
+  std::size_t have{0};               // servers that have `version` already
+  std::string fallback_value;
+  std::uint64_t fallback_version{0};
+};
+
 struct merge_result {
   std::vector<entry> entries;
   // Ahead of each own waiter that no one entry keeps off a majority (it holds on some
@@ -51,6 +66,7 @@ struct merge_result {
   std::vector<std::pair<std::string, std::size_t>> wait_node;  // awaited id -> server index
   std::vector<std::string> resubmit;  // own ids to re-queue (split loser, or on too few servers)
   std::vector<grant_check> grants;    // own holders, with the token they report
+  std::vector<value_repair> repairs;  // values of listed entries not yet on a majority
   // Per server, indexed like views (empty where it did not answer): own entries to stamp.
   std::vector<std::vector<stamp_request>> stamps;
 };

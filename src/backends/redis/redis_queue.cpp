@@ -7,6 +7,7 @@
 
 #include "backends/common/wire_time.hpp"
 #include "backends/redis/redis_session.hpp"
+#include "core/verdict.hpp"
 
 namespace dlock::detail::redis {
 namespace {
@@ -165,6 +166,29 @@ result<queue_view> session::queue_round(std::string_view lock, std::optional<add
     // Re-queue at the back everywhere, after a random pause so that the losers of a split
     // do not collide again.
     thread_local std::minstd_rand rng{std::random_device{}()};
+    // A candidate's value goes with its removal: set again once it is back, under a version
+    // above the ones it had. Meanwhile its own set_value (another thread of this session may
+    // be right after its enqueue) finds it gone and tries again (set_value_quorum).
+    std::map<std::string, own_value> values;
+    {
+      std::lock_guard lk(mu_);
+      for (const auto& id : merged.resubmit) {
+        requeueing_.emplace(lock, id);
+        if (auto it = values_.find(id); it != values_.end()) values[id] = it->second;
+      }
+    }
+    struct requeued {
+      session& s;
+      std::string_view lock;
+      const std::vector<std::string>& ids;
+      ~requeued() {
+        std::lock_guard lk(s.mu_);
+        for (const auto& id : ids) {
+          auto it = s.requeueing_.find({std::string(lock), id});
+          if (it != s.requeueing_.end()) s.requeueing_.erase(it);
+        }
+      }
+    } guard{*this, lock, merged.resubmit};
     for (const auto& id : merged.resubmit) {
       // Gone from every master that answered (lock_lost) is as good as removed here.
       if (auto r = remove_everywhere(lock, id); !r && r.error().code != errc::lock_lost)
@@ -172,9 +196,11 @@ result<queue_view> session::queue_round(std::string_view lock, std::optional<add
       std::unique_lock lk(mu_);
       cancel_retry(lk, id);  // a late retry must not remove the re-queued entry
       mine_[std::string(lock)].insert(id);
+      if (auto v = values.find(id); v != values.end()) values_[id] = v->second;
     }
     std::this_thread::sleep_for(
         std::chrono::milliseconds{std::uniform_int_distribution<int>(0, 20)(rng)});
+    std::optional<failure> value_failure;
     for (const auto& id : merged.resubmit) {
       auto kind = entry_kind::exclusive;
       for (auto& v : views) {
@@ -184,9 +210,17 @@ result<queue_view> session::queue_round(std::string_view lock, std::optional<add
         }
       }
       if (auto r = queue_round(lock, add_request{id, kind}, false); !r) return r;
+      // A value not set again is not fatal to the others' re-queueing: every entry goes back
+      // first, and the failure is reported after.
+      if (auto v = values.find(id); v != values.end()) {
+        if (auto r = set_value_quorum(lock, id, v->second.value); !r && !value_failure)
+          value_failure = r.error();
+      }
     }
+    if (value_failure) return fail(*value_failure);
     return queue_round(lock, std::nullopt, false);
   }
+  repair_values(lock, merged);
   if (auto r = settle_grants(lock, merged.grants); !r) return fail(r.error());
   {
     std::lock_guard lk(mu_);
@@ -282,6 +316,7 @@ result<void> session::remove_everywhere(std::string_view lock, std::string_view 
   if (redlock() && ok < nodes_.size()) retry_missed(lock, id, replies);
   std::lock_guard lk(mu_);
   settled_.erase(std::string(id));
+  values_.erase(std::string(id));
   auto it = mine_.find(lock);
   if (it != mine_.end()) {
     it->second.erase(std::string(id));

@@ -67,6 +67,11 @@ extern const lua_script release_lone_script;
 // entry `id` (version + 1) and wakes the observers; returns the version, or -1 if the entry
 // or the session is gone.
 extern const lua_script set_value_script;
+// Redlock. KEYS m h v o s_own; ARGV id value version wake_ttl sid: stores `value` under the
+// client's `version` unless the master has that version or a higher one; with sid, only on
+// that session's live entry (the owner's set), without (a reader's write-back) on the entry
+// if present. Returns the version the master now has, or -1 if the entry (or session) is gone.
+extern const lua_script set_value_at_script;
 // KEYS m h; ARGV prefix ttl inbox ids...: registers inbox on every awaited entry (1), or 0
 // at once when one of them is gone or its session has ended.
 extern const lua_script watch_script;

@@ -17,7 +17,6 @@
 
 namespace dlock::detail::redis {
 
-
 class session final : public backend_session {
  public:
   session(config cfg, session_info info);
@@ -25,15 +24,14 @@ class session final : public backend_session {
   result<void> start();
 
   capabilities caps() const noexcept override {
-    // Elections on one server only: Redlock would need a quorum for values and observers'
-    // registrations on independent masters (docs/redis.md). Semaphores cannot be made safe
-    // over majorities at all (no_majority_permits).
+    // Semaphores cannot be made safe over majorities (no_majority_permits); elections can
+    // (values confirmed by a majority, read with write-back: redis_values.cpp).
     return {.scope = reach::network,
             .push_wakeups = true,
             .bounded_remove = true,
             .ends_other_sessions = true,
             .permits = !redlock(),
-            .values = !redlock(),
+            .values = true,
             .no_permits_because = redlock() ? no_majority_permits : std::string_view{}};
   }
   // Why Redlock refuses semaphores (the refusal and `dlock doctor` quote it).
@@ -95,6 +93,16 @@ class session final : public backend_session {
   std::vector<result<reply_ptr>> queue_calls(std::string_view lock, std::optional<add_request> add,
                                              std::int64_t created_ms);
   result<void> settle_grants(std::string_view lock, const std::vector<grant_check>& grants);
+  // Redlock: set_value under a version this session chose (the entry's next), confirmed by
+  // a majority (redis_values.cpp).
+  result<std::uint64_t> set_value_quorum(std::string_view lock, std::string_view entry_id,
+                                         std::string_view value);
+  // Redlock: writes back the values of `m`'s repairs, or reports their fallbacks
+  // (merge_result::repairs).
+  void repair_values(std::string_view lock, merge_result& m);
+  // Redlock: waits for a push to `inbox` from any of `servers` until `until`; true if one came.
+  result<bool> pop_any(const std::string& inbox, const std::vector<std::size_t>& servers,
+                       steady::time_point until, std::stop_token stop);
   struct own_entry {
     std::string lock, id;
     bool queued{false};  // known to be in the queue, not a lone holder (skips one read)
@@ -143,6 +151,14 @@ class session final : public backend_session {
   std::map<std::string, std::size_t, std::less<>> wait_hint_;   // awaited id -> server
   // Redlock: own holders' tokens, fixed once their counters were raised (see merge_views).
   std::map<std::string, std::uint64_t, std::less<>> settled_;
+  // Redlock: own candidates' values and the last version this session chose for each.
+  struct own_value {
+    std::string value;
+    std::uint64_t version{0};
+  };
+  std::map<std::string, own_value, std::less<>> values_;
+  // Redlock: own entries being re-queued (removed, then enqueued again) by some thread.
+  std::multiset<std::pair<std::string, std::string>> requeueing_;  // lock, id
   // Redlock: lock -> per server, the own entries to stamp a grant on (merge_result::stamps).
   std::map<std::string, std::vector<std::vector<stamp_request>>, std::less<>> stamps_;
   // One server: own entries that enqueue put in the queue (not in the lone-holder key).

@@ -31,6 +31,33 @@ push_all(o, ttl)
 return tonumber(ver)
 )lua";
 
+constexpr std::string_view set_value_at_text = R"lua(
+local m, h, v, o, own = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
+local id, value, ver, ttl, sid = ARGV[1], ARGV[2], tonumber(ARGV[3]), ARGV[4], ARGV[5]
+-- Redlock: the client chose the version (one per attempt), so a master keeps the highest it
+-- was sent and a late or repeated write never goes back. The owner's write (sid given) needs
+-- its live session's entry; a reader's write-back of a version it saw elsewhere (sid '')
+-- only needs the entry. Storage, not a verdict.
+if sid ~= '' and redis.call('PTTL', own) == -2 then return -1 end
+local entry_sid
+local meta = redis.call('HGET', m, id)
+if meta then
+  entry_sid = string.match(meta, '^%a|(%x+)|')
+else
+  local hv = redis.call('GET', h)
+  if hv and string.sub(hv, 1, #id + 1) == id .. '|' then
+    entry_sid = string.match(hv, '^[^|]+|%d+|%a|(%x+)|')
+  end
+end
+if not entry_sid or (sid ~= '' and entry_sid ~= sid) then return -1 end
+local _, have = value_of(redis.call('HGET', v, id))
+have = tonumber(have)
+if have >= ver then return have end
+redis.call('HSET', v, id, string.format('%d', ver) .. '|' .. value)
+push_all(o, ttl)
+return ver
+)lua";
+
 constexpr std::string_view watch_text = R"lua(
 local m, h = KEYS[1], KEYS[2]
 local prefix, ttl, inbox = ARGV[1], ARGV[2], ARGV[3]
@@ -64,10 +91,12 @@ return 1
 )lua";
 
 const std::string set_value_full = std::string(lua_common) + std::string(set_value_text);
+const std::string set_value_at_full = std::string(lua_common) + std::string(set_value_at_text);
 
 }  // namespace
 
 const lua_script set_value_script{"set_value", set_value_full};
+const lua_script set_value_at_script{"set_value_at", set_value_at_full};
 const lua_script watch_script{"watch", watch_text};
 const lua_script observe_script{"observe", observe_text};
 

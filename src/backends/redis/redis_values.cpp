@@ -7,6 +7,7 @@
 #include <random>
 
 #include "backends/redis/redis_session.hpp"
+#include "core/verdict.hpp"
 
 namespace dlock::detail::redis {
 namespace {
@@ -75,13 +76,21 @@ result<void> session::wait_change(std::string_view lock, const queue_view& seen,
     sleep_interruptibly(std::min(ms, left), stop);
     return {};
   }
-  if (redlock()) return backend_session::wait_change(lock, seen, deadline, std::move(stop));
   auto inbox = next_inbox();
   while (!stop.stop_requested() && steady::now() < deadline) {
-    auto r = nodes_[0]->run(
-        {&observe_script, {"1", key('o', lock), inbox, std::to_string(wake_ttl().count())}}, stop);
+    // Redlock: registered on every master, woken by the first push from any of them (a
+    // change shows on a majority, so on at least one master a majority listing reaches).
+    std::vector<std::size_t> registered;
+    const std::vector<std::string> argv{"1", key('o', lock), inbox,
+                                        std::to_string(wake_ttl().count())};
+    auto regs =
+        run_all(nodes_, std::vector<request>(nodes_.size(), {&observe_script, argv}), {}, stop);
     if (stop.stop_requested()) return {};
-    if (!r) return fail(r.error());
+    for (std::size_t i = 0; i < regs.size(); ++i) {
+      if (regs[i]) registered.push_back(i);
+    }
+    if (!redlock() && !regs[0]) return fail(regs[0].error());
+    if (registered.size() < quorum()) return fail(quorum_failure("observe", regs, 0));
     auto now = list(lock);
     if (stop.stop_requested()) return {};
     if (!now) return fail(now.error());
@@ -92,22 +101,145 @@ result<void> session::wait_change(std::string_view lock, const queue_view& seen,
     for (const auto& e : now->entries) {
       if (e.lease_left) safety = std::min(safety, *e.lease_left + std::chrono::milliseconds{20});
     }
-    auto popped = nodes_[0]->pop_wake(inbox, std::min(deadline, steady::now() + safety), stop);
+    if (!now->unlisted.empty()) safety = std::min(safety, std::chrono::milliseconds{25});
+    auto popped = pop_any(inbox, registered, std::min(deadline, steady::now() + safety), stop);
     if (!popped) return fail(popped.error());
     if (*popped) return {};
   }
   return {};
 }
 
+result<bool> session::pop_any(const std::string& inbox, const std::vector<std::size_t>& servers,
+                              steady::time_point until, std::stop_token stop) {
+  if (servers.size() == 1) {
+    auto p = nodes_[servers[0]]->pop_wake(inbox, until, stop);
+    if (!p) return fail(p.error());
+    return p->has_value();
+  }
+  // One blocking pop per master; the first to get a push stops the others.
+  std::stop_source first;
+  std::stop_callback relay(stop, [&first] { first.request_stop(); });
+  std::mutex mu;
+  std::size_t failed = 0;
+  std::optional<failure> last_failure;
+  bool got = false;
+  {
+    std::vector<std::jthread> pops;
+    for (auto s : servers) {
+      pops.emplace_back([&, s] {
+        auto p = nodes_[s]->pop_wake(inbox, until, first.get_token());
+        std::lock_guard lk(mu);
+        if (!p) {
+          ++failed;
+          last_failure = p.error();
+        } else if (p->has_value()) {
+          got = true;
+          first.request_stop();
+        }
+      });
+    }
+  }
+  if (got) return true;
+  // The wait holds while a majority of masters can still push to it.
+  if (servers.size() - failed < quorum() && last_failure) return fail(*last_failure);
+  return false;
+}
+
+result<std::uint64_t> session::set_value_quorum(std::string_view lock, std::string_view entry_id,
+                                                std::string_view value) {
+  std::uint64_t version = 0;
+  {
+    std::lock_guard lk(mu_);
+    auto& own = values_[std::string(entry_id)];
+    own.value = std::string(value);
+    version = ++own.version;  // one per attempt: a version never names two values
+  }
+  const std::vector<std::string> argv{"5",
+                                      key('m', lock),
+                                      key('h', lock),
+                                      key('v', lock),
+                                      key('o', lock),
+                                      key('s', info_.id),
+                                      std::string(entry_id),
+                                      std::string(value),
+                                      std::to_string(version),
+                                      std::to_string(wake_ttl().count()),
+                                      info_.id};
+  auto replies = run_all(nodes_, std::vector<request>(nodes_.size(), {&set_value_at_script, argv}),
+                         {}, expired_.get_token());
+  std::size_t ok = 0, gone = 0;
+  for (const auto& r : replies) {
+    if (!r || (*r)->type != REDIS_REPLY_INTEGER) continue;
+    if ((*r)->integer < 0) {
+      ++gone;
+    } else if (static_cast<std::uint64_t>((*r)->integer) >= version) {
+      ++ok;
+    }
+  }
+  if (ok >= quorum()) return version;
+  bool requeueing = false;
+  {
+    std::lock_guard lk(mu_);
+    requeueing = requeueing_.contains({std::string(lock), std::string(entry_id)});
+  }
+  if (requeueing) {
+    return fail(errc::backend_unavailable, "redlock: entry " + std::string(entry_id) + " of '" +
+                                               std::string(lock) +
+                                               "' is being queued again (a split): no value set");
+  }
+  if (gone > nodes_.size() - quorum()) {
+    return fail(errc::lock_lost, "redlock: entry " + std::string(entry_id) + " of '" +
+                                     std::string(lock) +
+                                     "' is gone on a majority of masters: no value set");
+  }
+  return fail(quorum_failure("set_value", replies, 0));
+}
+
+void session::repair_values(std::string_view lock, merge_result& m) {
+  for (const auto& r : m.repairs) {
+    auto pos = find_entry(m.entries, r.id);
+    if (!pos) continue;
+    std::size_t ok = r.have;
+    if (!r.servers.empty()) {
+      const std::vector<std::string> argv{"5",
+                                          key('m', lock),
+                                          key('h', lock),
+                                          key('v', lock),
+                                          key('o', lock),
+                                          key('s', info_.id),
+                                          r.id,
+                                          r.value,
+                                          std::to_string(r.version),
+                                          std::to_string(wake_ttl().count()),
+                                          ""};
+      std::vector<node*> targets;
+      for (auto s : r.servers) targets.push_back(nodes_[s]);
+      auto replies =
+          run_all(targets, std::vector<request>(targets.size(), {&set_value_at_script, argv}), {},
+                  expired_.get_token());
+      for (const auto& x : replies) {
+        if (x && (*x)->type == REDIS_REPLY_INTEGER && (*x)->integer >= 0 &&
+            static_cast<std::uint64_t>((*x)->integer) >= r.version) {
+          ++ok;
+        }
+      }
+    }
+    if (ok < quorum()) {
+      m.entries[*pos].value = r.fallback_value;
+      m.entries[*pos].version = r.fallback_version;
+    }
+  }
+}
+
 result<std::uint64_t> session::set_value(std::string_view lock, std::string_view entry_id,
                                          std::string_view value) {
   if (auto r = check_open(); !r) return fail(r.error());
-  if (redlock()) return backend_session::set_value(lock, entry_id, value);
   if (value.size() > max_value_size || !entry_id.starts_with(info_.id)) {
     return fail(errc::invalid_argument, "redis: set_value of " + std::string(entry_id) +
                                             ": not this session's entry, or a value over " +
                                             std::to_string(max_value_size) + " bytes");
   }
+  if (redlock()) return set_value_quorum(lock, entry_id, value);
   auto r =
       nodes_[0]->run(synced({&set_value_script,
                              {"6", key('q', lock), key('m', lock), key('h', lock), key('v', lock),
