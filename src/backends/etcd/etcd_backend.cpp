@@ -109,7 +109,8 @@ class etcd_session final : public backend_session {
         v = etcd::window_view(r, w->ranges);
       }
     } else if (t->succeeded && t->ranges.size() == pages) {
-      auto w = with_companions(r, std::move(t->ranges), *own);
+      auto w = etcd::with_companions(*client_, r, std::move(t->ranges), own->key, own->meta_key,
+                                     own->record);
       if (!w) return fail(w.error());
       v = etcd::window_view(r, *w);
     } else if (!t->succeeded && t->ranges.size() == 2) {
@@ -151,50 +152,10 @@ class etcd_session final : public backend_session {
     if (!t) return fail(t.error());
     if (t->ranges.size() != 2) return fail(errc::protocol_error, "etcd Txn: missing ranges");
     if (!own->candidate()) return settle(lock, etcd::window_view(r, t->ranges), entry_id, sent);
-    auto w = with_companions(r, std::move(t->ranges), *own);
+    auto w = etcd::with_companions(*client_, r, std::move(t->ranges), own->key, own->meta_key,
+                                   own->record);
     if (!w) return fail(w.error());
     return settle(lock, etcd::window_view(r, *w), entry_id, sent);
-  }
-
-  // A candidate's window: the two pages of keys, and the companions of the other dlock
-  // candidates among them, read by key in a second Txn (its own it knows). Not two more sorted
-  // ranges: etcd sorts a whole range before it applies a limit, so each costs the member O(N)
-  // keys, and 1000 candidates queueing at once overloaded it. A companion gone by the second
-  // read (its candidate left) makes that key read as another client's: the verdict's wait on
-  // it ends at once, the key being gone too.
-  result<std::vector<etcd::range_result>> with_companions(const lock_ranges& r,
-                                                          std::vector<etcd::range_result> pages,
-                                                          const own_entry& own) {
-    etcd::range_result metas;
-    metas.revision = pages[0].revision;
-    std::vector<etcd::txn_op> reads;
-    std::vector<std::string_view> asked;
-    for (const auto& page : pages) {
-      for (const auto& kv : page.kvs) {
-        if (kv.key == own.key) {
-          metas.kvs.push_back({own.meta_key, own.record, kv.create_revision});
-          continue;
-        }
-        if (etcd::holds_record(kv.value) || std::ranges::find(asked, kv.key) != asked.end()) {
-          continue;
-        }
-        asked.push_back(kv.key);
-        reads.push_back(etcd::range_op(r.meta + kv.key.substr(r.prefix.size())));
-      }
-    }
-    if (!reads.empty()) {
-      auto t = client_->txn({}, reads, {});
-      if (!t) return fail(t.error());
-      for (auto& got : t->ranges) {
-        for (auto& kv : got.kvs) metas.kvs.push_back(std::move(kv));
-      }
-    }
-    std::ranges::sort(metas.kvs, {}, &etcd::key_value::create_revision);
-    auto dup = std::ranges::unique(metas.kvs, {}, &etcd::key_value::create_revision);
-    metas.kvs.erase(dup.begin(), dup.end());
-    pages.push_back(metas);
-    pages.push_back(std::move(metas));
-    return pages;
   }
 
   // The entry's key (a candidate's: with its companion, if that still holds its record).

@@ -143,6 +143,42 @@ std::optional<read_view> window_view(const lock_ranges& r, std::span<const range
   return view;
 }
 
+result<std::vector<range_result>> with_companions(client& c, const lock_ranges& r,
+                                                  std::vector<range_result> pages,
+                                                  std::string_view own_key,
+                                                  std::string_view own_meta_key,
+                                                  std::string_view own_record) {
+  range_result metas;
+  metas.revision = pages[0].revision;
+  std::vector<txn_op> reads;
+  std::vector<std::string_view> asked;
+  for (const auto& page : pages) {
+    for (const auto& kv : page.kvs) {
+      if (kv.key == own_key) {
+        metas.kvs.push_back(
+            {std::string(own_meta_key), std::string(own_record), kv.create_revision});
+        continue;
+      }
+      if (holds_record(kv.value) || std::ranges::find(asked, kv.key) != asked.end()) continue;
+      asked.push_back(kv.key);
+      reads.push_back(range_op(r.meta + kv.key.substr(r.prefix.size())));
+    }
+  }
+  if (!reads.empty()) {
+    auto t = c.txn({}, reads, {});
+    if (!t) return fail(t.error());
+    for (auto& got : t->ranges) {
+      for (auto& kv : got.kvs) metas.kvs.push_back(std::move(kv));
+    }
+  }
+  std::ranges::sort(metas.kvs, {}, &key_value::create_revision);
+  auto dup = std::ranges::unique(metas.kvs, {}, &key_value::create_revision);
+  metas.kvs.erase(dup.begin(), dup.end());
+  pages.push_back(metas);
+  pages.push_back(std::move(metas));
+  return pages;
+}
+
 std::vector<std::string> lock_names_of(std::string_view base, std::span<const key_value> kvs) {
   std::set<std::string> names;
   for (const auto& kv : kvs) {

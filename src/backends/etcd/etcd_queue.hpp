@@ -67,6 +67,19 @@ read_view whole_view(const lock_ranges& r, const range_result& keys, const range
 // candidate, only its id and owner unknown.
 std::optional<read_view> window_view(const lock_ranges& r, std::span<const range_result> pages);
 
+// A candidate's window: window_reads()'s two pages of keys, followed by two (equal) pages of
+// the companions of the dlock candidates among them, read by key in a second Txn on `c` (the
+// reader's own, `own_key`'s, it knows). Not two more sorted ranges: etcd sorts a whole range
+// before it applies a limit, so each would cost the member O(N) keys, and 1000 candidates
+// queueing at once overloaded it. A companion gone by the second read (its candidate left)
+// makes that key read as another client's: the verdict's wait on it ends at once, the key
+// being gone too.
+result<std::vector<range_result>> with_companions(client& c, const lock_ranges& r,
+                                                  std::vector<range_result> pages,
+                                                  std::string_view own_key,
+                                                  std::string_view own_meta_key,
+                                                  std::string_view own_record);
+
 // The names of the locks with a contender key among `kvs` (keys under `base`), sorted once each.
 std::vector<std::string> lock_names_of(std::string_view base, std::span<const key_value> kvs);
 

@@ -97,6 +97,9 @@ class session final : public backend_session {
   // a majority (redis_values.cpp).
   result<std::uint64_t> set_value_quorum(std::string_view lock, std::string_view entry_id,
                                          std::string_view value);
+  std::vector<std::string> set_value_at_argv(std::string_view lock, std::string_view id,
+                                             std::string_view value, std::uint64_t version,
+                                             std::string_view sid) const;
   // Redlock: writes back the values of `m`'s repairs, or reports their fallbacks
   // (merge_result::repairs).
   void repair_values(std::string_view lock, merge_result& m);

@@ -145,6 +145,23 @@ result<bool> session::pop_any(const std::string& inbox, const std::vector<std::s
   return false;
 }
 
+// set_value_at_script's argv: the owner's write with `sid`, a reader's write-back without.
+std::vector<std::string> session::set_value_at_argv(std::string_view lock, std::string_view id,
+                                                    std::string_view value, std::uint64_t version,
+                                                    std::string_view sid) const {
+  return {"5",
+          key('m', lock),
+          key('h', lock),
+          key('v', lock),
+          key('o', lock),
+          key('s', info_.id),
+          std::string(id),
+          std::string(value),
+          std::to_string(version),
+          std::to_string(wake_ttl().count()),
+          std::string(sid)};
+}
+
 result<std::uint64_t> session::set_value_quorum(std::string_view lock, std::string_view entry_id,
                                                 std::string_view value) {
   std::uint64_t version = 0;
@@ -154,17 +171,7 @@ result<std::uint64_t> session::set_value_quorum(std::string_view lock, std::stri
     own.value = std::string(value);
     version = ++own.version;  // one per attempt: a version never names two values
   }
-  const std::vector<std::string> argv{"5",
-                                      key('m', lock),
-                                      key('h', lock),
-                                      key('v', lock),
-                                      key('o', lock),
-                                      key('s', info_.id),
-                                      std::string(entry_id),
-                                      std::string(value),
-                                      std::to_string(version),
-                                      std::to_string(wake_ttl().count()),
-                                      info_.id};
+  const auto argv = set_value_at_argv(lock, entry_id, value, version, info_.id);
   auto replies = run_all(nodes_, std::vector<request>(nodes_.size(), {&set_value_at_script, argv}),
                          {}, expired_.get_token());
   std::size_t ok = 0, gone = 0;
@@ -201,17 +208,7 @@ void session::repair_values(std::string_view lock, merge_result& m) {
     if (!pos) continue;
     std::size_t ok = r.have;
     if (!r.servers.empty()) {
-      const std::vector<std::string> argv{"5",
-                                          key('m', lock),
-                                          key('h', lock),
-                                          key('v', lock),
-                                          key('o', lock),
-                                          key('s', info_.id),
-                                          r.id,
-                                          r.value,
-                                          std::to_string(r.version),
-                                          std::to_string(wake_ttl().count()),
-                                          ""};
+      const auto argv = set_value_at_argv(lock, r.id, r.value, r.version, "");
       std::vector<node*> targets;
       for (auto s : r.servers) targets.push_back(nodes_[s]);
       auto replies =
