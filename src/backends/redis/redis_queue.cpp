@@ -86,12 +86,11 @@ std::vector<result<reply_ptr>> session::queue_calls(std::string_view lock,
   return run_all(nodes_, reqs, {}, expired_.get_token());
 }
 
-result<queue_view> session::queue_round(std::string_view lock, std::optional<add_request> add,
-                                        bool may_resubmit) {
-  if (auto r = check_open(); !r) return fail(r.error());
-  auto sent = steady::now();
+session::round_replies session::call_round(std::string_view lock, std::optional<add_request> add) {
+  round_replies out;
+  out.sent = steady::now();
   const auto created_ms = now_ms();
-  auto replies = queue_calls(lock, add, created_ms);
+  out.replies = queue_calls(lock, add, created_ms);
   // What a lone-holder reply leaves out: the client sent it.
   std::optional<node_entry> sent_entry;
   if (add) {
@@ -102,36 +101,41 @@ result<queue_view> session::queue_round(std::string_view lock, std::optional<add
     sent_entry->e.since = unix_ms_time(created_ms);
     sent_entry->session = info_.id;
   }
-  std::vector<std::optional<node_view>> views(nodes_.size());
-  std::size_t accepted = 0, expired = 0;
-  std::uint64_t counter = 0;
+  out.views.resize(nodes_.size());
   for (std::size_t i = 0; i < nodes_.size(); ++i) {
-    if (!replies[i]) continue;
-    auto v = parse_queue_reply(nodes_[i]->where(), replies[i]->get(),
+    if (!out.replies[i]) continue;
+    auto v = parse_queue_reply(nodes_[i]->where(), out.replies[i]->get(),
                                sent_entry ? &*sent_entry : nullptr, redlock());
     if (!v) {
-      replies[i] = fail(v.error());
+      out.replies[i] = fail(v.error());
       continue;
     }
     if (!v->session_alive) {
-      ++expired;
+      ++out.expired;
       continue;
     }
-    counter = std::max(counter, v->counter);
-    views[i] = std::move(*v);
-    ++accepted;
+    out.counter = std::max(out.counter, v->counter);
+    out.views[i] = std::move(*v);
+    ++out.accepted;
   }
+  return out;
+}
+
+result<queue_view> session::queue_round(std::string_view lock, std::optional<add_request> add,
+                                        bool may_resubmit) {
+  if (auto r = check_open(); !r) return fail(r.error());
   if (!redlock()) {
-    if (!replies[0]) return fail(replies[0].error());
-    if (!views[0]) {
+    auto round = call_round(lock, add);
+    if (!round.replies[0]) return fail(round.replies[0].error());
+    if (!round.views[0]) {
       return fail(errc::session_expired,
                   cfg_.servers[0].where + ": session " + info_.id + " expired (its key is gone)");
     }
-    queue_view out{{}, sent};
-    for (auto& ne : views[0]->entries) out.entries.push_back(std::move(ne.e));
+    queue_view out{{}, round.sent};
+    for (auto& ne : round.views[0]->entries) out.entries.push_back(std::move(ne.e));
     if (add) {
       placed(lock, add->id, true);
-      if (!views[0]->lone) {
+      if (!round.views[0]->lone) {
         std::lock_guard lk(mu_);
         if (queued_.size() > 10000) queued_.clear();  // a hint; 'l' is always correct
         queued_.insert(std::string(add->id));
@@ -139,87 +143,25 @@ result<queue_view> session::queue_round(std::string_view lock, std::optional<add
     }
     return out;
   }
-  // Redlock: a majority must have answered well within the lease.
-  auto drift = info_.ttl / 100 + std::chrono::milliseconds{2};
-  bool in_time = steady::now() - sent < info_.ttl - drift;
-  if (accepted < quorum() || !in_time) {
-    if (add) (void)remove_everywhere(lock, add->id);  // partial grants go, by entry id
-    if (!in_time && accepted >= quorum()) {
-      return fail(errc::backend_unavailable, "redlock enqueue took longer than the lease");
-    }
-    return fail(quorum_failure(add ? "enqueue" : "list", replies, expired));
-  }
-  id_set mine;
-  std::map<std::string, std::uint64_t, std::less<>> settled;
-  {
-    std::lock_guard lk(mu_);
-    auto& best = at_least_[std::string(lock)];
-    best = std::max(best, counter);
-    if (at_least_.size() > 10000) at_least_.clear();  // a cache; correctness does not need it
-    if (auto it = mine_.find(lock); it != mine_.end()) mine = it->second;
-    for (const auto& id : mine) {
-      if (auto it = settled_.find(id); it != settled_.end()) settled.insert(*it);
+  // A round of this session on this lock sees either none or all of a re-queue by another
+  // thread (its entries are removed, then enqueued again, under the exclusive lock): one
+  // that ran in between would see an own entry gone everywhere, or held by no one, and
+  // report it lost. The first look is shared; a re-queue looks again, alone.
+  auto round = [&] {
+    std::shared_lock rl(round_mutex(lock));
+    return redlock_round(lock, add);
+  }();
+  if (round && may_resubmit && !round->merged.resubmit.empty()) {
+    std::unique_lock rl(round_mutex(lock));
+    // Other threads may have re-queued them since, or their owners removed them.
+    round = redlock_round(lock, std::nullopt);
+    if (round && !round->merged.resubmit.empty()) {
+      if (auto r = requeue(lock, *round); !r) return fail(r.error());
+      round = redlock_round(lock, std::nullopt);
     }
   }
-  auto merged = merge_views(views, mine, quorum(), settled);
-  if (may_resubmit && !merged.resubmit.empty()) {
-    // Re-queue at the back everywhere, after a random pause so that the losers of a split
-    // do not collide again.
-    thread_local std::minstd_rand rng{std::random_device{}()};
-    // A candidate's value goes with its removal: set again once it is back, under a version
-    // above the ones it had. Meanwhile its own set_value (another thread of this session may
-    // be right after its enqueue) finds it gone and tries again (set_value_quorum).
-    std::map<std::string, own_value> values;
-    {
-      std::lock_guard lk(mu_);
-      for (const auto& id : merged.resubmit) {
-        requeueing_.emplace(lock, id);
-        if (auto it = values_.find(id); it != values_.end()) values[id] = it->second;
-      }
-    }
-    struct requeued {
-      session& s;
-      std::string_view lock;
-      const std::vector<std::string>& ids;
-      ~requeued() {
-        std::lock_guard lk(s.mu_);
-        for (const auto& id : ids) {
-          auto it = s.requeueing_.find({std::string(lock), id});
-          if (it != s.requeueing_.end()) s.requeueing_.erase(it);
-        }
-      }
-    } guard{*this, lock, merged.resubmit};
-    for (const auto& id : merged.resubmit) {
-      // Gone from every master that answered (lock_lost) is as good as removed here.
-      if (auto r = remove_everywhere(lock, id); !r && r.error().code != errc::lock_lost)
-        return fail(r.error());
-      std::unique_lock lk(mu_);
-      cancel_retry(lk, id);  // a late retry must not remove the re-queued entry
-      mine_[std::string(lock)].insert(id);
-      if (auto v = values.find(id); v != values.end()) values_[id] = v->second;
-    }
-    std::this_thread::sleep_for(
-        std::chrono::milliseconds{std::uniform_int_distribution<int>(0, 20)(rng)});
-    std::optional<failure> value_failure;
-    for (const auto& id : merged.resubmit) {
-      auto kind = entry_kind::exclusive;
-      for (auto& v : views) {
-        if (!v) continue;
-        for (auto& ne : v->entries) {
-          if (ne.e.id == id) kind = ne.e.kind;
-        }
-      }
-      if (auto r = queue_round(lock, add_request{id, kind}, false); !r) return r;
-      // A value not set again is not fatal to the others' re-queueing: every entry goes back
-      // first, and the failure is reported after.
-      if (auto v = values.find(id); v != values.end()) {
-        if (auto r = set_value_quorum(lock, id, v->second.value); !r && !value_failure)
-          value_failure = r.error();
-      }
-    }
-    if (value_failure) return fail(*value_failure);
-    return queue_round(lock, std::nullopt, false);
-  }
+  if (!round) return fail(round.error());
+  auto& merged = round->merged;
   repair_values(lock, merged);
   if (auto r = settle_grants(lock, merged.grants); !r) return fail(r.error());
   {
@@ -231,7 +173,93 @@ result<queue_view> session::queue_round(std::string_view lock, std::optional<add
     if (stamps_.size() > 10000) stamps_.clear();  // hints; without one, first is stamped
     stamps_[std::string(lock)] = std::move(merged.stamps);
   }
-  return queue_view{std::move(merged.entries), sent, std::move(merged.unlisted)};
+  return queue_view{std::move(merged.entries), round->sent, std::move(merged.unlisted)};
+}
+
+result<session::redlock_view> session::redlock_round(std::string_view lock,
+                                                     std::optional<add_request> add) {
+  auto round = call_round(lock, add);
+  // A majority must have answered well within the lease.
+  auto drift = info_.ttl / 100 + std::chrono::milliseconds{2};
+  bool in_time = steady::now() - round.sent < info_.ttl - drift;
+  if (round.accepted < quorum() || !in_time) {
+    if (add) (void)remove_everywhere(lock, add->id);  // partial grants go, by entry id
+    if (!in_time && round.accepted >= quorum()) {
+      return fail(errc::backend_unavailable, "redlock enqueue took longer than the lease");
+    }
+    return fail(quorum_failure(add ? "enqueue" : "list", round.replies, round.expired));
+  }
+  id_set mine;
+  std::map<std::string, std::uint64_t, std::less<>> settled;
+  {
+    std::lock_guard lk(mu_);
+    auto& best = at_least_[std::string(lock)];
+    best = std::max(best, round.counter);
+    if (at_least_.size() > 10000) at_least_.clear();  // a cache; correctness does not need it
+    if (auto it = mine_.find(lock); it != mine_.end()) mine = it->second;
+    for (const auto& id : mine) {
+      if (auto it = settled_.find(id); it != settled_.end()) settled.insert(*it);
+    }
+  }
+  redlock_view out{merge_views(round.views, mine, quorum(), settled), round.sent, {}};
+  for (const auto& id : out.merged.resubmit) {
+    auto& kind = out.kinds[id];
+    for (const auto& v : round.views) {
+      if (!v) continue;
+      for (const auto& ne : v->entries) {
+        if (ne.e.id == id) kind = ne.e.kind;
+      }
+    }
+  }
+  return out;
+}
+
+result<void> session::requeue(std::string_view lock, const redlock_view& round) {
+  // Re-queue at the back everywhere, after a random pause so that the losers of a split do
+  // not collide again. A candidate's value goes with its removal: set again once it is back,
+  // under a version above the ones it had.
+  thread_local std::minstd_rand rng{std::random_device{}()};
+  const auto& ids = round.merged.resubmit;
+  std::map<std::string, own_value> values;
+  {
+    std::lock_guard lk(mu_);
+    for (const auto& id : ids) {
+      if (auto it = values_.find(id); it != values_.end()) values[id] = it->second;
+    }
+  }
+  for (const auto& id : ids) {
+    // Gone from every master that answered (lock_lost) is as good as removed here.
+    if (auto r = remove_everywhere(lock, id); !r && r.error().code != errc::lock_lost)
+      return fail(r.error());
+    std::unique_lock lk(mu_);
+    cancel_retry(lk, id);  // a late retry must not remove the re-queued entry
+    mine_[std::string(lock)].insert(id);
+    if (auto v = values.find(id); v != values.end()) values_[id] = v->second;
+  }
+  std::this_thread::sleep_for(
+      std::chrono::milliseconds{std::uniform_int_distribution<int>(0, 20)(rng)});
+  std::optional<failure> value_failure;
+  for (const auto& id : ids) {
+    auto kind = round.kinds.find(id);
+    if (auto r = redlock_round(
+            lock,
+            add_request{id, kind != round.kinds.end() ? kind->second : entry_kind::exclusive});
+        !r) {
+      return fail(r.error());
+    }
+    // A value not set again is not fatal to the others' re-queueing: every entry goes back
+    // first, and the failure is reported after.
+    if (auto v = values.find(id); v != values.end()) {
+      if (auto r = set_value_quorum(lock, id, v->second.value); !r && !value_failure)
+        value_failure = r.error();
+    }
+  }
+  if (value_failure) return fail(*value_failure);
+  return {};
+}
+
+std::shared_mutex& session::round_mutex(std::string_view lock) {
+  return round_mu_[std::hash<std::string_view>{}(lock) % round_mu_.size()];
 }
 
 result<void> session::settle_grants(std::string_view lock, const std::vector<grant_check>& grants) {
@@ -361,6 +389,9 @@ result<queue_view> session::list(std::string_view lock) {
 
 result<void> session::remove(std::string_view lock, std::string_view entry_id) {
   if (auto r = check_open(); !r) return r;
+  // Not in the middle of a re-queue by another thread (round_mutex): it would put it back.
+  std::shared_lock<std::shared_mutex> rl;
+  if (redlock()) rl = std::shared_lock(round_mutex(lock));
   return remove_everywhere(lock, entry_id);
 }
 
@@ -370,6 +401,8 @@ result<void> session::remove(std::string_view lock, std::string_view entry_id) {
 result<void> session::remove_until(std::string_view lock, std::string_view entry_id,
                                    steady::time_point deadline) {
   if (auto r = check_open(); !r) return r;
+  std::shared_lock<std::shared_mutex> rl;
+  if (redlock()) rl = std::shared_lock(round_mutex(lock));
   return remove_everywhere(lock, entry_id, deadline);
 }
 

@@ -3,11 +3,13 @@
 // One uncontended acquire is one queue_script call and one release one release_script call;
 // with N masters both go to every master at once (run_all) and need a majority.
 
+#include <array>
 #include <atomic>
 #include <condition_variable>
 #include <map>
 #include <mutex>
 #include <set>
+#include <shared_mutex>
 #include <thread>
 
 #include "backends/redis/redis_config.hpp"
@@ -90,6 +92,28 @@ class session final : public backend_session {
   // One queue_script call on every server, turned into the engine's view.
   result<queue_view> queue_round(std::string_view lock, std::optional<add_request> add,
                                  bool may_resubmit);
+  // Every server's reply to one queue_script call, parsed.
+  struct round_replies {
+    std::vector<result<reply_ptr>> replies;
+    std::vector<std::optional<node_view>> views;  // nullopt: failed, or our session is gone
+    std::size_t accepted{0}, expired{0};
+    std::uint64_t counter{0};  // the highest fencing counter of any answering server
+    steady::time_point sent;
+  };
+  round_replies call_round(std::string_view lock, std::optional<add_request> add);
+  // Redlock: one round merged (redis_merge.hpp), and the kind of each entry to re-queue.
+  struct redlock_view {
+    merge_result merged;
+    steady::time_point sent;
+    std::map<std::string, entry_kind, std::less<>> kinds;
+  };
+  result<redlock_view> redlock_round(std::string_view lock, std::optional<add_request> add);
+  // Redlock: removes the round's `resubmit` entries and enqueues them again at the back
+  // (values set again). Called with round_mutex(lock) held exclusively.
+  result<void> requeue(std::string_view lock, const redlock_view& round);
+  // Redlock: shared by rounds, removals and value writes of one lock; exclusive for a
+  // re-queue (striped: locks may share one).
+  std::shared_mutex& round_mutex(std::string_view lock);
   std::vector<result<reply_ptr>> queue_calls(std::string_view lock, std::optional<add_request> add,
                                              std::int64_t created_ms);
   result<void> settle_grants(std::string_view lock, const std::vector<grant_check>& grants);
@@ -160,8 +184,7 @@ class session final : public backend_session {
     std::uint64_t version{0};
   };
   std::map<std::string, own_value, std::less<>> values_;
-  // Redlock: own entries being re-queued (removed, then enqueued again) by some thread.
-  std::multiset<std::pair<std::string, std::string>> requeueing_;  // lock, id
+  std::array<std::shared_mutex, 16> round_mu_;  // round_mutex
   // Redlock: lock -> per server, the own entries to stamp a grant on (merge_result::stamps).
   std::map<std::string, std::vector<std::vector<stamp_request>>, std::less<>> stamps_;
   // One server: own entries that enqueue put in the queue (not in the lone-holder key).

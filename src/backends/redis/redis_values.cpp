@@ -184,16 +184,6 @@ result<std::uint64_t> session::set_value_quorum(std::string_view lock, std::stri
     }
   }
   if (ok >= quorum()) return version;
-  bool requeueing = false;
-  {
-    std::lock_guard lk(mu_);
-    requeueing = requeueing_.contains({std::string(lock), std::string(entry_id)});
-  }
-  if (requeueing) {
-    return fail(errc::backend_unavailable, "redlock: entry " + std::string(entry_id) + " of '" +
-                                               std::string(lock) +
-                                               "' is being queued again (a split): no value set");
-  }
   if (gone > nodes_.size() - quorum()) {
     return fail(errc::lock_lost, "redlock: entry " + std::string(entry_id) + " of '" +
                                      std::string(lock) +
@@ -236,7 +226,11 @@ result<std::uint64_t> session::set_value(std::string_view lock, std::string_view
                                             ": not this session's entry, or a value over " +
                                             std::to_string(max_value_size) + " bytes");
   }
-  if (redlock()) return set_value_quorum(lock, entry_id, value);
+  if (redlock()) {
+    // Not while another thread re-queues it (round_mutex): it would find it gone.
+    std::shared_lock rl(round_mutex(lock));
+    return set_value_quorum(lock, entry_id, value);
+  }
   auto r =
       nodes_[0]->run(synced({&set_value_script,
                              {"6", key('q', lock), key('m', lock), key('h', lock), key('v', lock),
