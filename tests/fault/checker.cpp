@@ -20,6 +20,8 @@ struct section {
   bool lost_seen{false};
   std::vector<const event*> writes;
   std::vector<std::int64_t> checks;  // when a loss-signal check that said "held" started
+  // When its first accepted read had returned: the resource knew its token from then on.
+  std::int64_t fenced_at{std::numeric_limits<std::int64_t>::max()};
 };
 
 std::string at(const event& e) {
@@ -95,6 +97,10 @@ class checker {
         case step::read:
           if (cur == none) add("bad_sequence", "read outside a critical section, " + at(*e));
           if (!e->accepted) ++out_.refused_reads;
+          if (cur != none && e->accepted) {
+            auto& f = sections_[cur].fenced_at;
+            f = std::min(f, e->ns);
+          }
           break;
         case step::write:
           on_write(cur == none ? nullptr : &sections_[cur], *e);
@@ -192,11 +198,14 @@ class checker {
           continue;
         }
         for (auto* w : a.writes) {
-          if (w->accepted && w->ns > b.start) {
+          // Stamped before the write and after the read: a write later than the read came
+          // to a resource that had seen the newer token (checker.hpp).
+          if (w->accepted && w->ns > b.fenced_at) {
             add("stale_write_accepted",
                 a.worker + " wrote with token " + std::to_string(a.token) + " at " +
-                    std::to_string(w->ns) + " ns, after " + b.worker + " was granted token " +
+                    std::to_string(w->ns) + " ns, after " + b.worker + " (granted token " +
                     std::to_string(b.token) + " at " + std::to_string(b.start) +
+                    " ns) had read through the fence at " + std::to_string(b.fenced_at) +
                     " ns, and the resource accepted it");
           }
         }

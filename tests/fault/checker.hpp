@@ -9,8 +9,12 @@
 //  - overlap: two critical sections overlap although the older one ended normally
 //    (released, no loss seen) -- the lock service granted twice.
 //  - stale_write_accepted: the older of two overlapping sections (one that ended by loss,
-//    kill or crash) had a write ACCEPTED after the newer one's grant. A refused write is
-//    what fencing is for and is allowed.
+//    kill or crash) had a write ACCEPTED that started after the newer one's first fenced read
+//    had returned -- the resource knew the newer token and still took the older one. A
+//    refused write is what fencing is for and is allowed; so is a write that reached the
+//    resource between the newer grant and that read: no fence can refuse a token it has not
+//    seen, and the newer holder then reads the value it wrote (no update is lost -- the
+//    lost_update rule checks that).
 //  - held_after_regrant: a holder's loss-signal check said "held" although it started after
 //    another holder's grant -- the holder was not told in time (stale or not, refused or not).
 //  - write_after_lost: a holder wrote after it had seen its own loss signal.
