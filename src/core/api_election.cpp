@@ -142,8 +142,8 @@ leadership election::campaign(std::string_view value,
   try {
     auto h =
         std::make_unique<detail::lock_handle>(session_.core(), name_, detail::lock_type::mutex);
-    h->campaign_with(std::string(value));
-    if (!h->acquire(detail::entry_kind::candidate, deadline, std::move(stop), ec)) return {};
+    if (!h->acquire(detail::entry_kind::candidate, deadline, std::move(stop), ec, nullptr, value))
+      return {};
     return leadership(std::move(h), std::string(value));
   } catch (const std::bad_alloc&) {
     ec = std::make_error_code(std::errc::not_enough_memory);
@@ -154,10 +154,9 @@ leadership election::campaign(std::string_view value,
 leadership election::try_campaign_until(std::string_view value,
                                         std::chrono::steady_clock::time_point deadline) {
   auto h = std::make_unique<detail::lock_handle>(session_.core(), name_, detail::lock_type::mutex);
-  h->campaign_with(std::string(value));
   std::error_code ec;
   std::string msg;
-  if (h->acquire(detail::entry_kind::candidate, deadline, {}, ec, &msg)) {
+  if (h->acquire(detail::entry_kind::candidate, deadline, {}, ec, &msg, value)) {
     return leadership(std::move(h), std::string(value));
   }
   if (ec == errc::would_block || ec == errc::timed_out) return {};

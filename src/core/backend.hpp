@@ -55,14 +55,15 @@ enum class entry_kind : std::uint8_t { exclusive, shared, permit, candidate };
 // record, as etcd's election values are, not a payload store.
 inline constexpr std::size_t max_value_size = 16 * 1024;
 
+// Members ordered to leave no padding: the memory backend stores one per held lock.
 struct entry {
   std::string id;  // the client-chosen entry id (session id + attempt counter)
   entry_kind kind{entry_kind::exclusive};
+  std::uint32_t limit{0};  // a permit's semaphore limit (engine-side, from the id)
   std::uint64_t token{0};
   std::string owner;                                           // for status tools
   std::optional<std::chrono::system_clock::time_point> since;  // creation time, if known
   std::optional<std::chrono::milliseconds> lease_left;         // if known
-  std::uint32_t limit{0};  // a permit's semaphore limit (engine-side, from the id)
   // Set by its owner with set_value() (capabilities::values): the version counts the sets
   // (0: never set, so no value), etcd's Proclaim over the leader key.
   std::string value{};

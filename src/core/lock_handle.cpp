@@ -1,5 +1,7 @@
 #include "core/lock_handle.hpp"
 
+#include <limits>
+
 #include "core/events.hpp"
 #include "core/hold_core.hpp"
 #include "core/names.hpp"
@@ -57,7 +59,8 @@ recipe_kind recipe_of(entry_kind k) noexcept {
 }  // namespace
 
 bool lock_handle::acquire(entry_kind kind, steady::time_point deadline, std::stop_token stop,
-                          std::error_code& ec, std::string* message) noexcept {
+                          std::error_code& ec, std::string* message,
+                          std::string_view value) noexcept {
   const auto& obs = session_->options().observer;
   const auto started = obs ? steady::now() : steady::time_point{};
   const bool reentry = hold_ != nullptr;
@@ -72,7 +75,7 @@ bool lock_handle::acquire(entry_kind kind, steady::time_point deadline, std::sto
     });
   };
   try {
-    auto r = acquire_impl(kind, deadline, std::move(stop));
+    auto r = acquire_impl(kind, deadline, std::move(stop), value);
     if (r) {
       ec.clear();
       if (!reentry && obs) granted_at_ = steady::now();  // only release events read it
@@ -90,7 +93,7 @@ bool lock_handle::acquire(entry_kind kind, steady::time_point deadline, std::sto
 }
 
 result<void> lock_handle::acquire_impl(entry_kind kind, steady::time_point deadline,
-                                       std::stop_token stop) {
+                                       std::stop_token stop, std::string_view value) {
   if (hold_) {
     if (type_ == lock_type::recursive) {
       // Re-entry grants nothing new, so it must not outlive what it re-enters: a hold whose
@@ -98,6 +101,11 @@ result<void> lock_handle::acquire_impl(entry_kind kind, steady::time_point deadl
       if (session_->ended_token().stop_requested()) return fail(session_->ended_failure());
       if (!hold_->is_held()) {
         return fail(errc::lock_lost, "lock '" + name_ + "': this handle's hold was lost");
+      }
+      if (count_ == std::numeric_limits<decltype(count_)>::max()) {
+        return fail(errc::invalid_argument, "lock '" + name_ + "' is re-entered " +
+                                                std::to_string(count_) +
+                                                " times, the most a recursive_mutex counts");
       }
       ++count_;
       return {};
@@ -113,7 +121,8 @@ result<void> lock_handle::acquire_impl(entry_kind kind, steady::time_point deadl
     return fail(errc::invalid_argument,
                 what() + ": this session only observes (session_options::observe_only)");
   }
-  if (auto ok = check_recipe(kind); !ok) return ok;
+  kind_ = kind;  // nothing is held: what() names the recipe being acquired
+  if (auto ok = check_recipe(kind, value); !ok) return ok;
   const bool one_try = deadline <= steady::now();
   joined_stop joined(stop, session_->ended_token());
   auto id = session_->next_entry_id();
@@ -142,14 +151,14 @@ result<void> lock_handle::acquire_impl(entry_kind kind, steady::time_point deadl
     // Before the wait: a leader is never seen without its value by the caller it returns to
     // (observers skip the moment between the two requests: version 0).
     auto v = with_retry(policy, retry_until, joined.token(),
-                        [&] { return session_->backend().set_value(name_, id, value_); });
+                        [&] { return session_->backend().set_value(name_, id, value); });
     if (!v) {
       abandon(id);
       if (session_->ended_token().stop_requested()) return fail(session_->ended_failure());
       return fail(v.error());
     }
     if (auto pos = find_entry(q->entries, id)) {
-      q->entries[*pos].value = value_;
+      q->entries[*pos].value = value;
       q->entries[*pos].version = *v;
     }
   }
@@ -172,16 +181,18 @@ result<void> lock_handle::acquire_impl(entry_kind kind, steady::time_point deadl
     return fail(errc::lock_lost, what() + ": lease lapsed before the grant returned");
   }
   hold_ = std::move(h);
-  kind_ = kind;
   count_ = 1;
   return {};
 }
 
 std::string lock_handle::what() const {
-  return (election_ ? "election '" : permits_ ? "semaphore '" : "lock '") + name_ + "'";
+  return (kind_ == entry_kind::candidate ? "election '"
+          : kind_ == entry_kind::permit  ? "semaphore '"
+                                         : "lock '") +
+         name_ + "'";
 }
 
-result<void> lock_handle::check_recipe(entry_kind kind) const {
+result<void> lock_handle::check_recipe(entry_kind kind, std::string_view value) const {
   const auto caps = session_->backend().caps();
   // The caller's context already names the URL ("acquire 'x' on URL: ..."): name the backend.
   const std::string& url = session_->redacted_url();
@@ -197,8 +208,8 @@ result<void> lock_handle::check_recipe(entry_kind kind) const {
                                        "values: its capabilities); see the README's backend "
                                        "table for those that have");
   }
-  if (value_.size() > max_value_size) {
-    return fail(errc::invalid_argument, what() + ": a value of " + std::to_string(value_.size()) +
+  if (value.size() > max_value_size) {
+    return fail(errc::invalid_argument, what() + ": a value of " + std::to_string(value.size()) +
                                             " bytes is over the " + std::to_string(max_value_size) +
                                             "-byte limit");
   }
@@ -242,9 +253,9 @@ result<queue_view> lock_handle::wait_for_grant(const std::string& id, queue_view
     if (v.conflict) return fail(conflict_failure(q.entries[*pos], q.entries[*v.conflict]));
     if (v.holds) return q;
     if (one_try) {
-      return fail(errc::would_block, permits_    ? what() + ": all its permits are held"
-                                     : election_ ? what() + " has a leader"
-                                                 : what() + " is held");
+      return fail(errc::would_block, permits_ ? what() + ": all its permits are held"
+                                     : kind_ == entry_kind::candidate ? what() + " has a leader"
+                                                                      : what() + " is held");
     }
     if (stop.stop_requested()) return fail(errc::cancelled, "wait for " + what() + " cancelled");
     if (steady::now() >= deadline) {

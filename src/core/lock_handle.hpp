@@ -8,6 +8,7 @@
 #include <memory>
 #include <stop_token>
 #include <string>
+#include <string_view>
 
 #include "core/backend.hpp"
 
@@ -23,9 +24,11 @@ class lock_handle {
               std::uint32_t permits = 0);
   ~lock_handle();
 
-  // Acquires in `kind` mode; false with ec set when not granted.
+  // Acquires in `kind` mode; false with ec set when not granted. A candidate (an election's
+  // campaign) sets `value` on its entry before it can be seen leading by its own caller.
   bool acquire(entry_kind kind, steady::time_point deadline, std::stop_token stop,
-               std::error_code& ec, std::string* message = nullptr) noexcept;
+               std::error_code& ec, std::string* message = nullptr,
+               std::string_view value = {}) noexcept;
   // Releases one level (recursive) or the whole hold.
   void release(std::error_code& ec) noexcept;
 
@@ -37,35 +40,30 @@ class lock_handle {
   const std::shared_ptr<session_core>& session() const noexcept { return session_; }
   lock_type type() const noexcept { return type_; }
   std::uint32_t permits() const noexcept { return permits_; }
-  // An election's handle: its acquires campaign with `value`, set on the entry before it
-  // can be seen leading by its own caller.
-  void campaign_with(std::string value) {
-    election_ = true;
-    value_ = std::move(value);
-  }
-  bool election() const noexcept { return election_; }
 
  private:
-  result<void> acquire_impl(entry_kind kind, steady::time_point deadline, std::stop_token stop);
+  result<void> acquire_impl(entry_kind kind, steady::time_point deadline, std::stop_token stop,
+                            std::string_view value);
   result<queue_view> wait_for_grant(const std::string& id, queue_view q,
                                     steady::time_point deadline, bool one_try,
                                     std::stop_token stop);
-  result<void> check_recipe(entry_kind kind) const;
-  std::string what() const;  // "lock 'NAME'" or "semaphore 'NAME'", for messages
+  result<void> check_recipe(entry_kind kind, std::string_view value) const;
+  std::string what() const;  // "lock 'NAME'", "semaphore 'NAME'"..., for messages (by kind_)
   failure conflict_failure(const entry& mine, const entry& other) const;
   void abandon(const std::string& entry_id) noexcept;
   void woke(wakeup_kind kind) const noexcept;  // reports a wake-up to the observer
 
+  // One per held lock, so its size is the engine's part of bench's "client bytes per held
+  // lock": members packed (no padding holes), nothing only an election needs kept here.
   std::shared_ptr<session_core> session_;
   std::string name_;
+  std::shared_ptr<hold_core> hold_;
+  steady::time_point granted_at_{};  // of the current hold (release events' hold time)
   lock_type type_;
   std::uint32_t permits_{0};
-  bool election_{false};
-  std::string value_;
-  std::shared_ptr<hold_core> hold_;
+  // Of the current hold, or of the acquire under way (none held): what() reads it.
   entry_kind kind_{entry_kind::exclusive};
-  std::size_t count_{0};
-  steady::time_point granted_at_{};  // of the current hold (release events' hold time)
+  std::uint32_t count_{0};  // re-entries of a recursive hold; acquire refuses past its max
 };
 
 }  // namespace dlock::detail

@@ -40,9 +40,13 @@ class memory_session final : public backend_session {
     if (!store_->live.contains(std::string(id))) {
       auto token = ++store_->tokens[std::string(lock)];
       store_->live.insert(std::string(id));
-      q.push_back(
-          {entry{std::string(id), kind, token, info_.owner, std::chrono::system_clock::now(), {}},
-           info_.id});
+      q.push_back({entry{.id = std::string(id),
+                         .kind = kind,
+                         .token = token,
+                         .owner = info_.owner,
+                         .since = std::chrono::system_clock::now(),
+                         .lease_left = {}},
+                   info_.id});
       store_->notify_observers();
     }
     return snapshot(q, sent);
