@@ -4,30 +4,13 @@
 
 #include "core/events.hpp"
 #include "core/hold_core.hpp"
+#include "core/joined_stop.hpp"
 #include "core/names.hpp"
 #include "core/retry.hpp"
 #include "core/session_core.hpp"
 #include "core/verdict.hpp"
 
 namespace dlock::detail {
-namespace {
-
-// Joins two stop tokens into one: requested when either is.
-class joined_stop {
- public:
-  joined_stop(std::stop_token a, std::stop_token b)
-      : ca_(std::move(a), [this] { src_.request_stop(); }),
-        cb_(std::move(b), [this] { src_.request_stop(); }) {}
-  std::stop_token token() const { return src_.get_token(); }
-
- private:
-  std::stop_source src_;
-  std::stop_callback<std::function<void()>> ca_;
-  std::stop_callback<std::function<void()>> cb_;
-};
-
-}  // namespace
-
 lock_handle::lock_handle(std::shared_ptr<session_core> s, std::string name, lock_type type,
                          std::uint32_t permits)
     : session_(std::move(s)), name_(std::move(name)), type_(type), permits_(permits) {}

@@ -1,0 +1,115 @@
+// Redlock's rounds (redlock://): one queue round on every master merged into one view
+// (redis_merge.hpp), a split's losers re-queued at the back, and grants' tokens settled on
+// a majority before they are reported.
+#include <algorithm>
+#include <random>
+#include <thread>
+
+#include "backends/redis/redis_session.hpp"
+
+namespace dlock::detail::redis {
+
+result<session::redlock_view> session::redlock_round(std::string_view lock,
+                                                     std::optional<add_request> add) {
+  auto round = call_round(lock, add);
+  // A majority must have answered well within the lease.
+  auto drift = info_.ttl / 100 + std::chrono::milliseconds{2};
+  bool in_time = steady::now() - round.sent < info_.ttl - drift;
+  if (round.accepted < quorum() || !in_time) {
+    if (add) (void)remove_everywhere(lock, add->id);  // partial grants go, by entry id
+    if (!in_time && round.accepted >= quorum()) {
+      return fail(errc::backend_unavailable, "redlock enqueue took longer than the lease");
+    }
+    return fail(quorum_failure(add ? "enqueue" : "list", round.replies, round.expired));
+  }
+  id_set mine;
+  std::map<std::string, std::uint64_t, std::less<>> settled;
+  {
+    std::lock_guard lk(mu_);
+    auto& best = at_least_[std::string(lock)];
+    best = std::max(best, round.counter);
+    if (at_least_.size() > 10000) at_least_.clear();  // a cache; correctness does not need it
+    if (auto it = mine_.find(lock); it != mine_.end()) mine = it->second;
+    for (const auto& id : mine) {
+      if (auto it = settled_.find(id); it != settled_.end()) settled.insert(*it);
+    }
+  }
+  redlock_view out{merge_views(round.views, mine, quorum(), settled), round.sent, {}};
+  for (const auto& id : out.merged.resubmit) {
+    auto& kind = out.kinds[id];
+    for (const auto& v : round.views) {
+      if (!v) continue;
+      for (const auto& ne : v->entries) {
+        if (ne.e.id == id) kind = ne.e.kind;
+      }
+    }
+  }
+  return out;
+}
+
+result<void> session::requeue(std::string_view lock, const redlock_view& round) {
+  // Re-queue at the back everywhere, after a random pause so that the losers of a split do
+  // not collide again. A candidate's value goes with its removal: set again once it is back,
+  // under a version above the ones it had.
+  thread_local std::minstd_rand rng{std::random_device{}()};
+  const auto& ids = round.merged.resubmit;
+  std::map<std::string, own_value> values;
+  {
+    std::lock_guard lk(mu_);
+    for (const auto& id : ids) {
+      if (auto it = values_.find(id); it != values_.end()) values[id] = it->second;
+    }
+  }
+  for (const auto& id : ids) {
+    // Gone from every master that answered (lock_lost) is as good as removed here.
+    if (auto r = remove_everywhere(lock, id); !r && r.error().code != errc::lock_lost)
+      return fail(r.error());
+    std::unique_lock lk(mu_);
+    cancel_retry(lk, id);  // a late retry must not remove the re-queued entry
+    mine_[std::string(lock)].insert(id);
+    if (auto v = values.find(id); v != values.end()) values_[id] = v->second;
+  }
+  std::this_thread::sleep_for(
+      std::chrono::milliseconds{std::uniform_int_distribution<int>(0, 20)(rng)});
+  std::optional<failure> value_failure;
+  for (const auto& id : ids) {
+    auto kind = round.kinds.find(id);
+    if (auto r = redlock_round(
+            lock,
+            add_request{id, kind != round.kinds.end() ? kind->second : entry_kind::exclusive});
+        !r) {
+      return fail(r.error());
+    }
+    // A value not set again is not fatal to the others' re-queueing: every entry goes back
+    // first, and the failure is reported after.
+    if (auto v = values.find(id); v != values.end()) {
+      if (auto r = set_value_quorum(lock, id, v->second.value); !r && !value_failure)
+        value_failure = r.error();
+    }
+  }
+  if (value_failure) return fail(*value_failure);
+  return {};
+}
+
+std::shared_mutex& session::round_mutex(std::string_view lock) {
+  return round_mu_[std::hash<std::string_view>{}(lock) % round_mu_.size()];
+}
+
+result<void> session::settle_grants(std::string_view lock, const std::vector<grant_check>& grants) {
+  for (const auto& g : grants) {
+    // Every answering master that lags is raised, though only `needed` must confirm.
+    if (g.raise_on.empty()) continue;
+    std::vector<node*> targets;
+    std::vector<request> reqs;
+    for (auto s : g.raise_on) {
+      targets.push_back(nodes_[s]);
+      reqs.push_back({&raise_script, {"1", key('f', lock), std::to_string(g.token)}});
+    }
+    auto replies = run_all(targets, reqs, {}, expired_.get_token());
+    std::size_t ok = std::ranges::count_if(replies, [](const auto& r) { return r.has_value(); });
+    if (ok < g.needed) return fail(quorum_failure("fencing counter update", replies, 0));
+  }
+  return {};
+}
+
+}  // namespace dlock::detail::redis
