@@ -55,6 +55,54 @@ TEST(redlock_merge, a_split_requeues_every_partial_holder_but_the_winner) {
   EXPECT_EQ(merge_views(v, {"c"}, 2).resubmit, std::vector<std::string>{"c"});
 }
 
+// Two waiters of one session, each first on one master, x on the third: no one holds. Each
+// would wait on the other (b on c, c on b), a cycle no push breaks; both look again instead.
+TEST(redlock_merge, in_a_split_no_waiter_waits_on_a_named_entry) {
+  views v{queue({"c", "b"}), queue({"b", "c"}), queue({"x", "b", "c"})};
+  auto m = merge_views(v, {"b", "c"}, 2);
+  EXPECT_TRUE(m.grants.empty());
+  EXPECT_TRUE(m.wait_node.empty()) << "a split's waiter named " << m.wait_node[0].first;
+  ASSERT_EQ(m.unlisted.size(), 2u);
+  ASSERT_EQ(m.entries.size(), 2u);
+  const queue_view view{m.entries, {}, m.unlisted};
+  for (std::size_t i = 0; i < 2; ++i) {
+    EXPECT_EQ(m.unlisted[i].before, i);
+    EXPECT_FALSE(decide(view, i).holds);
+    EXPECT_TRUE(decide(view, i).wait_change);
+  }
+  EXPECT_EQ(m.resubmit, std::vector<std::string>{"c"}) << "b wins the tie: smallest id";
+}
+
+// h holds everywhere; a and b queue behind it in different orders, behind c or d. Each
+// master's "entry just ahead" makes a wait on b (on masters 1 and 2) and b on a (master 0):
+// a cycle nobody in it breaks when h leaves. Waits go only forward in the reference
+// master's order, or to the majority holder.
+TEST(redlock_merge, waits_between_waiters_never_close_a_cycle) {
+  views v{queue({"h", "c", "a", "b"}), queue({"h", "c", "b", "a"}), queue({"h", "d", "b", "a"})};
+  auto m = merge_views(v, {"a", "b"}, 2);
+  auto awaited_by = [&](const std::string& id) {
+    auto pos = find_entry(m.entries, id);
+    EXPECT_TRUE(pos && *pos > 0) << id << " waits on no named entry";
+    return pos && *pos > 0 ? m.entries[*pos - 1].id : std::string();
+  };
+  const auto a = awaited_by("a"), b = awaited_by("b");
+  EXPECT_FALSE(a == "b" && b == "a") << "a waits on b and b on a";
+  EXPECT_TRUE(a == "c" || a == "h") << "a waits on " << a;
+  EXPECT_TRUE(b == "a" || b == "c" || b == "h") << "b waits on " << b;
+}
+
+// y waits on z, both own, and y sorts first by id: z must first show in its own place
+// (behind h), else the engine, finding z's first occurrence (y's blocker slot), takes that
+// slot's predecessor for what z waits on.
+TEST(redlock_merge, an_own_waiter_first_shows_in_its_own_place) {
+  views v{queue({"h", "z", "y"}), queue({"h", "z", "y"}), queue({"h", "z", "y"})};
+  auto m = merge_views(v, {"y", "z"}, 2);
+  auto z = find_entry(m.entries, "z"), y = find_entry(m.entries, "y");
+  ASSERT_TRUE(z && y && *z > 0 && *y > 0);
+  EXPECT_EQ(m.entries[*z - 1].id, "h");
+  EXPECT_EQ(m.entries[*y - 1].id, "z");
+}
+
 TEST(redlock_merge, a_grant_waits_for_a_majority_of_counters_to_reach_its_token) {
   auto lagging = queue({"a"}, 1);
   auto ahead = queue({"a"}, 9);

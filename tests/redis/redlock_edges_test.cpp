@@ -12,6 +12,7 @@
 #include "core/removal_queue.hpp"
 #include "support/redis_server.hpp"
 #include "support/tcp_proxy.hpp"
+#include "support/wake_counter.hpp"
 
 namespace dlock::test {
 namespace {
@@ -276,6 +277,52 @@ TEST(redlock_splits, many_threads_of_one_session_waiting_on_one_lock_are_all_gra
   EXPECT_TRUE(errors.empty()) << errors.size() << " failed, the first: " << errors.front();
   EXPECT_EQ(grants.load(), 64);
   EXPECT_EQ(overlaps.load(), 0);
+}
+
+// Ten waiters of one session queue behind another session's holder; the masters see their
+// concurrent enqueues in different orders. Each waiter then waits on one entry; a choice that
+// let those waits close a cycle (a on b, b on a, or a waiter that gained a majority waiting
+// on an entry now waiting on it) left them asleep until the safety net, a quarter of the TTL
+// (30 s here), re-listed. Several rounds, since the orders are the masters' to pick. Also:
+// the waiters' session, inspected, shows the whole queue, each entry once.
+TEST(redlock_waiters, one_sessions_waiters_are_served_without_the_safety_net) {
+  three_masters m;
+  const auto query = std::string("ttl=120s&prefix=wc:");
+  auto holder_session = session::open(m.url(query));
+  auto wakes = std::make_shared<wake_counter>();
+  auto waiters_session = session::open(m.url(query), wake_counter::options(wakes));
+  constexpr int waiters = 10;
+  for (int round = 0; round < 8; ++round) {
+    const auto name = "cycle-" + std::to_string(round);
+    dlock::mutex holder(holder_session, name);
+    ASSERT_TRUE(holder.try_lock());
+    std::atomic<int> grants{0}, inside{0}, overlaps{0};
+    {
+      std::vector<std::jthread> threads;
+      for (int t = 0; t < waiters; ++t) {
+        threads.emplace_back([&] {
+          dlock::mutex mx(waiters_session, name);
+          // Far below the safety net, far above a drain's few milliseconds.
+          if (!mx.try_lock_for(20s)) return;
+          if (inside.fetch_add(1) != 0) ++overlaps;
+          ++grants;
+          inside.fetch_sub(1);
+          mx.unlock();
+        });
+      }
+      std::vector<queue_entry> q;
+      EXPECT_TRUE(within(10s, [&] {
+        q = inspect(waiters_session, name);
+        return q.size() >= waiters + 1;
+      })) << q.size();
+      EXPECT_EQ(q.size(), waiters + 1u) << "the whole queue, each entry once";
+      holder.unlock();
+    }
+    ASSERT_EQ(grants.load(), waiters) << "round " << round << ": waiters left asleep";
+    EXPECT_EQ(overlaps.load(), 0);
+    // A waiter left asleep and granted only when its deadline made it look again.
+    ASSERT_EQ(wakes->now().timeout, 0u) << "round " << round << ": a waiter slept to its deadline";
+  }
 }
 
 }  // namespace

@@ -157,13 +157,13 @@ result<std::optional<std::string>> session::wait_for_token(const entry& awaited,
                                                            steady::time_point deadline,
                                                            std::stop_token stop) {
   if (auto r = check_open(); !r) return fail(r.error());
+  // The master the merge named for this entry (one where it was ahead of a waiter, so its
+  // removal pushes a token there). Kept for every waiter of the entry, not taken by the
+  // first: another waiter popping on a master where the entry is last gets no token.
   std::size_t server = 0;
   {
     std::lock_guard lk(mu_);
-    if (auto it = wait_hint_.find(awaited.id); it != wait_hint_.end()) {
-      server = it->second;
-      wait_hint_.erase(it);
-    }
+    if (auto it = wait_hint_.find(awaited.id); it != wait_hint_.end()) server = it->second;
   }
   // A crashed holder's entry goes only when its session key expires, which pushes nothing:
   // the safety net re-lists at a quarter of the TTL, or just after the holder's lease ends.

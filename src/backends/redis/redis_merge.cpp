@@ -1,6 +1,7 @@
 #include "backends/redis/redis_merge.hpp"
 
 #include <algorithm>
+#include <cstdint>
 #include <map>
 #include <span>
 
@@ -110,9 +111,25 @@ merge_result merge_views(const std::vector<std::optional<node_view>>& views,
     if (s.holds > 0 && (!winner || s.holds > winner->holds)) winner = &s;
   }
   const bool split = !someone_holds && winner != nullptr;
+  const seen* majority_holder = nullptr;
+  for (const auto& [id, s] : all) {
+    if (s.holds >= quorum) majority_holder = &s;
+  }
+  // Per answering master (indexed like pv): each entry's position in its queue.
+  std::vector<std::map<std::string_view, std::size_t>> at(pv.size());
+  for (std::size_t k = 0; k < pv.size(); ++k) {
+    for (std::size_t i = 0; i < pv[k].entries.size(); ++i) at[k].emplace(pv[k].entries[i].id, i);
+  }
 
   std::vector<entry> holders;
   std::vector<entry> waiting;
+  // Own waiters with what they wait on, emitted after the loop in reference order.
+  struct own_wait {
+    std::size_t ref_pos;
+    std::optional<entry> blocker;
+    entry self;
+  };
+  std::vector<own_wait> waits;
   for (const auto& id : mine) {
     auto it = all.find(id);
     if (it == all.end()) continue;  // gone everywhere: the engine reports it
@@ -154,38 +171,70 @@ merge_result merge_views(const std::vector<std::optional<node_view>>& views,
       continue;
     }
     if (split && s.holds > 0 && &s != winner) out.resubmit.push_back(id);
-    // Of the entries that block us (one per server where we do not hold), wait on the one
-    // closest to being removed: the one holding on most servers (the majority holder, when
-    // there is one), then the one blocking us on most servers. Its removal pushes a token on
-    // the server we pick; the tokens of the others stay for the next wait.
+    // The entry to wait on must leave before we can hold, and waits must never close a
+    // cycle. Masters order entries differently, so "the entry just ahead" differs between
+    // them; waiting on whichever ranked best let waits close cycles nobody in them broke (a
+    // on b, b on a; or a waiter that gained a majority elsewhere still waiting on an entry
+    // now waiting on it), until the safety net, a quarter of the TTL, re-listed. So the
+    // awaited entry is ahead of us on enough masters that we cannot hold a majority while it
+    // stays (`need` of those that answered), and ahead of us on the reference master (the
+    // first that answered): waits then all point forward in one order. Of those, the one
+    // nearest us, as a single master's predecessor would be. Failing that, the majority
+    // holder (it waits on no one). In a split no one named is sure to leave (each partial
+    // holder waits to be re-queued, which its own session does when it lists again): name
+    // none, and the engine looks again shortly (wait_change).
     std::optional<entry> blocker;
-    std::map<std::string, std::pair<std::size_t, std::size_t>, std::less<>> candidates;
-    for (const auto& v : pv) {
-      auto pos = find_entry(v.entries, id);
-      if (!pos || v.holds[*pos]) continue;
-      auto d = decide(v.entries, *pos);
-      if (d.wait_count == 0) continue;
-      const auto& b = v.entries[d.wait_first];
-      auto [c, fresh] = candidates.try_emplace(b.id, v.server, 0);
-      ++c->second.second;
-      auto rank = [&](const std::string& x, std::size_t blocks) {
-        auto a = all.find(x);
-        return std::pair{a == all.end() ? 0 : a->second.holds, blocks};
+    std::size_t blocker_server = 0;
+    if (!split) {
+      const std::size_t need = pv.size() >= quorum ? pv.size() - quorum + 1 : 1;
+      auto blocks_on = [&](const entry& x, std::size_t& where) {
+        if (id == x.id) return std::size_t{0};
+        if (s.e.kind == entry_kind::shared && x.kind == entry_kind::shared) return std::size_t{0};
+        std::size_t n = 0;
+        for (std::size_t k = 0; k < pv.size(); ++k) {
+          auto a = at[k].find(x.id), b = at[k].find(id);
+          if (a == at[k].end() || b == at[k].end() || a->second > b->second) continue;
+          if (n++ == 0) where = pv[k].server;
+        }
+        return n;
       };
-      if (!blocker ||
-          rank(b.id, c->second.second) > rank(blocker->id, candidates.at(blocker->id).second)) {
-        blocker = b;
+      if (auto mine_at = at[0].find(id); mine_at != at[0].end()) {
+        for (std::size_t p = mine_at->second; p-- > 0 && !blocker;) {
+          const entry& x = pv[0].entries[p];
+          std::size_t where = 0;
+          if (blocks_on(x, where) >= need) {
+            blocker = x;
+            blocker_server = where;
+          }
+        }
+      }
+      if (!blocker && majority_holder && majority_holder->e.id != id) {
+        std::size_t where = 0;
+        if (blocks_on(majority_holder->e, where) > 0) {
+          blocker = majority_holder->e;
+          blocker_server = where;
+        }
       }
     }
-    if (blocker) {
-      out.wait_node.emplace_back(blocker->id, candidates.at(blocker->id).first);
-      waiting.push_back(std::move(*blocker));
+    if (blocker) out.wait_node.emplace_back(blocker->id, blocker_server);
+    auto mine_at = at[0].find(id);
+    waits.push_back({mine_at == at[0].end() ? SIZE_MAX : mine_at->second, std::move(blocker), s.e});
+  }
+  // Each own waiter right behind the entry it waits on (the engine waits on the entry just
+  // ahead), and an own entry first listed in its own place: the engine finds an entry by its
+  // first occurrence, so an own waiter that another one waits on is emitted before it (the
+  // blocker is ahead in reference order, or a holder), and shows again, second, as that one's
+  // blocker.
+  std::ranges::stable_sort(waits, {}, &own_wait::ref_pos);
+  for (auto& w : waits) {
+    if (w.blocker) {
+      waiting.push_back(std::move(*w.blocker));
     } else {
       // No entry to name: exclusive, so whatever its kind the waiter does not hold. Placed
       // in `waiting` here; behind all holders below.
       out.unlisted.push_back({waiting.size(), entry_kind::exclusive, {}});
     }
-    waiting.push_back(s.e);
+    waiting.push_back(std::move(w.self));
   }
   if (mine.empty() || (holders.empty() && waiting.empty())) {
     // Status tools and observers: the first answering server's queue, with each entry's
@@ -202,6 +251,9 @@ merge_result merge_views(const std::vector<std::optional<node_view>>& views,
     }
     if (majority) {
       out.entries.push_back(majority->e);
+      // This session's holder: the token it was granted (a status view of its own hold).
+      if (auto st = settled.find(majority->e.id); st != settled.end())
+        out.entries.back().token = st->second;
     } else if (!pv.front().entries.empty() && pv.front().entries.front().id.ends_with("~e")) {
       out.unlisted.push_back({0, entry_kind::exclusive, {}});
     }

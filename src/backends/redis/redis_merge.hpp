@@ -60,8 +60,8 @@ struct value_repair {
 struct merge_result {
   std::vector<entry> entries;
   // Ahead of each own waiter that no one entry keeps off a majority (it holds on some
-  // servers, or is missing from some): the engine waits for any change, which on Redlock
-  // is looking again shortly (session::wait_change).
+  // servers, or is missing from some), and of every own waiter in a split: the engine waits
+  // for any change, which on Redlock is looking again shortly (session::wait_change).
   std::vector<unlisted_holder> unlisted;
   std::vector<std::pair<std::string, std::size_t>> wait_node;  // awaited id -> server index
   std::vector<std::string> resubmit;  // own ids to re-queue (split loser, or on too few servers)
@@ -76,8 +76,9 @@ struct merge_result {
 inline constexpr std::size_t max_stamp_ahead = 64;
 
 // views[i] is server i's queue, or nullopt if it did not answer (or lost our session).
-// `mine` are this session's entry ids in the lock; `settled` the tokens of own holders whose
-// counters were already raised (reported as they are, with nothing to raise).
+// `mine` are this session's entry ids in the lock (none: the whole queue, for status tools
+// and observers); `settled` the tokens of own holders whose counters were already raised
+// (reported as they are, with nothing to raise; in a whole view, the majority holder's).
 merge_result merge_views(const std::vector<std::optional<node_view>>& views,
                          const std::set<std::string, std::less<>>& mine, std::size_t quorum,
                          const std::map<std::string, std::uint64_t, std::less<>>& settled = {});

@@ -120,7 +120,7 @@ session::round_replies session::call_round(std::string_view lock, std::optional<
 }
 
 result<queue_view> session::queue_round(std::string_view lock, std::optional<add_request> add,
-                                        bool may_resubmit) {
+                                        bool may_resubmit, bool whole) {
   if (auto r = check_open(); !r) return fail(r.error());
   if (!redlock()) {
     auto round = call_round(lock, add);
@@ -147,7 +147,7 @@ result<queue_view> session::queue_round(std::string_view lock, std::optional<add
   // report it lost. The first look is shared; a re-queue looks again, alone.
   auto round = [&] {
     std::shared_lock rl(round_mutex(lock));
-    return redlock_round(lock, add);
+    return redlock_round(lock, add, whole);
   }();
   if (round && may_resubmit && !round->merged.resubmit.empty()) {
     std::unique_lock rl(round_mutex(lock));
@@ -169,7 +169,8 @@ result<queue_view> session::queue_round(std::string_view lock, std::optional<add
     if (wait_hint_.size() > 10000) wait_hint_.clear();
     for (auto& [id, server] : merged.wait_node) wait_hint_[id] = server;
     if (stamps_.size() > 10000) stamps_.clear();  // hints; without one, first is stamped
-    stamps_[std::string(lock)] = std::move(merged.stamps);
+    // A whole view decided nothing for own entries: it must not erase their stamp requests.
+    if (!whole) stamps_[std::string(lock)] = std::move(merged.stamps);
   }
   return queue_view{std::move(merged.entries), round->sent, std::move(merged.unlisted)};
 }
@@ -278,7 +279,14 @@ result<queue_view> session::enqueue(std::string_view lock, entry_kind kind,
   return queue_round(lock, add_request{entry_id, kind}, true);
 }
 
+// Status tools and election observers read every entry; Redlock's view for the engine's
+// waiters shows only what their verdicts need (this session's entries and their blockers).
 result<queue_view> session::list(std::string_view lock) {
+  return queue_round(lock, std::nullopt, false, true);
+}
+
+result<queue_view> session::list_for_waiter(std::string_view lock, std::string_view entry_id) {
+  (void)entry_id;
   return queue_round(lock, std::nullopt, true);
 }
 

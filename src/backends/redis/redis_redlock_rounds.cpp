@@ -10,7 +10,7 @@
 namespace dlock::detail::redis {
 
 result<session::redlock_view> session::redlock_round(std::string_view lock,
-                                                     std::optional<add_request> add) {
+                                                     std::optional<add_request> add, bool whole) {
   auto round = call_round(lock, add);
   // A majority must have answered well within the lease.
   auto drift = info_.ttl / 100 + std::chrono::milliseconds{2};
@@ -33,6 +33,9 @@ result<session::redlock_view> session::redlock_round(std::string_view lock,
     for (const auto& id : mine) {
       if (auto it = settled_.find(id); it != settled_.end()) settled.insert(*it);
     }
+    // A whole view (status, observers) decides nothing for own entries; it still shows own
+    // holders with the fencing tokens they were granted.
+    if (whole) mine.clear();
   }
   redlock_view out{merge_views(round.views, mine, quorum(), settled), round.sent, {}};
   for (const auto& id : out.merged.resubmit) {
@@ -87,6 +90,14 @@ result<void> session::requeue(std::string_view lock, const redlock_view& round) 
         value_failure = r.error();
     }
   }
+  // The removal above left a wake token for each id (w:<id>), meant for the waiters that
+  // were blocked on it then. The id is queued again, so the token would now tell every
+  // later waiter on it, at once and again until it expires, that it left: a hot loop of
+  // wake-ups and listings. Best effort; a token left behind only costs that loop until
+  // its TTL.
+  std::vector<std::string> del{"DEL"};
+  for (const auto& id : ids) del.push_back(key('w', id));
+  (void)run_all(nodes_, std::vector<request>(nodes_.size(), request{nullptr, del}));
   if (value_failure) return fail(*value_failure);
   return {};
 }

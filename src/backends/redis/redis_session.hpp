@@ -45,6 +45,7 @@ class session final : public backend_session {
   result<queue_view> enqueue(std::string_view lock, entry_kind kind,
                              std::string_view entry_id) override;
   result<queue_view> list(std::string_view lock) override;
+  result<queue_view> list_for_waiter(std::string_view lock, std::string_view entry_id) override;
   result<void> remove(std::string_view lock, std::string_view entry_id) override;
   result<void> end_session(std::string_view session_id) override;
   result<void> remove_until(std::string_view lock, std::string_view entry_id,
@@ -89,9 +90,11 @@ class session final : public backend_session {
   bool redlock() const noexcept { return nodes_.size() > 1; }
   std::chrono::milliseconds wake_ttl() const;
 
-  // One queue_script call on every server, turned into the engine's view.
+  // One queue_script call on every server, turned into the engine's view. Redlock: the view
+  // of this session's entries (holders, and each waiter behind the entry it waits on), or,
+  // `whole`, every entry for status tools and observers (merge_views without own entries).
   result<queue_view> queue_round(std::string_view lock, std::optional<add_request> add,
-                                 bool may_resubmit);
+                                 bool may_resubmit, bool whole = false);
   // Every server's reply to one queue_script call, parsed.
   struct round_replies {
     std::vector<result<reply_ptr>> replies;
@@ -107,7 +110,8 @@ class session final : public backend_session {
     steady::time_point sent;
     std::map<std::string, entry_kind, std::less<>> kinds;
   };
-  result<redlock_view> redlock_round(std::string_view lock, std::optional<add_request> add);
+  result<redlock_view> redlock_round(std::string_view lock, std::optional<add_request> add,
+                                     bool whole = false);
   // Redlock: removes the round's `resubmit` entries and enqueues them again at the back
   // (values set again). Called with round_mutex(lock) held exclusively.
   result<void> requeue(std::string_view lock, const redlock_view& round);
