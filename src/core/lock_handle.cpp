@@ -6,6 +6,7 @@
 #include "core/hold_core.hpp"
 #include "core/joined_stop.hpp"
 #include "core/names.hpp"
+#include "core/poll_pacer.hpp"
 #include "core/retry.hpp"
 #include "core/session_core.hpp"
 #include "core/verdict.hpp"
@@ -225,6 +226,7 @@ result<queue_view> lock_handle::wait_for_grant(const std::string& id, queue_view
                                                steady::time_point deadline, bool one_try,
                                                std::stop_token stop) {
   const auto& policy = session_->options().retry;
+  idle_wake_pacer idle;  // a wake-up that keeps lying must not spin this loop
   for (int failures = 0;;) {
     if (session_->ended_token().stop_requested()) return fail(session_->ended_failure());
     auto pos = find_entry(q.entries, id);
@@ -244,6 +246,7 @@ result<queue_view> lock_handle::wait_for_grant(const std::string& id, queue_view
     if (steady::now() >= deadline) {
       return fail(errc::timed_out, what() + " not granted before the deadline");
     }
+    const auto wait_started = steady::now();
     result<awaited_fate> w = awaited_fate::unknown;
     if (v.wait_change) {
       // Kept out by a holder the backend could not list: it has no id to wait on.
@@ -256,6 +259,7 @@ result<queue_view> lock_handle::wait_for_grant(const std::string& id, queue_view
       if (auto r = session_->backend().wait_any(name_, awaited, deadline, stop); !r)
         w = fail(r.error());
     }
+    const auto waited = steady::now() - wait_started;
     if (!w) {
       // Waiting failed (e.g. the connection dropped): back off instead of spinning.
       if (!is_transient(w.error())) return fail(w.error());
@@ -280,18 +284,20 @@ result<queue_view> lock_handle::wait_for_grant(const std::string& id, queue_view
     // without another round trip on what may be a dead link.
     if (stop.stop_requested()) continue;
     session_->count_wakeup_listing();
-    auto retry_until = std::max(deadline, steady::now() + session_->options().request_timeout);
+    const auto list_started = steady::now();
+    auto retry_until = std::max(deadline, list_started + session_->options().request_timeout);
     auto next = with_retry(policy, retry_until, stop,
                            [&] { return session_->backend().list_for_waiter(name_, id); });
+    const auto listed = steady::now() - list_started;
     if (!next) {
       if (stop.stop_requested() || steady::now() >= deadline) continue;  // reported above
       return fail(next.error());
     }
-    if (session_->options().observer) {  // the comparison only an observer reads
-      woke(steady::now() >= deadline ? wakeup_kind::timeout
-           : same_queue(q, *next)    ? wakeup_kind::spurious
-                                     : wakeup_kind::changed);
-    }
+    const bool unchanged = same_queue(q, *next);
+    woke(steady::now() >= deadline ? wakeup_kind::timeout
+         : unchanged               ? wakeup_kind::spurious
+                                   : wakeup_kind::changed);
+    idle.after_wake(unchanged, waited, listed, deadline, stop);
     q = std::move(*next);
     read_recipes(q.entries);
   }

@@ -35,4 +35,18 @@ result<void> poll_until(std::chrono::steady_clock::time_point deadline, const st
   return {};
 }
 
+void idle_wake_pacer::after_wake(bool unchanged, std::chrono::steady_clock::duration waited,
+                                 std::chrono::steady_clock::duration listed,
+                                 std::chrono::steady_clock::time_point deadline,
+                                 const std::stop_token& stop) {
+  if (!unchanged || waited > 2 * listed + std::chrono::milliseconds{1}) {
+    run_ = 0;
+    pace_.reset();
+    return;
+  }
+  if (++run_ <= 3) return;
+  if (!pace_) pace_.emplace(std::chrono::milliseconds{1}, std::chrono::milliseconds{50});
+  nap_until(std::min(deadline, std::chrono::steady_clock::now() + pace_->next()), stop);
+}
+
 }  // namespace dlock::detail

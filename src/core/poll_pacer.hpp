@@ -10,6 +10,7 @@
 
 #include <chrono>
 #include <functional>
+#include <optional>
 #include <stop_token>
 
 #include "core/result.hpp"
@@ -36,5 +37,22 @@ bool nap_until(std::chrono::steady_clock::time_point until, const std::stop_toke
 // `stop` is requested. A false return from `changed` means "look again later".
 result<void> poll_until(std::chrono::steady_clock::time_point deadline, const std::stop_token& stop,
                         poll_pacer pacer, const std::function<result<bool>()>& changed);
+
+// A waiter's guard against a backend signalling a change that is not there (a stale wake
+// token, a wait that does not block): a run of wake-ups that each came at once and changed
+// nothing would list as fast as the server answers. After three in a row, each is followed by
+// a paced nap (1 ms doubling to 50 ms); a change, or a wait that blocked, ends the run.
+// "At once": within twice the wake-up's listing time plus 1 ms, so a remote server is judged
+// like a local one. Threads: one per wait.
+class idle_wake_pacer {
+ public:
+  void after_wake(bool unchanged, std::chrono::steady_clock::duration waited,
+                  std::chrono::steady_clock::duration listed,
+                  std::chrono::steady_clock::time_point deadline, const std::stop_token& stop);
+
+ private:
+  int run_{0};
+  std::optional<poll_pacer> pace_;
+};
 
 }  // namespace dlock::detail

@@ -159,6 +159,34 @@ TEST(redis_cleanup, ten_thousand_release_reacquire_cycles_leave_no_key_behind) {
   EXPECT_EQ(server().integer({"GET", prefix + "f:churn"}), static_cast<long long>(last));
 }
 
+// A wake-up that lies: a token in the holder's wake list while it still holds (as a
+// re-queued Redlock entry's stale token once did). Each wait then returns at once and the
+// listing shows nothing changed; the engine must pace such a run instead of listing as fast
+// as the server answers. Counted: unpaced, 2 s of this are thousands of wake-ups (hundreds
+// on a loaded machine); paced (pauses growing to 50 ms), well under a hundred.
+TEST(redis_wakeups, a_wake_up_that_changes_nothing_again_and_again_is_paced) {
+  const std::string prefix = "l" + random_suffix() + ":";
+  // A long TTL keeps the safety-net re-check (ttl/4) out of the count.
+  const auto url = "redis://" + server().address() + "?ttl=60s&prefix=" + prefix;
+  auto holder_session = dlock::session::open(url);
+  auto wakes = std::make_shared<wake_counter>();
+  auto waiter_session = dlock::session::open(url, wake_counter::options(wakes));
+  dlock::mutex holder(holder_session, "liar");
+  holder.lock();
+  const auto holder_id = [&] {
+    // Queued once a second entry joins; the lone holder's id is its stored text's first field.
+    auto lone = server().lone_holder(prefix, "liar");
+    return lone ? lone->substr(0, lone->find('|')) : server().entry_ids(prefix, "liar").at(0);
+  }();
+  server().command({"RPUSH", prefix + "w:" + holder_id, "1"});  // no TTL: it stays
+  dlock::mutex waiter(waiter_session, "liar");
+  EXPECT_FALSE(waiter.try_lock_for(2s));
+  const auto w = wakes->now();
+  EXPECT_GT(w.spurious, 3u) << "the stale token woke nobody: the test no longer tests";
+  EXPECT_LT(w.spurious, 250u) << "a hot loop of wake-ups that changed nothing";
+  holder.unlock();
+}
+
 TEST(redis_cleanup, an_abandoned_wait_leaves_no_wake_list_or_entry) {
   const std::string prefix = "a" + random_suffix() + ":";
   const auto url = "redis://" + server().address() + "?ttl=5s&prefix=" + prefix;
