@@ -1,6 +1,6 @@
 // The SQLite schema's upgrades in place (version 1, wall-clock leases -> version 2, leases on
-// CLOCK_BOOTTIME with the boot id -> version 3, entries with values), and what the boot id
-// means: a lease of another boot is over.
+// CLOCK_BOOTTIME with the boot id -> version 3, entries with values -> version 4, the same
+// rows in fewer b-trees), and what the boot id means: a lease of another boot is over.
 #include <gtest/gtest.h>
 #include <sqlite3.h>
 #include <time.h>
@@ -45,6 +45,22 @@ CREATE TABLE IF NOT EXISTS dlock_entries(
   created_ms INTEGER NOT NULL, UNIQUE(name, token));
 CREATE INDEX IF NOT EXISTS dlock_entries_session ON dlock_entries(session);
 INSERT INTO dlock_meta(key, value) VALUES ('schema_version', '2');
+)sql";
+
+// dlock's version-3 schema, verbatim (every file created by dlock before 2026-12-04).
+constexpr const char* schema_v3 = R"sql(
+CREATE TABLE IF NOT EXISTS dlock_meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS dlock_sessions(
+  id TEXT PRIMARY KEY, owner TEXT NOT NULL, host TEXT NOT NULL, pid INTEGER NOT NULL,
+  pid_start INTEGER NOT NULL, boot_id TEXT NOT NULL, expires_boot_ms INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS dlock_fences(name TEXT PRIMARY KEY, fence INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS dlock_entries(
+  seq INTEGER PRIMARY KEY AUTOINCREMENT, name TEXT NOT NULL, id TEXT NOT NULL UNIQUE,
+  kind INTEGER NOT NULL, token INTEGER NOT NULL, session TEXT NOT NULL,
+  created_ms INTEGER NOT NULL, value BLOB NOT NULL DEFAULT x'',
+  version INTEGER NOT NULL DEFAULT 0, UNIQUE(name, token));
+CREATE INDEX IF NOT EXISTS dlock_entries_session ON dlock_entries(session);
+INSERT INTO dlock_meta(key, value) VALUES ('schema_version', '3');
 )sql";
 
 std::int64_t wall_ms() {
@@ -133,7 +149,7 @@ TEST_F(sqlite_schema, a_version_1_file_is_upgraded_in_place_keeping_live_holds_a
   freed.unlock();
 
   raw_db db(path_);
-  EXPECT_EQ(db.one("SELECT value FROM dlock_meta WHERE key = 'schema_version'"), "3");
+  EXPECT_EQ(db.one("SELECT value FROM dlock_meta WHERE key = 'schema_version'"), "4");
   EXPECT_EQ(db.one("SELECT boot_id FROM dlock_sessions WHERE id = 'live'"), boot_id());
   auto left_ms =
       std::stoll(db.one("SELECT expires_boot_ms FROM dlock_sessions WHERE id = 'live'")) -
@@ -175,7 +191,7 @@ TEST_F(sqlite_schema, a_version_2_file_is_upgraded_in_place_and_version_2_writer
   dlock::mutex held(s, "held");
   EXPECT_FALSE(held.try_lock()) << "the live version-2 hold was lost in the upgrade";
   raw_db db(path_);
-  EXPECT_EQ(db.one("SELECT value FROM dlock_meta WHERE key = 'schema_version'"), "3");
+  EXPECT_EQ(db.one("SELECT value FROM dlock_meta WHERE key = 'schema_version'"), "4");
   EXPECT_EQ(db.one("SELECT version FROM dlock_entries WHERE id = 'e1'"), "0");
   // The version-2 process's insert, as its enqueue writes it.
   ASSERT_EQ(db.exec("INSERT INTO dlock_fences VALUES ('other', 1);" + v2_entry("other", "e2", 1)),
@@ -191,6 +207,77 @@ TEST_F(sqlite_schema, a_version_2_file_is_upgraded_in_place_and_version_2_writer
   ASSERT_TRUE(l);
   EXPECT_EQ(l->value, "here");
   EXPECT_EQ(l->version, 1u);
+}
+
+// A version-3 file with a live hold, a waiter behind it and a leader's value, opened by
+// today's code: rebuilt in place (entries keyed by session and id, no rowid), every row and
+// fencing counter kept, the hold still holding and the next token above the old counter; a
+// version-3 process already using the file goes on with the statements it sends (they name
+// their columns and look entries up by id); a second open changes nothing.
+TEST_F(sqlite_schema, a_version_3_file_is_upgraded_in_place_keeping_rows_and_tokens) {
+  const auto v3_entry = [&](const std::string& name, const std::string& id, int token,
+                            const std::string& session) {
+    return "INSERT INTO dlock_entries(name, id, kind, token, session, created_ms) VALUES ('" +
+           name + "', '" + id + "', 0, " + std::to_string(token) + ", '" + session + "', " +
+           std::to_string(wall_ms()) + ");";
+  };
+  const auto live_session = [&](const std::string& id) {
+    return "INSERT INTO dlock_sessions VALUES ('" + id + "', 'old', 'h', 0, 0, '" + boot_id() +
+           "', " + std::to_string(boot_ms() + 60'000) + ");";
+  };
+  {
+    raw_db old(path_);
+    ASSERT_EQ(old.exec(schema_v3), "");
+    ASSERT_EQ(old.exec(live_session("live") + live_session("behind") +
+                       "INSERT INTO dlock_fences VALUES ('held', 41), ('primary', 9);" +
+                       v3_entry("held", "live-1", 40, "live") +
+                       v3_entry("held", "behind-1", 41, "behind") +
+                       v3_entry("primary", "live-2~e", 9, "live") +
+                       "UPDATE dlock_entries SET value = x'6f6c64', version = 3 "
+                       "WHERE id = 'live-2~e';"),
+              "");
+  }
+  auto s = dlock::session::open(url());
+  raw_db db(path_);
+  EXPECT_EQ(db.one("SELECT value FROM dlock_meta WHERE key = 'schema_version'"), "4");
+  EXPECT_EQ(db.one("SELECT count(*) FROM dlock_entries"), "3");
+  EXPECT_EQ(db.one("SELECT group_concat(name || '=' || fence) FROM "
+                   "(SELECT * FROM dlock_fences ORDER BY name)"),
+            "held=41,primary=9");
+  EXPECT_EQ(db.one("SELECT count(*) FROM sqlite_master WHERE name LIKE '%_v4'"), "0");
+
+  auto q = dlock::inspect(s, "held");
+  ASSERT_EQ(q.size(), 2u);
+  EXPECT_TRUE(q[0].holds);
+  EXPECT_EQ(q[0].token, 40u);
+  EXPECT_FALSE(q[1].holds);
+  dlock::election watch(s, "primary");
+  auto leader = watch.leader();
+  ASSERT_TRUE(leader);
+  EXPECT_EQ(leader->value, "old");
+  EXPECT_EQ(leader->version, 3u);
+
+  // The version-3 process's own statements, as it sends them.
+  EXPECT_EQ(db.one("SELECT 1 FROM dlock_entries WHERE id = 'behind-1'"), "1");
+  ASSERT_EQ(db.exec("DELETE FROM dlock_entries WHERE name = 'held' AND id = 'live-1' AND "
+                    "session = 'live'"),
+            "");
+  q = dlock::inspect(s, "held");
+  ASSERT_EQ(q.size(), 1u);
+  EXPECT_TRUE(q[0].holds) << "the waiter behind the released hold does not hold";
+
+  // Counters go on from where they were, whoever bumps them.
+  dlock::mutex other(s, "other");
+  ASSERT_TRUE(other.try_lock());
+  other.unlock();
+  ASSERT_EQ(db.exec("DELETE FROM dlock_entries WHERE session = 'behind'"), "");
+  dlock::mutex held(s, "held");
+  ASSERT_TRUE(held.try_lock());
+  EXPECT_EQ(held.token().value, 42u);
+  held.unlock();
+
+  auto again = dlock::session::open(url());
+  EXPECT_EQ(raw_db(path_).one("SELECT value FROM dlock_meta WHERE key = 'schema_version'"), "4");
 }
 
 // An observer that opens a file before its first writer has created dlock's tables (an empty
@@ -267,7 +354,7 @@ TEST_F(sqlite_schema, a_newer_schema_is_refused) {
   { auto s = dlock::session::open(url()); }
   {
     raw_db db(path_);
-    ASSERT_EQ(db.exec("UPDATE dlock_meta SET value = '4' WHERE key = 'schema_version'"), "");
+    ASSERT_EQ(db.exec("UPDATE dlock_meta SET value = '5' WHERE key = 'schema_version'"), "");
   }
   std::error_code ec;
   auto s = dlock::session::open(url(), {}, ec);

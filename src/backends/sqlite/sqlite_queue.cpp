@@ -27,16 +27,20 @@ bool session::holder_alive(const process_id& p, std::string_view session) const 
   return process_alive(p) || marks_.held_elsewhere(session);
 }
 
-// Whether entry `id` is stored and its session's lease and process are alive: one row,
-// so a waiter's poll costs the same however long the queue is.
-result<bool> session::entry_alive(const std::string& id) {
+// Whether entry `e` of `lock` is stored and its session's lease and process are alive: one
+// row found by (name, token), so a waiter's poll costs the same however long the queue is.
+result<bool> session::entry_alive(std::string_view lock, const entry& e) {
   if (closed_) return fail(errc::session_closed, "sqlite session closed");
   auto s = db_.prepare(
       "SELECT CASE WHEN s.boot_id = ?2 THEN s.expires_boot_ms ELSE 0 END, s.host, s.pid, "
       "s.pid_start, s.id FROM dlock_entries e JOIN dlock_sessions s ON s.id = e.session "
-      "WHERE e.id = ?1");
+      "WHERE e.name = ?3 AND e.token = ?4 AND e.id = ?1");
   if (!s) return fail(s.error());
-  auto row = s->bind(1, id).bind(2, boot_).step();
+  auto row = s->bind(1, e.id)
+                 .bind(2, boot_)
+                 .bind(3, lock)
+                 .bind(4, static_cast<std::int64_t>(e.token))
+                 .step();
   if (!row) return fail(row.error());
   if (!*row) return false;
   return s->i64(0) > now_ms() && holder_alive({s->text(1), s->i64(2), s->i64(3)}, s->text(4));

@@ -7,14 +7,14 @@ constexpr const char* schema = R"sql(
 CREATE TABLE IF NOT EXISTS dlock_sessions(
   id TEXT PRIMARY KEY, owner TEXT NOT NULL, host TEXT NOT NULL, pid INTEGER NOT NULL,
   pid_start INTEGER NOT NULL, boot_id TEXT NOT NULL, expires_boot_ms INTEGER NOT NULL);
-CREATE TABLE IF NOT EXISTS dlock_fences(name TEXT PRIMARY KEY, fence INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS dlock_fences(name TEXT PRIMARY KEY, fence INTEGER NOT NULL)
+  WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS dlock_entries(
-  seq INTEGER PRIMARY KEY AUTOINCREMENT, name TEXT NOT NULL, id TEXT NOT NULL UNIQUE,
-  kind INTEGER NOT NULL, token INTEGER NOT NULL, session TEXT NOT NULL,
-  created_ms INTEGER NOT NULL, value BLOB NOT NULL DEFAULT x'',
-  version INTEGER NOT NULL DEFAULT 0, UNIQUE(name, token));
-CREATE INDEX IF NOT EXISTS dlock_entries_session ON dlock_entries(session);
-INSERT INTO dlock_meta(key, value) VALUES ('schema_version', '3');
+  name TEXT NOT NULL, id TEXT NOT NULL, kind INTEGER NOT NULL, token INTEGER NOT NULL,
+  session TEXT NOT NULL, created_ms INTEGER NOT NULL, value BLOB NOT NULL DEFAULT x'',
+  version INTEGER NOT NULL DEFAULT 0, PRIMARY KEY(session, id), UNIQUE(name, token))
+  WITHOUT ROWID;
+INSERT INTO dlock_meta(key, value) VALUES ('schema_version', '4');
 )sql";
 
 // Version 1 -> 2: the sessions table is rebuilt without its wall-clock column, so a version-1
@@ -48,6 +48,29 @@ ALTER TABLE dlock_entries ADD COLUMN version INTEGER NOT NULL DEFAULT 0;
 UPDATE dlock_meta SET value = '3' WHERE key = 'schema_version';
 )sql";
 
+// Version 3 -> 4: the same columns in fewer b-trees, as every acquire and release writes a
+// page of each: entries keyed by (session, id) without a rowid (no AUTOINCREMENT sequence, no
+// separate id and session indexes; a session's entries are a key prefix), fences without a
+// rowid. Fencing counters are copied, never reset. A version-3 process already using the
+// file goes on working (it names its columns and never reads seq); one opening it anew
+// refuses version 4.
+constexpr const char* upgrade_3 = R"sql(
+CREATE TABLE dlock_fences_v4(name TEXT PRIMARY KEY, fence INTEGER NOT NULL) WITHOUT ROWID;
+INSERT INTO dlock_fences_v4(name, fence) SELECT name, fence FROM dlock_fences;
+DROP TABLE dlock_fences;
+ALTER TABLE dlock_fences_v4 RENAME TO dlock_fences;
+CREATE TABLE dlock_entries_v4(
+  name TEXT NOT NULL, id TEXT NOT NULL, kind INTEGER NOT NULL, token INTEGER NOT NULL,
+  session TEXT NOT NULL, created_ms INTEGER NOT NULL, value BLOB NOT NULL DEFAULT x'',
+  version INTEGER NOT NULL DEFAULT 0, PRIMARY KEY(session, id), UNIQUE(name, token))
+  WITHOUT ROWID;
+INSERT INTO dlock_entries_v4(name, id, kind, token, session, created_ms, value, version)
+SELECT name, id, kind, token, session, created_ms, value, version FROM dlock_entries;
+DROP TABLE dlock_entries;
+ALTER TABLE dlock_entries_v4 RENAME TO dlock_entries;
+UPDATE dlock_meta SET value = '4' WHERE key = 'schema_version';
+)sql";
+
 }  // namespace
 
 result<void> prepare_schema(db& d, const std::string& boot, std::int64_t boot_now_ms,
@@ -65,7 +88,7 @@ result<void> prepare_schema(db& d, const std::string& boot, std::int64_t boot_no
   auto text = v->text(0);
   if (auto done = v->run(); !done) return done;
   if (text == std::to_string(schema_version)) return {};
-  if (text != "1" && text != "2") {
+  if (text != "1" && text != "2" && text != "3") {
     return fail(errc::unsupported, "schema version '" + text + "' is not " +
                                        std::to_string(schema_version) +
                                        " (a newer dlock created this file?)");
@@ -77,7 +100,10 @@ result<void> prepare_schema(db& d, const std::string& boot, std::int64_t boot_no
     if (auto r = copy->bind(1, boot).bind(2, boot_now_ms).bind(3, wall_now_ms).run(); !r) return r;
     if (auto r = d.exec(upgrade_1_finish); !r) return r;
   }
-  return d.exec(upgrade_2);
+  if (text == "1" || text == "2") {
+    if (auto r = d.exec(upgrade_2); !r) return r;
+  }
+  return d.exec(upgrade_3);
 }
 
 }  // namespace dlock::detail::sqlite

@@ -54,22 +54,28 @@ result<queue_view> session::enqueue(std::string_view lock, entry_kind kind, std:
   queue_view view;
   auto r = write_txn([&]() -> result<void> {
     if (auto live = session_live(); !live) return live;
-    auto exists = db_.prepare("SELECT 1 FROM dlock_entries WHERE id = ?1");
+    auto exists = db_.prepare("SELECT 1 FROM dlock_entries WHERE session = ?2 AND id = ?1");
     if (!exists) return fail(exists.error());
-    auto found = exists->bind(1, id).step();
+    auto found = exists->bind(1, id).bind(2, info_.id).step();
     if (!found) return fail(found.error());
     if (!*found) {
-      // The per-name counter is bumped in the same transaction as the insert.
-      auto fence = db_.prepare(
-          "INSERT INTO dlock_fences(name, fence) VALUES (?1, 1) "
-          "ON CONFLICT(name) DO UPDATE SET fence = fence + 1 RETURNING fence");
+      // The per-name counter is bumped in the same transaction as the insert. OR FAIL, and no
+      // RETURNING (it collects its rows in a temporary b-tree): a failed statement fails the
+      // whole transaction here, so none needs a statement journal (a malloc and a free of a
+      // page each, and with them two brk calls, in every acquire).
+      auto bump = db_.prepare(
+          "INSERT OR FAIL INTO dlock_fences(name, fence) VALUES (?1, 1) "
+          "ON CONFLICT(name) DO UPDATE SET fence = fence + 1");
+      if (!bump) return fail(bump.error());
+      if (auto done = bump->bind(1, lock).run(); !done) return done;
+      auto fence = db_.prepare("SELECT fence FROM dlock_fences WHERE name = ?1");
       if (!fence) return fail(fence.error());
       auto row = fence->bind(1, lock).step();
       if (!row) return fail(row.error());
+      if (!*row) return fail(errc::backend_unavailable, "sqlite fencing counter not written");
       auto token = fence->i64(0);
-      if (auto done = fence->run(); !done) return done;
       auto ins = db_.prepare(
-          "INSERT INTO dlock_entries(name, id, kind, token, session, created_ms) "
+          "INSERT OR FAIL INTO dlock_entries(name, id, kind, token, session, created_ms) "
           "VALUES (?1, ?2, ?3, ?4, ?5, ?6)");
       if (!ins) return fail(ins.error());
       auto ok = ins->bind(1, lock)
@@ -104,13 +110,21 @@ result<queue_view> session::list(std::string_view lock) {
 result<void> session::remove(std::string_view lock, std::string_view id) {
   std::lock_guard lk(mu_);
   // An entry whose session's lease ended is not ours any more (others ignore it): removed
-  // all the same, but reported as lock_lost, like one already gone.
-  auto live = session_live();
-  if (!live && live.error().code != make_error_code(errc::session_expired)) return live;
-  auto s = db_.prepare("DELETE FROM dlock_entries WHERE name = ?1 AND id = ?2 AND session = ?3");
-  if (!s) return fail(s.error());
-  if (auto r = s->bind(1, lock).bind(2, id).bind(3, info_.id).run(); !r) return r;
-  bool removed = db_.changes() > 0;
+  // all the same, but reported as lock_lost, like one already gone. The check and the delete
+  // share one transaction: one lock of the file instead of a read's and then a write's.
+  bool live = true;
+  bool removed = false;
+  auto r = write_txn([&]() -> result<void> {
+    auto ok = session_live();
+    if (!ok && ok.error().code != make_error_code(errc::session_expired)) return ok;
+    live = static_cast<bool>(ok);
+    auto s = db_.prepare("DELETE FROM dlock_entries WHERE session = ?3 AND id = ?2 AND name = ?1");
+    if (!s) return fail(s.error());
+    if (auto d = s->bind(1, lock).bind(2, id).bind(3, info_.id).run(); !d) return d;
+    removed = db_.changes() > 0;
+    return {};
+  });
+  if (!r) return r;
   if (removed) {
     wake_.notify(id);
     wake_.notify_changed(lock);
@@ -127,7 +141,7 @@ result<void> session::wait(std::string_view lock, const entry& awaited, steady::
   return wait_any(lock, std::span<const entry>(&awaited, 1), deadline, std::move(stop));
 }
 
-result<void> session::wait_any(std::string_view /*lock*/, std::span<const entry> awaited,
+result<void> session::wait_any(std::string_view lock, std::span<const entry> awaited,
                                steady::time_point deadline, std::stop_token stop) {
   // Woken by the remover through local_wake; the paced poll (core/poll_pacer.hpp) is the
   // safety net for holders that crash or lose their lease, slower when every wake-up can
@@ -143,7 +157,7 @@ result<void> session::wait_any(std::string_view /*lock*/, std::span<const entry>
     {
       std::lock_guard lk(mu_);
       for (const auto& e : awaited) {
-        auto alive = entry_alive(e.id);
+        auto alive = entry_alive(lock, e);
         if (!alive) return fail(alive.error());
         if (!*alive) return {};  // gone, or its holder is dead: the engine lists (and reaps)
       }
@@ -167,7 +181,7 @@ result<std::uint64_t> session::set_value(std::string_view lock, std::string_view
       return live;
     }
     auto s = db_.prepare(
-        "UPDATE dlock_entries SET value = ?4, version = version + 1 "
+        "UPDATE OR FAIL dlock_entries SET value = ?4, version = version + 1 "
         "WHERE name = ?1 AND id = ?2 AND session = ?3 RETURNING version");
     if (!s) return fail(s.error());
     auto row = s->bind(1, lock).bind(2, id).bind(3, info_.id).bind_blob(4, value).step();

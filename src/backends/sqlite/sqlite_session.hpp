@@ -69,22 +69,28 @@ class session final : public backend_session {
   result<void> write_txn(F&& body) {
     if (closed_) return fail(errc::session_closed, "sqlite session closed");
     if (in_txn_) return body();  // nested: part of the enclosing transaction
-    if (auto r = db_.exec("BEGIN IMMEDIATE"); !r) return r;
+    // Prepared once, like every statement here: sqlite3_exec would parse them each time.
+    if (auto r = run_cached("BEGIN IMMEDIATE"); !r) return r;
     in_txn_ = true;
     auto r = body();
     in_txn_ = false;
-    if (r) r = db_.exec("COMMIT");
-    if (!r) (void)db_.exec("ROLLBACK");
+    if (r) r = run_cached("COMMIT");
+    if (!r) (void)run_cached("ROLLBACK");
     return r;
   }
 
+  result<void> run_cached(const char* sql) {
+    auto s = db_.prepare(sql);
+    if (!s) return fail(s.error());
+    return s->run();
+  }
   result<void> session_live();
   void notify_all(const std::vector<std::string>& entry_ids);
   result<void> delete_session(const std::string& id, std::vector<std::string>& removed);
 
   // sqlite_queue.cpp: what is alive, and the reaping of what is not.
   bool holder_alive(const process_id& p, std::string_view session) const;
-  result<bool> entry_alive(const std::string& id);
+  result<bool> entry_alive(std::string_view lock, const entry& e);
   result<queue_view> read_queue(std::string_view lock);
   void reap(const std::vector<std::string>& sessions);
 
