@@ -4,7 +4,9 @@
 
 #include <sqlite3.h>
 
+#include <chrono>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -71,7 +73,11 @@ class db {
   // the last connection checkpointed everything into the main file), the file is read as
   // immutable, since a read-only reader cannot create the -shm.
   static result<db> open_read_only(const std::string& path, int busy_timeout_ms);
-  db(db&& o) noexcept : h_(o.h_), path_(std::move(o.path_)), cache_(std::move(o.cache_)) {
+  db(db&& o) noexcept
+      : h_(o.h_),
+        path_(std::move(o.path_)),
+        cache_(std::move(o.cache_)),
+        busy_(std::move(o.busy_)) {
     o.h_ = nullptr;
     o.cache_.clear();
   }
@@ -86,10 +92,17 @@ class db {
   const std::string& path() const { return path_; }
 
  private:
-  db(sqlite3* h, std::string path) : h_(h), path_(std::move(path)) {}
+  // A retry of a busy file, bounded by its timeout: see on_busy in sqlite_db.cpp.
+  struct busy_retry {
+    std::chrono::milliseconds timeout;
+    std::chrono::steady_clock::time_point since{};
+  };
+  db(sqlite3* h, std::string path, int busy_timeout_ms);
+  static int on_busy(void* retry, int attempts);
   sqlite3* h_;
   std::string path_;
   std::unordered_map<const char*, sqlite3_stmt*> cache_;
+  std::unique_ptr<busy_retry> busy_;  // its address is the handler's: stable across moves
 };
 
 // Maps a sqlite result code to a dlock failure naming `what`.
