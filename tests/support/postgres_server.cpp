@@ -64,8 +64,10 @@ postgres_server::~postgres_server() {
 
 void postgres_server::start() {
   // fsync off: a test server need not survive a power cut (a clean stop still writes all).
+  // pg_stat_statements: a scale test counts statements with it.
   auto opts = "-p " + std::to_string(port_) + " -k " + dir_.path() +
-              " -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=400";
+              " -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=400"
+              " -c shared_preload_libraries=pg_stat_statements";
   auto r =
       run_command(as_postgres({bin + "pg_ctl", "-D", dir_.path() + "/data", "-l",
                                dir_.path() + "/server.log", "-o", opts, "-w", "-t", "60", "start"}),

@@ -18,6 +18,7 @@
 #include "backends/postgres/pg_conn.hpp"
 #include "backends/postgres/pg_doctor.hpp"
 #include "backends/postgres/pg_listener.hpp"
+#include "backends/postgres/pg_liveness.hpp"
 #include "backends/postgres/pg_schema.hpp"
 
 namespace dlock::detail {
@@ -187,13 +188,18 @@ class pg_lease {
     }
     // A holder whose connection ended or who crashed never NOTIFYs: re-check its session
     // with a backoff (its connection may be gone), and wake at its lease's end at the latest.
+    // The first check is this waiter's own (after its LISTEN); later ones are shared by the
+    // session's waiters (pg_liveness.hpp), an answer at most half a nap old.
     auto nap = first_check;
+    live_.track(ids);
     for (int round = 0; out && round < 10'000 && !stop.stop_requested(); ++round) {
       auto now = steady::now();
       auto until = std::min(deadline, now + nap);
       bool gone = false, disconnected = false, at_lease_end = false;
       // One entry (a lock's waiter): as before; several (a semaphore's): one round trip.
-      auto lives = ids.size() == 1 ? one_alive(ids.front()) : listener_.alive_all(ids);
+      auto lives = round > 0         ? live_.recent(ids, nap / 2)
+                   : ids.size() == 1 ? one_alive(ids.front())
+                                     : listener_.alive_all(ids);
       if (!lives) out = fail(lives.error());
       for (std::size_t i = 0; out && i < ids.size(); ++i) {
         const auto& alive = (*lives)[i];
@@ -219,6 +225,7 @@ class pg_lease {
       if (listener_.wait_any(tickets, until, stop) || until == deadline || at_lease_end) break;
       nap = std::min(nap * 2, pooled_ ? max_pooled_check : max_check);
     }
+    live_.forget(ids);
     for (const auto& t : tickets) listener_.unsubscribe(t);
     return out;
   }
@@ -245,6 +252,7 @@ class pg_lease {
   pg::statements stmts_;
   milliseconds timeout_;
   pg::listener listener_;
+  pg::shared_liveness live_{listener_};
   // Behind a transaction pooler: unnamed statements, no LISTEN. Set while opening, before
   // any spare connection is made.
   bool pooled_{false};
