@@ -93,7 +93,11 @@ result<queue_view> session::enqueue(std::string_view lock, entry_kind kind, std:
     return {};
   });
   if (!r) return fail(r.error());
-  wake_.notify_changed(lock);
+  // Only election observers listen for changes, and only a candidate's arrival can change a
+  // leader (a leader's leaving wakes them through its own id). As PostgreSQL's trigger does,
+  // locks and semaphores skip it: a datagram nobody reads still costs a system call per
+  // acquire.
+  if (id.ends_with("~e")) wake_.notify_changed(lock);  // candidate_entry_id
   view.sent_at = sent;
   return view;
 }
@@ -125,10 +129,7 @@ result<void> session::remove(std::string_view lock, std::string_view id) {
     return {};
   });
   if (!r) return r;
-  if (removed) {
-    wake_.notify(id);
-    wake_.notify_changed(lock);
-  }
+  if (removed) wake_.notify(id);  // its waiters, and election observers if it led
   if (!removed || !live) {
     return fail(errc::lock_lost, "sqlite entry " + std::string(id) + " of '" + std::string(lock) +
                                      "' is gone (lease ended)");
