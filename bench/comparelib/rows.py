@@ -13,6 +13,10 @@ from comparelib.servers import log
 # redis-py Lock. Other backends keep the generic rule (0.9x floor; contended 0.8x the
 # contended floor and 3x the best peer). Every rule reads medians of per-round ratios.
 REDIS_ISSUE_PEERS = ("redis-py Lock", "tooz (redis)", "redlock")
+# Issue 17's SQLite targets: uncontended >= 0.8x its insert+delete floor; contended x4 (no
+# floor) >= 4x the 948 handoffs/s it measured, with the handoff p99 below 1 ms.
+SQLITE_UNCONTENDED = 0.8
+SQLITE_CONTENDED_HANDOFFS = 4 * 948
 UNC_FLOOR = "floor (uncontended)"
 
 
@@ -112,7 +116,7 @@ def interleaved_rows(ctx, key, label, url, peers, floor_peer):
                      f"{fmt(median(x['p99_us'] for x in details))} µs (medians)")
             target = ""
             if r_fl is not None:
-                ok = r_fl >= 0.9
+                ok = r_fl >= (SQLITE_UNCONTENDED if key == "sqlite" else 0.9)
                 if key == "redis":
                     pick = best_of(got, [n for n in names if n in REDIS_ISSUE_PEERS])
                     named = per_round_ratios(got, "dlock", lambda r: (pick(r) or (None,))[0])
@@ -131,6 +135,9 @@ def interleaved_rows(ctx, key, label, url, peers, floor_peer):
                 note += f"; dlock/uncontended floor {r_unc:.2f}" if r_unc else ""
                 target = verdict(r_unc is not None and r_unc >= 0.5
                                  and (r_py is None or r_py >= 3))
+            elif key == "sqlite" and d is not None and details:
+                target = verdict(d >= SQLITE_CONTENDED_HANDOFFS
+                                 and median(x["handoff_p99_us"] for x in details) < 1000)
             elif r_fl is not None or r_bp is not None:
                 target = verdict((r_fl is None or r_fl >= 0.8) and (r_bp is None or r_bp >= 3))
         if floor_peer and scen == "uncontended":

@@ -96,12 +96,14 @@ class Servers:
                                           "trust", "--no-sync"]), 120, check=True)
             with open(f"{data}/postgresql.conf", "a") as f:
                 f.write(f"listen_addresses='127.0.0.1'\nport={p['pg']}\nmax_connections=300\n"
-                        f"unix_socket_directories='{b}/pg'\n")
+                        f"unix_socket_directories='{b}/pg'\n"
+                        "shared_preload_libraries='pg_stat_statements'\n")
             run(self.as_user("postgres", [f"{PGBIN}/pg_ctl", "-D", data, "-l", f"{b}/pg/log",
                                           "-w", "start"]), 120, check=True)
             self.pg_data = data
             self.wait("pg", lambda: run([f"{PGBIN}/pg_isready", "-q", "-h", "127.0.0.1", "-p",
                                          str(p["pg"])], 2)[0] == 0)
+            self.psql("CREATE EXTENSION IF NOT EXISTS pg_stat_statements")
         if shutil.which("mariadbd") and shutil.which("mariadb-install-db"):
             os.makedirs(f"{b}/mysql")
             if self.root:
@@ -118,6 +120,28 @@ class Servers:
 
         if shutil.which("etcd") and shutil.which("etcdctl"):
             self.start_etcd()
+
+    def psql(self, sql):
+        rc, out, err = run(["psql", "-h", "127.0.0.1", "-p", str(self.ports["pg"]), "-U", "postgres",
+                            "-d", "postgres", "-Atc", sql], 30)
+        return out.strip() if rc == 0 else None
+
+    def statements(self, key):
+        """Statements the SQL server has run so far (key 'pg' or 'mysql'), or None: PostgreSQL's
+        pg_stat_statements (top-level statements, counted as each ends) or MariaDB's Questions.
+        Reading it costs one statement itself."""
+        if key.startswith("pg") and "pg" in self.ports:
+            v = self.psql("SELECT COALESCE(sum(calls), 0) FROM pg_stat_statements")
+        elif key.startswith("mysql") and "mysql" in self.procs:
+            rc, out, _ = run(["mariadb", "-h127.0.0.1", f"-P{self.ports['mysql']}", "-uroot", "-N",
+                              "-e", "SHOW GLOBAL STATUS LIKE 'Questions'"], 30)
+            v = out.split()[-1] if rc == 0 and out.split() else None
+        else:
+            return None
+        try:
+            return float(v)
+        except (TypeError, ValueError):
+            return None
 
     def start_etcd(self):
         """One etcd member; its data dir on a memory file system when /dev/shm exists, so the

@@ -10,7 +10,7 @@ from comparelib.servers import log
 GROWTH_LIMIT = 1.5
 
 
-def waiters_rows(ctx, label, url, counts):
+def waiters_rows(ctx, label, url, counts, key=""):
     """Mutex, semaphore(5) and election waiters, one run per queue length, side by side."""
     rows = []
     kinds = [("waiters", [], "requests per release", "releases/s"),
@@ -18,12 +18,18 @@ def waiters_rows(ctx, label, url, counts):
              ("election waiters", ["--elect"], "requests per handoff", "handoffs/s")]
     for name, extra, what, rate in kinds:
         log(f"{label}: {name} N={'/'.join(map(str, counts))}")
-        res = {}
+        res, sql = {}, {}
         for n in counts:
+            before = ctx.servers.statements(key) if key else None
             res[n] = measure(ctx.tool + ["--url", url, "--scenario", "waiters", "--waiters",
                                          str(n), "--duration", f"{ctx.D}s", "--lock",
                                          f"compare-{name.split(' ')[0].split('(')[0]}-{n}"] + extra, 150)
-        req = {n: (m or {}).get("requests_per_release") for n, (m, _) in res.items()}
+            after = ctx.servers.statements(key) if before is not None else None
+            if after is not None and res[n][0]:
+                # The whole run, set-up included (each waiter's session and enqueue: a constant
+                # per waiter), less the counter's own read.
+                sql[n] = (after - before - 1) / (n + 1)
+        req = {n: (m or {}).get("requests_per_release") or sql.get(n) for n, (m, _) in res.items()}
         cell = " / ".join(fmt(req[n]) for n in counts)
         lo, hi = counts[0], counts[-1]
         target = ""
@@ -37,7 +43,11 @@ def waiters_rows(ctx, label, url, counts):
             notes.append(f"N={n}: " + (err or f"{fmt(m['grants'])} grants, "
                                               f"{fmt(m['timeouts'])} timeouts, "
                                               f"{fmt(m['releases_per_s'])} {rate}"))
-        if all(v is None for v in req.values()) and all(e == "" for _, e in res.values()):
+        if sql:
+            notes.append("requests: the server's statements over the whole run per release, "
+                         "set-up included (" + ("pg_stat_statements" if key.startswith("pg")
+                                                else "MariaDB Questions") + ")")
+        elif all(v is None for v in req.values()) and all(e == "" for _, e in res.values()):
             notes.append("requests not counted: `dlock bench` reads server counters for "
                          "redis, zk and etcd only")
         rows.append(row(label, f"{name}: {what}, N = {' / '.join(map(str, counts))}", cell,
@@ -45,7 +55,7 @@ def waiters_rows(ctx, label, url, counts):
     return rows
 
 
-def single_rows(ctx, label, url, counts):
+def single_rows(ctx, label, url, counts, key=""):
     D, tool, rows = ctx.D, ctx.tool, []
     dur = ["--duration", f"{D}s"]
     c, err = measure(tool + ["--url", url, "--scenario", "contended", "--clients", "32"] + dur,
@@ -55,7 +65,7 @@ def single_rows(ctx, label, url, counts):
         f"fair {fmt(c['per_client_min'])}..{fmt(c['per_client_max'])} per client, handoff p50 "
         f"{fmt(c['handoff_p50_us'])} µs p99 {fmt(c['handoff_p99_us'])} µs, overlaps "
         f"{fmt(c['overlaps'])}")))
-    rows += waiters_rows(ctx, label, url, counts)
+    rows += waiters_rows(ctx, label, url, counts, key)
     # Own lock names: a run that fails (a waiter's session expired) may leave its entries,
     # and the next kind (lock, semaphore, election) must not trip over them.
     su, err = measure(tool + ["--url", url, "--permits", "5", "--lock", "compare-sem"] + dur,
