@@ -28,13 +28,14 @@ bool session::holder_alive(const process_id& p, std::string_view session) const 
   return process_alive(p) || marks_.held_elsewhere(session);
 }
 
-// Whether entry `e` of `lock` is stored and its session's lease and process are alive: one
-// row found by (name, token), so a waiter's poll costs the same however long the queue is.
-result<bool> session::entry_alive(std::string_view lock, const entry& e) {
+// Whether entry `e` of `lock` is stored, and if so whether its session's lease and process
+// are alive: one row found by (name, token), so a waiter's poll costs the same however long
+// the queue is.
+result<session::presence> session::entry_presence(std::string_view lock, const entry& e) {
   if (closed_) return fail(errc::session_closed, "sqlite session closed");
   auto s = db_.prepare(
       "SELECT CASE WHEN s.boot_id = ?2 THEN s.expires_boot_ms ELSE 0 END, s.host, s.pid, "
-      "s.pid_start, s.id FROM dlock_entries e JOIN dlock_sessions s ON s.id = e.session "
+      "s.pid_start, e.session FROM dlock_entries e LEFT JOIN dlock_sessions s ON s.id = e.session "
       "WHERE e.name = ?3 AND e.token = ?4 AND e.id = ?1");
   if (!s) return fail(s.error());
   auto row = s->bind(1, e.id)
@@ -43,8 +44,9 @@ result<bool> session::entry_alive(std::string_view lock, const entry& e) {
                  .bind(4, static_cast<std::int64_t>(e.token))
                  .step();
   if (!row) return fail(row.error());
-  if (!*row) return false;
-  return s->i64(0) > now_ms() && holder_alive({s->text(1), s->i64(2), s->i64(3)}, s->text(4));
+  if (!*row) return presence::gone;
+  bool alive = s->i64(0) > now_ms() && holder_alive({s->text(1), s->i64(2), s->i64(3)}, s->text(4));
+  return alive ? presence::alive : presence::dead;
 }
 
 // The live entries of `lock` in order; entries of dead sessions are dropped from the

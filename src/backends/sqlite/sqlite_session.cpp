@@ -144,6 +144,18 @@ result<void> session::wait(std::string_view lock, const entry& awaited, steady::
 
 result<void> session::wait_any(std::string_view lock, std::span<const entry> awaited,
                                steady::time_point deadline, std::stop_token stop) {
+  auto r = wait_for(lock, awaited, deadline, std::move(stop));
+  if (!r) return fail(r.error());
+  return {};
+}
+
+result<awaited_fate> session::wait_knowing(std::string_view lock, const entry& awaited,
+                                           steady::time_point deadline, std::stop_token stop) {
+  return wait_for(lock, std::span<const entry>(&awaited, 1), deadline, std::move(stop));
+}
+
+result<awaited_fate> session::wait_for(std::string_view lock, std::span<const entry> awaited,
+                                       steady::time_point deadline, std::stop_token stop) {
   // Woken by the remover through local_wake; the paced poll (core/poll_pacer.hpp) is the
   // safety net for holders that crash or lose their lease, slower when every wake-up can
   // reach us.
@@ -158,16 +170,18 @@ result<void> session::wait_any(std::string_view lock, std::span<const entry> awa
     {
       std::lock_guard lk(mu_);
       for (const auto& e : awaited) {
-        auto alive = entry_alive(lock, e);
-        if (!alive) return fail(alive.error());
-        if (!*alive) return {};  // gone, or its holder is dead: the engine lists (and reaps)
+        auto p = entry_presence(lock, e);
+        if (!p) return fail(p.error());
+        if (*p == presence::gone) return awaited_fate::left;
+        // Its holder is dead: the engine lists, which drops and reaps it.
+        if (*p == presence::dead) return awaited_fate::unknown;
       }
     }
     auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - steady::now());
     auto timeout = std::min(std::chrono::ceil<std::chrono::milliseconds>(pacer.next()), left);
-    if (local_wake::listener::wait_any(listeners, timeout, stop)) return {};
+    (void)local_wake::listener::wait_any(listeners, timeout, stop);
   }
-  return {};
+  return awaited_fate::unknown;
 }
 
 result<std::uint64_t> session::set_value(std::string_view lock, std::string_view id,

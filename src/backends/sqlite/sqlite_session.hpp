@@ -46,6 +46,11 @@ class session final : public backend_session {
                     std::stop_token stop) override;
   result<void> wait_any(std::string_view lock, std::span<const entry> awaited,
                         steady::time_point deadline, std::stop_token stop) override;
+  // Woken by the removal's datagram, a waiter checks that one row and, when it is gone, tells
+  // the engine so (`left`): the engine then decides from its last listing, not a new one,
+  // which with a long queue read every entry and each session's process again.
+  result<awaited_fate> wait_knowing(std::string_view lock, const entry& awaited,
+                                    steady::time_point deadline, std::stop_token stop) override;
   result<std::uint64_t> set_value(std::string_view lock, std::string_view id,
                                   std::string_view value) override;
   result<void> wait_change(std::string_view lock, const queue_view& seen,
@@ -90,7 +95,13 @@ class session final : public backend_session {
 
   // sqlite_queue.cpp: what is alive, and the reaping of what is not.
   bool holder_alive(const process_id& p, std::string_view session) const;
-  result<bool> entry_alive(std::string_view lock, const entry& e);
+  // gone: no longer stored; dead: stored, but its lease ended or its process is gone (a
+  // listing drops it and reaps it).
+  enum class presence { gone, dead, alive };
+  result<presence> entry_presence(std::string_view lock, const entry& e);
+  // The wait of wait_knowing and wait_any: `left` once an awaited entry is no longer stored.
+  result<awaited_fate> wait_for(std::string_view lock, std::span<const entry> awaited,
+                                steady::time_point deadline, std::stop_token stop);
   result<queue_view> read_queue(std::string_view lock);
   void reap(const std::vector<std::string>& sessions);
 
