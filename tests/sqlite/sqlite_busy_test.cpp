@@ -10,30 +10,11 @@
 #include <system_error>
 #include <thread>
 
+#include "sqlite/raw_db.hpp"
 #include "support/net.hpp"
 
 namespace dlock::test {
 namespace {
-
-// Another process's connection to the file, as far as locking goes.
-class other_connection {
- public:
-  explicit other_connection(const std::string& path) {
-    if (sqlite3_open(path.c_str(), &h_) != SQLITE_OK) throw std::runtime_error("open " + path);
-  }
-  ~other_connection() { sqlite3_close(h_); }
-  // Runs `sql`; "" on success, else SQLite's message.
-  std::string exec(const std::string& sql) {
-    char* err = nullptr;
-    if (sqlite3_exec(h_, sql.c_str(), nullptr, nullptr, &err) == SQLITE_OK) return {};
-    std::string msg = err ? err : "error";
-    sqlite3_free(err);
-    return msg;
-  }
-
- private:
-  sqlite3* h_{nullptr};
-};
 
 // A writer that finds the file in another's write transaction waits it out (the busy handler's
 // naps) and goes on when it commits; one held past the request timeout fails as
@@ -44,7 +25,7 @@ TEST(sqlite_busy, a_write_waits_out_anothers_transaction_up_to_the_request_timeo
   dlock::session_options o{.request_timeout = std::chrono::milliseconds{400},
                            .retry = {.max_attempts = 0}};
   auto s = dlock::session::open("sqlite://" + path, o);
-  other_connection other(path);
+  raw_db other(path);
   ASSERT_EQ(other.exec("BEGIN IMMEDIATE; INSERT INTO dlock_meta VALUES ('busy', '1');"), "");
   std::jthread commit([&] {
     std::this_thread::sleep_for(std::chrono::milliseconds{100});

@@ -9,6 +9,7 @@
 #include <chrono>
 #include <dlock/dlock.hpp>
 #include <functional>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -34,9 +35,14 @@ inline double settled(const std::function<double()>& requests, double own,
   return last;
 }
 
+// Each grantee holds for `hold` before it releases (so that the last ones wait a while); the
+// first reading waits for the counter to move by at most `quiet` per settle interval (default
+// `own`: nothing but the reads themselves; more where waiters poll now and then).
 inline double requests_per_release(const std::string& url, const std::string& lock, int waiters,
                                    int sessions, const std::function<double()>& requests,
-                                   double own = 0, const session_options& options = {}) {
+                                   double own = 0, const session_options& options = {},
+                                   std::chrono::milliseconds hold = {},
+                                   std::optional<double> quiet = std::nullopt) {
   auto holder_session = session::open(url, options);
   mutex holder(holder_session, lock);
   holder.lock();
@@ -49,6 +55,7 @@ inline double requests_per_release(const std::string& url, const std::string& lo
       mutex m(ss[static_cast<std::size_t>(i % sessions)], lock);
       if (m.try_lock_for(std::chrono::seconds{120})) {
         ++granted;
+        if (hold.count() > 0) std::this_thread::sleep_for(hold);
         m.unlock();
       }
     });
@@ -59,7 +66,7 @@ inline double requests_per_release(const std::string& url, const std::string& lo
   if (!poll_until(queued, std::chrono::seconds{60}, std::chrono::milliseconds{20})) {
     throw std::runtime_error("waiters not queued");
   }
-  const double before = settled(requests, own);
+  const double before = settled(requests, quiet.value_or(own));
   holder.unlock();
   threads.clear();  // joins: every waiter was granted and released, or timed out
   const double after = requests() - own;
