@@ -49,6 +49,16 @@ result<session::presence> session::entry_presence(std::string_view lock, const e
   return alive ? presence::alive : presence::dead;
 }
 
+// Whether any entry of `lock` is stored with a token below `e`'s, dead or alive: the first
+// row of the (name, token) index.
+result<bool> session::any_ahead(std::string_view lock, const entry& e) {
+  auto s = db_.prepare("SELECT 1 FROM dlock_entries WHERE name = ?1 AND token < ?2 LIMIT 1");
+  if (!s) return fail(s.error());
+  auto row = s->bind(1, lock).bind(2, static_cast<std::int64_t>(e.token)).step();
+  if (!row) return fail(row.error());
+  return *row;
+}
+
 // The live entries of `lock` in order; entries of dead sessions are dropped from the
 // view and then deleted, with their sessions, in a write transaction of their own.
 result<queue_view> session::read_queue(std::string_view lock) {

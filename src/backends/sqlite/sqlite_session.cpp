@@ -172,7 +172,18 @@ result<awaited_fate> session::wait_for(std::string_view lock, std::span<const en
       for (const auto& e : awaited) {
         auto p = entry_presence(lock, e);
         if (!p) return fail(p.error());
-        if (*p == presence::gone) return awaited_fate::left;
+        if (*p == presence::gone) {
+          // The engine will decide from its last view, which holds our own entry: true while
+          // our session's row is (another client ends a session with its entries in one
+          // transaction). Else it lists, and finds ours gone.
+          if (!session_live()) return awaited_fate::unknown;
+          // Nothing stored ahead of it either: it left from the head, and the engine can
+          // drop every entry ahead of it from its view (which, taken at our enqueue, still
+          // lists waiters long gone) instead of listing the queue again.
+          auto ahead = any_ahead(lock, e);
+          if (!ahead) return fail(ahead.error());
+          return *ahead ? awaited_fate::left : awaited_fate::left_head;
+        }
         // Its holder is dead: the engine lists, which drops and reaps it.
         if (*p == presence::dead) return awaited_fate::unknown;
       }

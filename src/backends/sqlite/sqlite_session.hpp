@@ -99,7 +99,9 @@ class session final : public backend_session {
   // listing drops it and reaps it).
   enum class presence { gone, dead, alive };
   result<presence> entry_presence(std::string_view lock, const entry& e);
-  // The wait of wait_knowing and wait_any: `left` once an awaited entry is no longer stored.
+  result<bool> any_ahead(std::string_view lock, const entry& e);
+  // The wait of wait_knowing and wait_any: `left` once an awaited entry is no longer stored,
+  // `left_head` when nothing is stored ahead of it either.
   result<awaited_fate> wait_for(std::string_view lock, std::span<const entry> awaited,
                                 steady::time_point deadline, std::stop_token stop);
   result<queue_view> read_queue(std::string_view lock);
