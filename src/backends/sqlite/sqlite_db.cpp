@@ -122,9 +122,8 @@ result<db> db::open(const std::string& path, int busy_timeout_ms) {
     }
     return fail(f);
   }
-  sqlite3_busy_timeout(h, busy_timeout_ms);
   sqlite3_extended_result_codes(h, 1);
-  return db(h, path, busy_timeout_ms);
+  return db(h, path, busy_timeout_ms);  // which sets the busy handler
 }
 
 namespace {

@@ -73,7 +73,7 @@ result<queue_view> session::read_queue(std::string_view lock) {
   std::vector<std::string> dead;
   // A session's entries share its process: /proc is read once per session and look, not once
   // per entry (1000 waiters in 8 processes: 8 reads, not 1000, for each woken waiter's look).
-  std::unordered_map<std::string, bool> process_alive;
+  std::unordered_map<std::string, bool> alive_by_session;
   auto now = now_ms();
   for (;;) {
     auto row = s->step();
@@ -83,7 +83,7 @@ result<queue_view> session::read_queue(std::string_view lock) {
     // Our own process is alive.
     bool mine = r.session == info_.id;
     auto alive = [&] {
-      auto [it, fresh] = process_alive.try_emplace(r.session, false);
+      auto [it, fresh] = alive_by_session.try_emplace(r.session, false);
       if (fresh) it->second = holder_alive(r.process, r.session);
       return it->second;
     };

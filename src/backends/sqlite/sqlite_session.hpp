@@ -47,8 +47,9 @@ class session final : public backend_session {
   result<void> wait_any(std::string_view lock, std::span<const entry> awaited,
                         steady::time_point deadline, std::stop_token stop) override;
   // Woken by the removal's datagram, a waiter checks that one row and, when it is gone, tells
-  // the engine so (`left`): the engine then decides from its last listing, not a new one,
-  // which with a long queue read every entry and each session's process again.
+  // the engine so (`left`, or `left_head` with nothing stored ahead of it): the engine then
+  // decides from its last listing, not a new one, which with a long queue read every entry
+  // and each session's process again. Only while our own session row exists (else unknown).
   result<awaited_fate> wait_knowing(std::string_view lock, const entry& awaited,
                                     steady::time_point deadline, std::stop_token stop) override;
   result<std::uint64_t> set_value(std::string_view lock, std::string_view id,
