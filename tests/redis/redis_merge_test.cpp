@@ -73,6 +73,24 @@ TEST(redlock_merge, in_a_split_no_waiter_waits_on_a_named_entry) {
   EXPECT_EQ(m.resubmit, std::vector<std::string>{"c"}) << "b wins the tie: smallest id";
 }
 
+// In a split only the partial holders look again; a waiter behind them names an entry that
+// blocks it on every master (1000 waiters all looking again every few milliseconds kept
+// three masters busy and granted 4-9 of them). Never a loser, though: its re-queue takes
+// back its wake token, and a waiter that blocked a moment late would sleep through it.
+TEST(redlock_merge, in_a_split_a_waiter_behind_it_names_an_entry_that_will_not_be_requeued) {
+  views v{queue({"a", "k", "w"}), queue({"b", "k", "w"}), queue({"c", "k", "w"})};
+  auto m = merge_views(v, {"w"}, 2);
+  ASSERT_EQ(m.wait_node.size(), 1u);
+  EXPECT_EQ(m.wait_node[0].first, "k");
+  EXPECT_TRUE(m.unlisted.empty());
+
+  // Behind a loser only (b: first on master 0, re-queued since a wins the tie): no name.
+  views loser{queue({"b", "w", "a"}), queue({"a", "b", "w"}), queue({"c", "b", "w"})};
+  auto l = merge_views(loser, {"w"}, 2);
+  EXPECT_TRUE(l.wait_node.empty()) << "named " << l.wait_node[0].first;
+  EXPECT_EQ(l.unlisted.size(), 1u);
+}
+
 // h holds everywhere; a and b queue behind it in different orders, behind c or d. Each
 // master's "entry just ahead" makes a wait on b (on masters 1 and 2) and b on a (master 0):
 // a cycle nobody in it breaks when h leaves. Waits go only forward in the reference

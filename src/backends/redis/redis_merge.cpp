@@ -181,11 +181,22 @@ merge_result merge_views(const std::vector<std::optional<node_view>>& views,
     // first that answered): waits then all point forward in one order. Of those, the one
     // nearest us, as a single master's predecessor would be. Failing that, the majority
     // holder (it waits on no one). In a split no one named is sure to leave (each partial
-    // holder waits to be re-queued, which its own session does when it lists again): name
-    // none, and the engine looks again shortly (wait_change).
+    // holder waits to be re-queued, which its own session does when it lists again): a
+    // partial holder names none, and the engine looks again shortly (wait_change). Any other
+    // waiter still names a blocker, but never an entry its owner may re-queue (a split's
+    // loser, or one on too few masters): a re-queue keeps the id and takes back the wake
+    // token its removal left (session::requeue), so a waiter that blocks a moment late would
+    // sleep through it. Its chain of waits ends at an entry that polls, or at one that
+    // holds. With every waiter of a split looking again, 1000 waiters listed 1000 queues
+    // every few milliseconds, and the masters served nothing else.
+    auto may_requeue = [&](const entry& x) {
+      auto it = all.find(x.id);
+      return it == all.end() || it->second.present < quorum ||
+             (split && it->second.holds > 0 && &it->second != winner);
+    };
     std::optional<entry> blocker;
     std::size_t blocker_server = 0;
-    if (!split) {
+    if (!split || s.holds == 0) {
       const std::size_t need = pv.size() >= quorum ? pv.size() - quorum + 1 : 1;
       auto blocks_on = [&](const entry& x, std::size_t& where) {
         if (id == x.id) return std::size_t{0};
@@ -202,7 +213,7 @@ merge_result merge_views(const std::vector<std::optional<node_view>>& views,
         for (std::size_t p = mine_at->second; p-- > 0 && !blocker;) {
           const entry& x = pv[0].entries[p];
           std::size_t where = 0;
-          if (blocks_on(x, where) >= need) {
+          if (!may_requeue(x) && blocks_on(x, where) >= need) {
             blocker = x;
             blocker_server = where;
           }
