@@ -367,5 +367,52 @@ TEST(redlock_waiters, a_sessions_idle_waiters_share_one_safety_net) {
   EXPECT_EQ(grants.load(), waiters);
 }
 
+// The shared net must still free a holder's waiters when its session ends without a push (a
+// crash: its key expires, and only a listing purges its entry). The holder's session key is
+// deleted on every master, as its expiry would; one waiter's net lists, which purges the
+// entry and wakes them all.
+TEST(redlock_waiters, a_sessions_waiters_sharing_a_net_still_see_a_dead_holder_go) {
+  three_masters m;
+  const auto query = std::string("ttl=2s&prefix=sd:");  // a net every 500 ms
+  auto holder_session = session::open(m.url(query));
+  auto waiters_session = session::open(m.url(query));
+  dlock::mutex holder(holder_session, "dead");
+  ASSERT_TRUE(holder.try_lock());
+  const auto held = m.servers[0]->entry_ids("sd:", "dead");
+  ASSERT_EQ(held.size(), 1u);
+  const auto sid = held[0].substr(0, held[0].find('-'));
+  constexpr int waiters = 20;
+  std::atomic<int> grants{0};
+  std::atomic<std::int64_t> first_ms{-1};
+  steady::time_point ended;
+  {
+    std::vector<std::jthread> threads;
+    for (int t = 0; t < waiters; ++t) {
+      threads.emplace_back([&] {
+        dlock::mutex mx(waiters_session, "dead");
+        if (!mx.try_lock_for(20s)) return;
+        std::int64_t none = -1;
+        first_ms.compare_exchange_strong(
+            none,
+            std::chrono::duration_cast<std::chrono::milliseconds>(steady::now() - ended).count());
+        ++grants;
+        mx.unlock();
+      });
+    }
+    std::vector<queue_entry> q;
+    ASSERT_TRUE(within(10s, [&] {
+      q = inspect(waiters_session, "dead");
+      return q.size() >= waiters + 1;
+    })) << q.size();
+    std::this_thread::sleep_for(1s);  // two nets: the waiters are settled in them
+    ended = steady::now();
+    for (auto& s : m.servers) s->command({"DEL", "sd:s:" + sid});
+  }
+  EXPECT_EQ(grants.load(), waiters);
+  // Within a net or two of the end (500 ms each), not at the waiters' deadline.
+  EXPECT_GE(first_ms.load(), 0);
+  EXPECT_LT(first_ms.load(), 3000) << "the first grant after the holder's session ended";
+}
+
 }  // namespace
 }  // namespace dlock::test
