@@ -194,10 +194,10 @@ const std::string statements::alive =
     " FROM dlock_entries e JOIN dlock_sessions s ON s.id = e.session"
     " WHERE e.id = ? AND s.expires_ms > " DLOCK_NOW " AND " DLOCK_CONNECTED("s");
 
-std::string statements::alive_count(std::size_t n) {
+std::string statements::alive_ids(std::size_t n) {
   std::string marks;
   for (std::size_t i = 0; i < n; ++i) marks += i ? ",?" : "?";
-  return "SELECT COUNT(*) FROM dlock_entries e JOIN dlock_sessions s ON s.id = e.session"
+  return "SELECT e.id FROM dlock_entries e JOIN dlock_sessions s ON s.id = e.session"
          " WHERE e.id IN (" +
          marks + ") AND s.expires_ms > " DLOCK_NOW " AND " DLOCK_CONNECTED("s");
 }

@@ -40,9 +40,9 @@ struct statements {
   static const std::string close_session;  // (session)
   static const std::string lock_names;     // (prefix length, prefix) -> names
   static const std::string alive;          // (entry id) -> lease_ms, if alive and connected
-  // (n entry ids) -> how many of them are alive and connected, in one round trip (a
-  // semaphore's waiter watches the n entries ahead of it).
-  static std::string alive_count(std::size_t n);
+  // (n entry ids) -> those of them that are alive and connected, in one round trip (the
+  // poll that serves a session's semaphore waiters: my_window_poll.hpp).
+  static std::string alive_ids(std::size_t n);
   // (value, name, entry id, session) -> affected 0 or 1; the new version as the insert id.
   static const std::string set_value;
   // (name) -> how many entries are alive and connected, their largest token and the sum of

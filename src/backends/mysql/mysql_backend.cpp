@@ -11,6 +11,7 @@
 #include "backends/mysql/mysql_backend.hpp"
 
 #include <algorithm>
+#include <bit>
 #include <functional>
 #include <mutex>
 #include <span>
@@ -22,6 +23,7 @@
 #include "backends/mysql/my_conn.hpp"
 #include "backends/mysql/my_doctor.hpp"
 #include "backends/mysql/my_schema.hpp"
+#include "backends/mysql/my_window_poll.hpp"
 #include "core/duration.hpp"
 #include "core/poll_pacer.hpp"
 
@@ -127,21 +129,21 @@ class my_lease {
   template <class Session>
   result<void> wait_any(Session& s, std::string_view, std::span<const entry> awaited,
                         steady::time_point deadline, std::stop_token stop) {
-    if (awaited.size() == 1 && ring(s, awaited.front(), deadline, stop)) return {};
-    return poll(deadline, stop, [&]() -> result<bool> {
-      if (awaited.size() == 1) {
+    if (awaited.size() == 1) {
+      if (ring(s, awaited.front(), deadline, stop)) return {};
+      return poll(deadline, stop, [&]() -> result<bool> {
         auto r = s.run(stmts::alive, {awaited.front().id});
         if (!r) return fail(r.error());
         return r->rows.empty();
-      }
-      // A semaphore's waiter: all n entries in one round trip; fewer alive: one has gone.
-      std::vector<my::param> ids;
-      for (const auto& e : awaited) ids.emplace_back(e.id);
-      const auto sql = stmts::alive_count(ids.size());
-      auto r = s.run(sql, std::move(ids));
-      if (!r) return fail(r.error());
-      return r->rows.empty() || r->i64(0, 0) < static_cast<std::int64_t>(awaited.size());
-    });
+      });
+    }
+    // A semaphore's waiter: one poll of the session serves all of them.
+    std::vector<std::string> ids;
+    for (const auto& e : awaited) ids.push_back(e.id);
+    auto gone = windows_.wait(
+        ids, deadline, stop, [&](const std::vector<std::string>& all) { return alive_of(s, all); });
+    if (!gone) return fail(gone.error());
+    return {};
   }
 
   // Election observers poll the queue's mark (my_schema.cpp, change_mark) against the mark
@@ -236,6 +238,24 @@ class my_lease {
   static constexpr std::chrono::microseconds first_slot_pause{50'000};
   static constexpr std::chrono::microseconds max_slot_pause{1'000'000};
 
+  // Which of `ids` are alive, a statement per 512. Its list is padded to a power of two (the
+  // last id again), so a connection prepares a few statements, not one per length.
+  template <class Session>
+  static result<my::window_poll::id_set> alive_of(Session& s, const std::vector<std::string>& ids) {
+    constexpr std::size_t most = 512;
+    my::window_poll::id_set alive;
+    for (std::size_t at = 0; at < ids.size(); at += most) {
+      const auto n = std::min(most, ids.size() - at);
+      const auto slots = std::bit_ceil(std::max<std::size_t>(n, 8));
+      std::vector<my::param> params;
+      for (std::size_t k = 0; k < slots; ++k) params.emplace_back(ids[at + std::min(k, n - 1)]);
+      auto r = s.run(stmts::alive_ids(slots), std::move(params));
+      if (!r) return fail(r.error());
+      for (std::size_t row = 0; row < r->rows.size(); ++row) alive.insert(r->text(row, 0));
+    }
+    return alive;
+  }
+
   static result<void> poll(steady::time_point deadline, const std::stop_token& stop,
                            const std::function<result<bool>()>& changed,
                            std::chrono::microseconds cap = max_pause) {
@@ -245,6 +265,7 @@ class my_lease {
   my::target target_;
   milliseconds timeout_;
   my::bells bells_;
+  my::window_poll windows_;
   std::mutex rung_mu_;
   std::unordered_set<std::string> rung_;  // entries whose doorbell was got (see ring())
 };
