@@ -191,17 +191,17 @@ result<std::optional<std::string>> session::wait_for_token(std::string_view lock
     // whose net finds none lists. A round costs each master O(queue length): 1000 waiters
     // each listing every quarter TTL kept three masters busy, and handoffs waited seconds
     // behind them (8 of 1000 granted in 30 s).
-    const auto last = last_full_round(lock);
+    const auto last = last_round_sent(lock);
     if (last + fresh <= until) return r;
     until = std::min(deadline, last + net);
     fresh = net;
   }
 }
 
-steady::time_point session::last_full_round(std::string_view lock) const {
+steady::time_point session::last_round_sent(std::string_view lock) const {
   std::lock_guard lk(mu_);
-  auto it = full_round_.find(lock);
-  return it == full_round_.end() ? steady::time_point{} : it->second;
+  auto it = round_sent_.find(lock);
+  return it == round_sent_.end() ? steady::time_point{} : it->second;
 }
 
 // The session's key goes: its renewal (an owner-checked PEXPIRE) fails, and every script

@@ -16,8 +16,8 @@ result<session::redlock_view> session::redlock_round(std::string_view lock,
     // and every waiter whose safety net fired meanwhile would send its own. If this one then
     // misses a master, those nets fire once more before anyone lists again.
     std::lock_guard lk(mu_);
-    if (full_round_.size() > 10000) full_round_.clear();  // a cache: without it, waiters list
-    full_round_[std::string(lock)] = steady::now();
+    if (round_sent_.size() > 10000) round_sent_.clear();  // a cache: without it, waiters list
+    round_sent_[std::string(lock)] = steady::now();
   }
   auto round = call_round(lock, add);
   // A majority must have answered well within the lease.
@@ -36,7 +36,6 @@ result<session::redlock_view> session::redlock_round(std::string_view lock,
     std::lock_guard lk(mu_);
     auto& best = at_least_[std::string(lock)];
     best = std::max(best, round.counter);
-
     if (at_least_.size() > 10000) at_least_.clear();  // a cache; correctness does not need it
     if (auto it = mine_.find(lock); it != mine_.end()) mine = it->second;
     for (const auto& id : mine) {

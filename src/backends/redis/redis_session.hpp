@@ -165,7 +165,7 @@ class session final : public backend_session {
                                                     std::stop_token stop);
   // Redlock: when this session last sent a round of `lock` (the epoch if never): once it is
   // answered, every entry dead by then is purged, and its waiters' tokens pushed.
-  steady::time_point last_full_round(std::string_view lock) const;
+  steady::time_point last_round_sent(std::string_view lock) const;
 
   // A fresh inbox key for one registered wait (i:<session>:<n>): stale tokens of an earlier
   // registration never wake a later wait.
@@ -183,7 +183,7 @@ class session final : public backend_session {
   std::map<std::string, id_set, std::less<>> leftover_;         // removed on too few servers
   std::map<std::string, std::uint64_t, std::less<>> at_least_;  // lock -> highest counter seen
   std::map<std::string, std::size_t, std::less<>> wait_hint_;   // awaited id -> server
-  std::map<std::string, steady::time_point, std::less<>> full_round_;  // last_full_round
+  std::map<std::string, steady::time_point, std::less<>> round_sent_;  // last_round_sent
   // Redlock: own holders' tokens, fixed once their counters were raised (see merge_views).
   std::map<std::string, std::uint64_t, std::less<>> settled_;
   // Redlock: own candidates' values and the last version this session chose for each.
