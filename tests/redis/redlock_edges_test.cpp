@@ -10,42 +10,15 @@
 #include <thread>
 
 #include "core/removal_queue.hpp"
+#include "redis/three_masters.hpp"
 #include "support/redis_server.hpp"
 #include "support/tcp_proxy.hpp"
-#include "support/wake_counter.hpp"
 
 namespace dlock::test {
 namespace {
 
 using namespace std::chrono_literals;
 using steady = std::chrono::steady_clock;
-
-struct three_masters {
-  std::vector<std::unique_ptr<redis_server>> servers;
-  three_masters() {
-    for (int i = 0; i < 3; ++i) servers.push_back(std::make_unique<redis_server>());
-  }
-  // redlock:// over the three masters; ports[i] != 0 replaces master i's port (a proxy).
-  std::string url(const std::string& query, std::vector<std::uint16_t> ports = {0, 0, 0}) const {
-    std::string hosts;
-    for (std::size_t i = 0; i < servers.size(); ++i) {
-      auto port = ports[i] ? ports[i] : servers[i]->port();
-      hosts += (hosts.empty() ? "" : ",") + ("127.0.0.1:" + std::to_string(port));
-    }
-    return "redlock://" + hosts + "?" + query;
-  }
-};
-
-// Polls `done` every 10 ms for up to `d`.
-template <class F>
-bool within(std::chrono::milliseconds d, F done) {
-  auto until = steady::now() + d;
-  while (!done()) {
-    if (steady::now() >= until) return false;
-    std::this_thread::sleep_for(10ms);
-  }
-  return true;
-}
 
 TEST(redlock_release, a_removal_that_missed_a_master_is_retried_once_the_master_is_back) {
   three_masters m;
@@ -277,141 +250,6 @@ TEST(redlock_splits, many_threads_of_one_session_waiting_on_one_lock_are_all_gra
   EXPECT_TRUE(errors.empty()) << errors.size() << " failed, the first: " << errors.front();
   EXPECT_EQ(grants.load(), 64);
   EXPECT_EQ(overlaps.load(), 0);
-}
-
-// Ten waiters of one session queue behind another session's holder; the masters see their
-// concurrent enqueues in different orders. Each waiter then waits on one entry; a choice that
-// let those waits close a cycle (a on b, b on a, or a waiter that gained a majority waiting
-// on an entry now waiting on it) left them asleep until the safety net, a quarter of the TTL
-// (30 s here), re-listed. Several rounds, since the orders are the masters' to pick. Also:
-// the waiters' session, inspected, shows the whole queue, each entry once.
-TEST(redlock_waiters, one_sessions_waiters_are_served_without_the_safety_net) {
-  three_masters m;
-  const auto query = std::string("ttl=120s&prefix=wc:");
-  auto holder_session = session::open(m.url(query));
-  auto wakes = std::make_shared<wake_counter>();
-  auto waiters_session = session::open(m.url(query), wake_counter::options(wakes));
-  constexpr int waiters = 10;
-  for (int round = 0; round < 8; ++round) {
-    const auto name = "cycle-" + std::to_string(round);
-    dlock::mutex holder(holder_session, name);
-    ASSERT_TRUE(holder.try_lock());
-    std::atomic<int> grants{0}, inside{0}, overlaps{0};
-    {
-      std::vector<std::jthread> threads;
-      for (int t = 0; t < waiters; ++t) {
-        threads.emplace_back([&] {
-          dlock::mutex mx(waiters_session, name);
-          // Far below the safety net, far above a drain's few milliseconds.
-          if (!mx.try_lock_for(20s)) return;
-          if (inside.fetch_add(1) != 0) ++overlaps;
-          ++grants;
-          inside.fetch_sub(1);
-          mx.unlock();
-        });
-      }
-      std::vector<queue_entry> q;
-      EXPECT_TRUE(within(10s, [&] {
-        q = inspect(waiters_session, name);
-        return q.size() >= waiters + 1;
-      })) << q.size();
-      EXPECT_EQ(q.size(), waiters + 1u) << "the whole queue, each entry once";
-      holder.unlock();
-    }
-    ASSERT_EQ(grants.load(), waiters) << "round " << round << ": waiters left asleep";
-    EXPECT_EQ(overlaps.load(), 0);
-    // A waiter left asleep and granted only when its deadline made it look again.
-    ASSERT_EQ(wakes->now().timeout, 0u) << "round " << round << ": a waiter slept to its deadline";
-  }
-}
-
-// A Redlock listing reads every master's whole queue, and each waiter's safety net (a quarter
-// of the TTL: a crashed holder's entry goes without a push) listed on its own: 1000 waiters
-// listed 4 000 queues of 1000 entries every TTL, and the masters served little else (4-9 of
-// 1000 granted in 30 s). Any round of the session purges every dead entry on every master
-// and pushes its waiters' tokens, so the session's waiters share one net. Counted: the
-// waiters' net wake-ups (each a listing that found nothing new) while a holder holds on.
-TEST(redlock_waiters, a_sessions_idle_waiters_share_one_safety_net) {
-  three_masters m;
-  const auto query = std::string("ttl=2s&prefix=sn:");  // a net every 500 ms
-  auto holder_session = session::open(m.url(query));
-  auto wakes = std::make_shared<wake_counter>();
-  auto waiters_session = session::open(m.url(query), wake_counter::options(wakes));
-  dlock::mutex holder(holder_session, "net");
-  ASSERT_TRUE(holder.try_lock());
-  constexpr int waiters = 20;
-  std::atomic<int> grants{0};
-  {
-    std::vector<std::jthread> threads;
-    for (int t = 0; t < waiters; ++t) {
-      threads.emplace_back([&] {
-        dlock::mutex mx(waiters_session, "net");
-        if (!mx.try_lock_for(30s)) return;
-        ++grants;
-        mx.unlock();
-      });
-    }
-    std::vector<queue_entry> q;
-    ASSERT_TRUE(within(10s, [&] {
-      q = inspect(holder_session, "net");
-      return q.size() >= waiters + 1;
-    })) << q.size();
-    const auto before = wakes->now();
-    std::this_thread::sleep_for(3s);  // six nets
-    const auto idle = wakes->now() - before;
-    // Each waiter on its own: about 20 x 6 = 120; shared: about 6.
-    EXPECT_LE(idle.spurious + idle.changed, static_cast<std::uint64_t>(waiters))
-        << "the waiters' safety nets listed on their own";
-    holder.unlock();
-  }
-  EXPECT_EQ(grants.load(), waiters);
-}
-
-// The shared net must still free a holder's waiters when its session ends without a push (a
-// crash: its key expires, and only a listing purges its entry). The holder's session key is
-// deleted on every master, as its expiry would; one waiter's net lists, which purges the
-// entry and wakes them all.
-TEST(redlock_waiters, a_sessions_waiters_sharing_a_net_still_see_a_dead_holder_go) {
-  three_masters m;
-  const auto query = std::string("ttl=2s&prefix=sd:");  // a net every 500 ms
-  auto holder_session = session::open(m.url(query));
-  auto waiters_session = session::open(m.url(query));
-  dlock::mutex holder(holder_session, "dead");
-  ASSERT_TRUE(holder.try_lock());
-  const auto held = m.servers[0]->entry_ids("sd:", "dead");
-  ASSERT_EQ(held.size(), 1u);
-  const auto sid = held[0].substr(0, held[0].find('-'));
-  constexpr int waiters = 20;
-  std::atomic<int> grants{0};
-  std::atomic<std::int64_t> first_ms{-1};
-  steady::time_point ended;
-  {
-    std::vector<std::jthread> threads;
-    for (int t = 0; t < waiters; ++t) {
-      threads.emplace_back([&] {
-        dlock::mutex mx(waiters_session, "dead");
-        if (!mx.try_lock_for(20s)) return;
-        std::int64_t none = -1;
-        first_ms.compare_exchange_strong(
-            none,
-            std::chrono::duration_cast<std::chrono::milliseconds>(steady::now() - ended).count());
-        ++grants;
-        mx.unlock();
-      });
-    }
-    std::vector<queue_entry> q;
-    ASSERT_TRUE(within(10s, [&] {
-      q = inspect(waiters_session, "dead");
-      return q.size() >= waiters + 1;
-    })) << q.size();
-    std::this_thread::sleep_for(1s);  // two nets: the waiters are settled in them
-    ended = steady::now();
-    for (auto& s : m.servers) s->command({"DEL", "sd:s:" + sid});
-  }
-  EXPECT_EQ(grants.load(), waiters);
-  // Within a net or two of the end (500 ms each), not at the waiters' deadline.
-  EXPECT_GE(first_ms.load(), 0);
-  EXPECT_LT(first_ms.load(), 3000) << "the first grant after the holder's session ended";
 }
 
 }  // namespace

@@ -1,0 +1,155 @@
+// Redlock's waiters, many of one session on one name: their waits never close a cycle, they
+// share one safety net, and the shared net still sees a dead holder go (issue 17). Three real
+// redis-servers as masters.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <dlock/dlock.hpp>
+#include <functional>
+#include <thread>
+#include <vector>
+
+#include "redis/three_masters.hpp"
+#include "support/wake_counter.hpp"
+
+namespace dlock::test {
+namespace {
+
+using namespace std::chrono_literals;
+using steady = std::chrono::steady_clock;
+
+// `n` threads of session `s` that wait up to `wait` for lock `name` and release at once,
+// counting their grants (and calling `on_grant` first).
+struct waiter_threads {
+  std::atomic<int> grants{0};
+  std::vector<std::jthread> threads;
+
+  waiter_threads(session& s, const std::string& name, int n, std::chrono::seconds wait,
+                 std::function<void()> on_grant = {}) {
+    for (int t = 0; t < n; ++t) {
+      threads.emplace_back([&s, name, wait, on_grant, this] {
+        dlock::mutex mx(s, name);
+        if (!mx.try_lock_for(wait)) return;
+        if (on_grant) on_grant();
+        ++grants;
+        mx.unlock();
+      });
+    }
+  }
+  // Whether `looker` sees them all queued behind the holder within 10 s.
+  static bool queued(session& looker, const std::string& name, int n) {
+    return within(10s,
+                  [&] { return inspect(looker, name).size() >= static_cast<std::size_t>(n) + 1; });
+  }
+  int join() {
+    threads.clear();
+    return grants.load();
+  }
+};
+
+// Ten waiters of one session queue behind another session's holder; the masters see their
+// concurrent enqueues in different orders. Each waiter then waits on one entry; a choice that
+// let those waits close a cycle (a on b, b on a, or a waiter that gained a majority waiting
+// on an entry now waiting on it) left them asleep until the safety net, a quarter of the TTL
+// (30 s here), re-listed. Several rounds, since the orders are the masters' to pick. Also:
+// the waiters' session, inspected, shows the whole queue, each entry once.
+TEST(redlock_waiters, one_sessions_waiters_are_served_without_the_safety_net) {
+  three_masters m;
+  const auto query = std::string("ttl=120s&prefix=wc:");
+  auto holder_session = session::open(m.url(query));
+  auto wakes = std::make_shared<wake_counter>();
+  auto waiters_session = session::open(m.url(query), wake_counter::options(wakes));
+  constexpr int waiters = 10;
+  for (int round = 0; round < 8; ++round) {
+    const auto name = "cycle-" + std::to_string(round);
+    dlock::mutex holder(holder_session, name);
+    ASSERT_TRUE(holder.try_lock());
+    std::atomic<int> grants{0}, inside{0}, overlaps{0};
+    {
+      std::vector<std::jthread> threads;
+      for (int t = 0; t < waiters; ++t) {
+        threads.emplace_back([&] {
+          dlock::mutex mx(waiters_session, name);
+          // Far below the safety net, far above a drain's few milliseconds.
+          if (!mx.try_lock_for(20s)) return;
+          if (inside.fetch_add(1) != 0) ++overlaps;
+          ++grants;
+          inside.fetch_sub(1);
+          mx.unlock();
+        });
+      }
+      std::vector<queue_entry> q;
+      EXPECT_TRUE(within(10s, [&] {
+        q = inspect(waiters_session, name);
+        return q.size() >= waiters + 1;
+      })) << q.size();
+      EXPECT_EQ(q.size(), waiters + 1u) << "the whole queue, each entry once";
+      holder.unlock();
+    }
+    ASSERT_EQ(grants.load(), waiters) << "round " << round << ": waiters left asleep";
+    EXPECT_EQ(overlaps.load(), 0);
+    // A waiter left asleep and granted only when its deadline made it look again.
+    ASSERT_EQ(wakes->now().timeout, 0u) << "round " << round << ": a waiter slept to its deadline";
+  }
+}
+
+// A Redlock listing reads every master's whole queue, and each waiter's safety net (a quarter
+// of the TTL: a crashed holder's entry goes without a push) listed on its own: 1000 waiters
+// listed 4 000 queues of 1000 entries every TTL, and the masters served little else (4-9 of
+// 1000 granted in 30 s). Any round of the session purges every dead entry on every master
+// and pushes its waiters' tokens, so the session's waiters share one net. Counted: the
+// waiters' net wake-ups (each a listing that found nothing new) while a holder holds on.
+TEST(redlock_waiters, a_sessions_idle_waiters_share_one_safety_net) {
+  three_masters m;
+  const auto query = std::string("ttl=2s&prefix=sn:");  // a net every 500 ms
+  auto holder_session = session::open(m.url(query));
+  auto wakes = std::make_shared<wake_counter>();
+  auto waiters_session = session::open(m.url(query), wake_counter::options(wakes));
+  dlock::mutex holder(holder_session, "net");
+  ASSERT_TRUE(holder.try_lock());
+  constexpr int waiters = 20;
+  waiter_threads w(waiters_session, "net", waiters, 30s);
+  ASSERT_TRUE(waiter_threads::queued(holder_session, "net", waiters));
+  const auto before = wakes->now();
+  std::this_thread::sleep_for(3s);  // six nets
+  const auto idle = wakes->now() - before;
+  // Each waiter on its own: about 20 x 6 = 120; shared: about 6.
+  EXPECT_LE(idle.spurious + idle.changed, static_cast<std::uint64_t>(waiters))
+      << "the waiters' safety nets listed on their own";
+  holder.unlock();
+  EXPECT_EQ(w.join(), waiters);
+}
+
+// The shared net must still free a holder's waiters when its session ends without a push (a
+// crash: its key expires, and only a listing purges its entry). The holder's session key is
+// deleted on every master, as its expiry would; one waiter's net lists, which purges the
+// entry and wakes them all.
+TEST(redlock_waiters, a_sessions_waiters_sharing_a_net_still_see_a_dead_holder_go) {
+  three_masters m;
+  const auto query = std::string("ttl=2s&prefix=sd:");  // a net every 500 ms
+  auto holder_session = session::open(m.url(query));
+  auto waiters_session = session::open(m.url(query));
+  dlock::mutex holder(holder_session, "dead");
+  ASSERT_TRUE(holder.try_lock());
+  const auto held = m.servers[0]->entry_ids("sd:", "dead");
+  ASSERT_EQ(held.size(), 1u);
+  const auto sid = held[0].substr(0, held[0].find('-'));
+  constexpr int waiters = 20;
+  std::atomic<steady::time_point> ended{steady::time_point::max()};
+  std::atomic<steady::time_point> first{steady::time_point::max()};
+  waiter_threads w(waiters_session, "dead", waiters, 20s, [&] {
+    auto none = steady::time_point::max();
+    first.compare_exchange_strong(none, steady::now());
+  });
+  ASSERT_TRUE(waiter_threads::queued(waiters_session, "dead", waiters));
+  std::this_thread::sleep_for(1s);  // two nets: the waiters are settled in them
+  ended = steady::now();
+  for (auto& s : m.servers) s->command({"DEL", "sd:s:" + sid});
+  EXPECT_EQ(w.join(), waiters);
+  // Within a net or two of the end (500 ms each), not at the waiters' deadline.
+  ASSERT_NE(first.load(), steady::time_point::max());
+  EXPECT_LT(first.load() - ended.load(), 3s) << "the first grant after the holder's session ended";
+}
+
+}  // namespace
+}  // namespace dlock::test
