@@ -31,6 +31,7 @@
 #include "backends/etcd/etcd_entries.hpp"
 #include "backends/etcd/etcd_keys.hpp"
 #include "backends/etcd/etcd_queue.hpp"
+#include "backends/etcd/etcd_writes.hpp"
 #include "core/verdict.hpp"
 
 namespace dlock::detail {
@@ -173,67 +174,14 @@ class etcd_session final : public backend_session {
 
   result<void> remove_by(std::string_view lock, std::string_view entry_id,
                          std::optional<steady::time_point> deadline) {
-    auto found = own_.find(lock, entry_id);
-    if (!found) return fail(errc::lock_lost, "etcd entry " + std::string(entry_id) + " is gone");
-    const auto& own = *found;
     const auto until =
         deadline.value_or(steady::now() + cfg_.request_timeout);  // capped: open_etcd
-    // A lock's entry: its key is its lease's own and no later entry of this session uses it
-    // while this one is listed (own_key), so a plain delete deletes only this entry -- Go's
-    // Unlock, the floor's release.
-    bool deleted = false;
-    result<void> sent;
-    if (own.candidate()) {
-      auto t = client_->txn({{own.meta_key, true, 0, own.record}},
-                            {etcd::del_op(own.key), etcd::del_op(own.meta_key)}, {}, until);
-      if (t) {
-        deleted = t->succeeded;
-      } else {
-        sent = fail(t.error());
-      }
-    } else {
-      auto d = client_->del(own.key, until);
-      if (d) {
-        deleted = *d > 0;
-      } else {
-        sent = fail(d.error());
-      }
-    }
-    if (!sent) {
-      own_.mark_unsure(lock, entry_id);
-      return sent;
-    }
-    // Gone either way: the lease's slot on this lock is free again, unless a delete cut off
-    // before may still arrive.
-    own_.forget(lock, entry_id);
-    if (!deleted) {
-      return fail(errc::lock_lost,
-                  "etcd key '" + own.key + "' is gone (its lease ended, or someone deleted it)");
-    }
-    return {};
+    return etcd::remove_own(*client_, own_, lock, entry_id, until);
   }
 
-  // Go's Proclaim: a put of the candidate's key guarded by its create revision (and by the
-  // companion, so it is this entry's), read back for the version. A retry after a lost reply
-  // puts the same value again: one version more, harmless (observers compare values too).
   result<std::uint64_t> set_value(std::string_view lock, std::string_view entry_id,
                                   std::string_view value) override {
-    auto found = own_.find(lock, entry_id);
-    if (!found || found->create_revision == 0) {
-      return fail(errc::lock_lost, "etcd entry " + std::string(entry_id) + " is gone");
-    }
-    if (!found->candidate()) {
-      return fail(errc::unsupported, "etcd entry " + std::string(entry_id) + " is no candidate");
-    }
-    const auto& own = *found;
-    auto t = client_->txn(
-        {{own.key, false, own.create_revision, {}}, {own.meta_key, true, 0, own.record}},
-        {etcd::put_op(own.key, std::string(value), own.lease), etcd::range_op(own.key)}, {});
-    if (!t) return fail(t.error());
-    if (!t->succeeded || t->ranges.empty() || t->ranges[0].kvs.empty()) {
-      return fail(errc::lock_lost, "etcd key '" + own.key + "' is gone");
-    }
-    return static_cast<std::uint64_t>(std::max<std::int64_t>(t->ranges[0].kvs[0].version - 1, 1));
+    return etcd::proclaim(*client_, own_, lock, entry_id, value);
   }
 
   // Any change under the lock's prefix after the listing `seen` came from (a key put,
