@@ -107,8 +107,10 @@ void watch(const observe_options& o, const std::string& url, std::stop_token sto
 }
 
 int observe(const observe_options& o) {
+  // First: every thread started from here on inherits the blocked mask. A thread started
+  // before it could take a SIGTERM and kill dlock instead of ending it cleanly.
+  signal_watch signals;
   check_lock_name(o.name);
-  signal_watch signals;  // before any session starts its threads, so they inherit the mask
   const auto url = resolve_url(o.url, /*create=*/false);
   std::exception_ptr failure;
   std::jthread watcher([&](std::stop_token stop) {

@@ -13,6 +13,7 @@
 #include <iostream>
 
 #include "core/duration.hpp"
+#include "core/names.hpp"
 #include "core/url.hpp"
 
 namespace dlock::cli {
@@ -192,17 +193,15 @@ std::chrono::milliseconds parse_duration_option(std::string_view option, const s
 }
 
 void check_lock_name(const std::string& name) {
-  // An in-process memory session applies exactly the rules every backend uses.
-  std::error_code ec;
-  auto probe = dlock::session::open("memory://dlock-cli-name-check", {}, ec);
-  if (!probe) return;  // cannot happen; the real backend will check again
+  // The rules every backend applies, checked without opening a session: a session starts
+  // threads, and a command that handles signals must block them before any thread exists.
+  auto valid = dlock::detail::validate_lock_name(name);
+  if (valid) return;
   try {
-    dlock::mutex check(probe, name);
+    dlock::detail::raise(valid.error(), "dlock");
   } catch (const std::system_error& e) {
-    probe.close();
     throw cli_error(exit_usage, tidy(e));
   }
-  probe.close();
 }
 
 dlock::session open_session(const std::string& url, const dlock::session_options& options) {

@@ -214,7 +214,10 @@ int run_reported(const run_options& o, run_report& rep) {
     // A floor, so that -w 0 still lets a healthy server answer.
     so.open_timeout = std::min(so.request_timeout, std::max(*wait, std::chrono::milliseconds{100}));
   }
-  signal_watch signals;  // before the session starts its threads, so they inherit the mask
+  // Before the session starts its threads, so they inherit the mask; nothing above starts
+  // one (check_lock_name opens no session): a thread that could take a SIGTERM would kill dlock
+  // instead of letting it end CMD and release.
+  signal_watch signals;
   std::string url = resolve_url(o.url);
   auto session = open_session(url, so);
   struct closer {
