@@ -16,8 +16,12 @@ class mysql_fixture : public backend_fixture {
   std::size_t raw_entries(const std::string& lock) override {
     try {
       return std::stoul(server()
-                            .query("SELECT count(*) FROM dlock.dlock_entries"
-                                   " WHERE name = CAST(? AS BINARY)",
+                            .query("SELECT count(*) FROM dlock.dlock_entries e"
+                                   " WHERE name = CAST(? AS BINARY)"
+                                   // Queued only: a released entry's row goes with its
+                                   // session's next commit (my_schema.cpp, DLOCK_QUEUED).
+                                   " AND (e.bell = 0 OR IS_USED_LOCK(CONCAT('dlock:e:', "
+                                   "LEFT(SHA2(e.id, 256), 40))) IS NOT NULL)",
                                    {lock})
                             .at(0));
     } catch (const std::runtime_error&) {

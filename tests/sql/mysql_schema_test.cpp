@@ -287,7 +287,7 @@ TEST_F(mysql_schema, a_version_2_schema_is_upgraded_in_place_and_version_2_clien
   EXPECT_TRUE(errors.empty()) << errors.size() << " calls of version-2 clients failed, first "
                               << errors.front();
 
-  EXPECT_EQ(one("SELECT v FROM " + db_ + ".dlock_meta WHERE k = 'schema_version'"), "4");
+  EXPECT_EQ(one("SELECT v FROM " + db_ + ".dlock_meta WHERE k = 'schema_version'"), "5");
   EXPECT_EQ(one("SELECT version FROM " + db_ + ".dlock_entries WHERE id = 'held-entry'"), "0");
   dlock::mutex held(s, "held");
   EXPECT_FALSE(held.try_lock()) << "the live version-2 hold was lost in the upgrade";
@@ -365,17 +365,17 @@ TEST_F(mysql_schema, concurrent_and_interrupted_upgrades_finish) {
   for (auto& t : openers) t.join();
   for (const auto& e : errors) EXPECT_EQ(e, "");
   EXPECT_EQ(opened.load(), 4);
-  EXPECT_EQ(one("SELECT v FROM " + db_ + ".dlock_meta WHERE k = 'schema_version'"), "4");
+  EXPECT_EQ(one("SELECT v FROM " + db_ + ".dlock_meta WHERE k = 'schema_version'"), "5");
 }
 
 // A schema from a newer dlock is refused, not rewritten.
 TEST_F(mysql_schema, a_newer_schema_is_refused) {
-  server().query("UPDATE " + db_ + ".dlock_meta SET v = '5' WHERE k = 'schema_version'");
+  server().query("UPDATE " + db_ + ".dlock_meta SET v = '6' WHERE k = 'schema_version'");
   std::error_code ec;
   auto s = dlock::session::open(url(), {}, ec);
   EXPECT_FALSE(s);
   EXPECT_EQ(ec, dlock::errc::backend_error) << ec.message();
-  EXPECT_EQ(one("SELECT v FROM " + db_ + ".dlock_meta WHERE k = 'schema_version'"), "5");
+  EXPECT_EQ(one("SELECT v FROM " + db_ + ".dlock_meta WHERE k = 'schema_version'"), "6");
 }
 
 }  // namespace

@@ -103,6 +103,13 @@ void mariadb_server::stop() {
   server_.reset();
 }
 
+void mariadb_server::crash() {
+  if (!server_) return;
+  server_->signal(SIGKILL);
+  if (!server_->wait(std::chrono::seconds{60})) throw std::runtime_error("mariadbd did not die");
+  server_.reset();
+}
+
 std::string mariadb_server::url(const std::string& query) const {
   return "mysql://dlock:secret@127.0.0.1:" + std::to_string(port_) + "/dlock" +
          (query.empty() ? "" : "?" + query);

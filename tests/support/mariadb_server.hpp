@@ -28,6 +28,8 @@ class mariadb_server {
   std::string url(const std::string& query = "") const;
   // Clean shutdown (SIGTERM, waits for exit); start() brings it back on the same port.
   void stop();
+  // A crash: SIGKILL, nothing flushed that InnoDB had not made durable; start() recovers it.
+  void crash();
   void start();
   bool running() const { return server_.has_value(); }
 

@@ -20,6 +20,13 @@ namespace {
 // characters (MySQL refuses names over 64), server-wide like every named lock, so the entry id
 // (random per session) is what keeps two databases' doorbells apart.
 #define DLOCK_BELL(e) "CONCAT('dlock:e:', LEFT(SHA2(" e ", 256), 40))"
+// Entry row `e` is still queued. Since version 5 an entry that rings (bell = 1) leaves when its
+// owner lets its doorbell go: the release commits nothing, and the row is deleted later, in
+// its session's next enqueue or renewal (a commit it pays anyway). Its owner's connection holds
+// the doorbell from the enqueue until the release, and a session dies with that connection, so
+// a free doorbell means released or dead. Entries of older clients (bell = 0) leave with
+// their row, as before.
+#define DLOCK_QUEUED(e) "(" e ".bell = 0 OR IS_USED_LOCK(" DLOCK_BELL(e ".id") ") IS NOT NULL)"
 
 const char* const ddl[] = {
     "CREATE TABLE IF NOT EXISTS dlock_meta(k VARCHAR(64) PRIMARY KEY, v VARCHAR(255) NOT NULL)"
@@ -42,6 +49,8 @@ const char* const ddl[] = {
     // unchanged: its statements and the procedures' inserts name their columns.
     "ALTER TABLE dlock_entries ADD COLUMN value VARBINARY(16384) NOT NULL DEFAULT ''",
     "ALTER TABLE dlock_entries ADD COLUMN version BIGINT NOT NULL DEFAULT 0",
+    // Version 5: 1 for an entry whose doorbell says whether it is queued (DLOCK_QUEUED).
+    "ALTER TABLE dlock_entries ADD COLUMN bell TINYINT NOT NULL DEFAULT 0",
     // The procedures keep their parameters across versions, and their rows only gain
     // columns at the end: an older client still running calls them as before and reads the
     // columns it knows by position. (Replaced in one step on MariaDB: see for_server.)
@@ -49,13 +58,20 @@ const char* const ddl[] = {
     // The live queue of one lock. Entries of lapsed sessions, and of sessions whose
     // connection is gone, are deleted on the way (with those sessions); the caller's own
     // session (p_session) is alive, so an uncontended call checks no connection.
+    // Conditions are read with SELECT ... INTO, a plain read: InnoDB reads the SELECT of an
+    // IF EXISTS in a routine with shared locks on every row it scans (repeatable read), and
+    // those deadlocked with the enqueues' writes (150 deadlocks a second among four sessions,
+    // each a statement retried after a pause).
     "CREATE PROCEDURE dlock_queue(IN p_name VARBINARY(1024), IN p_session VARBINARY(64))\n"
     "BEGIN\n"
     "  DECLARE t BIGINT DEFAULT " DLOCK_NOW
     ";\n"
-    "  IF EXISTS (SELECT 1 FROM dlock_entries e LEFT JOIN dlock_sessions s ON s.id = e.session\n"
-    "             WHERE e.name = p_name AND e.session <> p_session\n"
-    "               AND (s.id IS NULL OR s.expires_ms <= t OR NOT " DLOCK_CONNECTED("s") ")) THEN\n"
+    "  DECLARE dead INT DEFAULT 0;\n"
+    "  SELECT EXISTS (SELECT 1 FROM dlock_entries e LEFT JOIN dlock_sessions s ON s.id = e.session\n"
+    "                 WHERE e.name = p_name AND e.session <> p_session\n"
+    "                   AND (s.id IS NULL OR s.expires_ms <= t OR NOT " DLOCK_CONNECTED("s") "))\n"
+    "    INTO dead;\n"
+    "  IF dead THEN\n"
     "    DELETE FROM dlock_sessions WHERE id IN (SELECT e.session FROM dlock_entries e\n"
     "        WHERE e.name = p_name AND e.session <> p_session)\n"
     "      AND (expires_ms <= t OR NOT " DLOCK_CONNECTED("dlock_sessions") ");\n"
@@ -65,7 +81,8 @@ const char* const ddl[] = {
     "  SELECT e.id, e.kind, e.token, e.created_ms, s.owner, s.expires_ms - t, e.value,\n"
     "         e.version\n"
     "  FROM dlock_entries e JOIN dlock_sessions s ON s.id = e.session\n"
-    "  WHERE e.name = p_name AND s.expires_ms > t ORDER BY e.token;\n"
+    "  WHERE e.name = p_name AND s.expires_ms > t AND " DLOCK_QUEUED("e") "\n"
+    "  ORDER BY e.token;\n"
     "END",
     "DROP PROCEDURE IF EXISTS dlock_enqueue",
     // Idempotent on the entry id. The fence row stays locked until COMMIT, so tokens commit
@@ -98,30 +115,97 @@ const char* const ddl[] = {
     // release (its waiters' GET_LOCK would then wait out a lease instead of the removal).
     "DROP PROCEDURE IF EXISTS dlock_enqueue_bell",
     // IS_USED_LOCK first: GET_LOCK is re-entrant, and a retried enqueue on the same connection
-    // must not take the doorbell twice (one RELEASE_LOCK would then leave it held).
+    // must not take the doorbell twice (one RELEASE_LOCK would then leave it held). Since
+    // version 5 the doorbell must be got (an entry without it would not count as queued), the
+    // entry is marked as ringing, and the session's released entries are deleted in the same
+    // commit. READ COMMITTED: that delete locks only the rows it deletes, no gaps another
+    // session's insert would wait for. The fence row is updated first, an X lock at once:
+    // concurrent INSERT ... ON DUPLICATE KEY UPDATEs of one row each take a shared lock on
+    // finding the duplicate and then deadlock upgrading it (a fifth of the enqueues of four
+    // contending sessions failed so, each retried after a pause).
     "CREATE PROCEDURE dlock_enqueue_bell(IN p_session VARBINARY(64), IN p_name VARBINARY(1024),\n"
     "                                    IN p_id VARBINARY(255), IN p_kind TINYINT)\n"
     "BEGIN\n"
     "  DECLARE b VARCHAR(64) DEFAULT " DLOCK_BELL("p_id") ";\n"
-    "  IF IFNULL(IS_USED_LOCK(b), 0) <> CONNECTION_ID() THEN DO GET_LOCK(b, 0); END IF;\n"
-    "  CALL dlock_enqueue(p_session, p_name, p_id, p_kind);\n"
+    "  DECLARE t BIGINT;\n"
+    "  DECLARE live INT DEFAULT 0;\n"
+    "  DECLARE known INT DEFAULT 0;\n"
+    "  DECLARE EXIT HANDLER FOR SQLEXCEPTION BEGIN ROLLBACK; RESIGNAL; END;\n"
+    "  SELECT EXISTS (SELECT 1 FROM dlock_sessions\n"
+    "                 WHERE id = p_session AND expires_ms > " DLOCK_NOW
+    "                   AND conn = CONNECTION_ID()) INTO live;\n"
+    "  IF NOT live THEN\n"
+    "    SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = 'dlock session expired';\n"
+    "  END IF;\n"
+    "  IF IFNULL(IS_USED_LOCK(b), 0) <> CONNECTION_ID() AND IFNULL(GET_LOCK(b, 0), 0) <> 1 THEN\n"
+    "    SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = 'doorbell of the entry is held elsewhere';\n"
+    "  END IF;\n"
+    "  SELECT EXISTS (SELECT 1 FROM dlock_entries WHERE id = p_id) INTO known;\n"
+    "  IF NOT known THEN\n"
+    "    SET TRANSACTION ISOLATION LEVEL READ COMMITTED;\n"
+    "    START TRANSACTION;\n"
+    "    UPDATE dlock_fences SET fence = fence + 1 WHERE name = p_name;\n"
+    "    IF ROW_COUNT() = 0 THEN\n"
+    "      INSERT INTO dlock_fences(name, fence) VALUES (p_name, 1)\n"
+    "        ON DUPLICATE KEY UPDATE fence = fence + 1;\n"
+    "    END IF;\n"
+    "    SELECT fence INTO t FROM dlock_fences WHERE name = p_name;\n"
+    "    INSERT INTO dlock_entries(id, name, kind, token, session, created_ms, bell)\n"
+    "      VALUES (p_id, p_name, p_kind, t, p_session, " DLOCK_NOW
+    ", 1);\n"
+    "    DELETE FROM dlock_entries WHERE session = p_session AND NOT " DLOCK_QUEUED(
+        "dlock_entries") ";\n"
+    "    COMMIT;\n"
+    "  END IF;\n"
+    "  CALL dlock_queue(p_name, p_session);\n"
     "END",
     "DROP PROCEDURE IF EXISTS dlock_remove",
-    // The row goes (and commits) before the doorbell is released, so a waiter that the release
-    // wakes lists a queue without it. The doorbell is released even when no row went (the
-    // lease had ended): the owner's connection holds nothing for an entry it gave up.
+    // An entry that rings leaves when its doorbell is let go: nothing is written, so a release
+    // waits for no flush (a server crash ends every session anyway: their connections go). The
+    // row goes with the session's next enqueue or renewal. An older entry's row is deleted,
+    // and committed, before the doorbell goes, as in version 4. The doorbell is released even
+    // when the entry was not live (the lease had ended): the owner's connection holds nothing
+    // for an entry it gave up.
     "CREATE PROCEDURE dlock_remove(IN p_name VARBINARY(1024), IN p_id VARBINARY(255),\n"
     "                              IN p_session VARBINARY(64))\n"
     "BEGIN\n"
     "  DECLARE n BIGINT;\n"
-    "  DELETE e FROM dlock_entries e JOIN dlock_sessions s ON s.id = e.session\n"
+    "  DECLARE b BIGINT;\n"
+    "  SELECT COUNT(*), IFNULL(MAX(e.bell), 0) INTO n, b\n"
+    "  FROM dlock_entries e JOIN dlock_sessions s ON s.id = e.session\n"
     "  WHERE e.name = p_name AND e.id = p_id AND e.session = p_session\n"
-    "    AND s.expires_ms > " DLOCK_NOW ";\n"
-    "  SET n = ROW_COUNT();\n"
+    "    AND s.expires_ms > " DLOCK_NOW " AND " DLOCK_QUEUED("e") ";\n"
+    "  IF b = 0 THEN\n"
+    "    DELETE e FROM dlock_entries e JOIN dlock_sessions s ON s.id = e.session\n"
+    "    WHERE e.name = p_name AND e.id = p_id AND e.session = p_session\n"
+    "      AND s.expires_ms > " DLOCK_NOW ";\n"
+    "    SET n = ROW_COUNT();\n"
+    "  END IF;\n"
     "  DO RELEASE_LOCK(" DLOCK_BELL("p_id") ");\n"
     "  SELECT n;\n"
     "END",
-    "INSERT INTO dlock_meta(k, v) VALUES ('schema_version', '4') ON DUPLICATE KEY UPDATE v = '4'",
+    "DROP PROCEDURE IF EXISTS dlock_renew",
+    // keep_alive, and the session's released entries deleted in the same commit, so that a
+    // session that stops acquiring leaves no rows behind for longer than a renewal interval.
+    "CREATE PROCEDURE dlock_renew(IN p_ttl BIGINT, IN p_session VARBINARY(64))\n"
+    "BEGIN\n"
+    "  DECLARE n BIGINT;\n"
+    "  DECLARE EXIT HANDLER FOR SQLEXCEPTION BEGIN ROLLBACK; RESIGNAL; END;\n"
+    "  SET TRANSACTION ISOLATION LEVEL READ COMMITTED;\n"
+    "  START TRANSACTION;\n"
+    "  UPDATE dlock_sessions SET expires_ms = " DLOCK_NOW
+    " + p_ttl\n"
+    "  WHERE id = p_session AND expires_ms > " DLOCK_NOW
+    "    AND conn = CONNECTION_ID() AND " DLOCK_CONNECTED("dlock_sessions") ";\n"
+    "  SET n = ROW_COUNT();\n"
+    "  IF n > 0 THEN\n"
+    "    DELETE FROM dlock_entries WHERE session = p_session AND NOT " DLOCK_QUEUED(
+        "dlock_entries") ";\n"
+    "  END IF;\n"
+    "  COMMIT;\n"
+    "  SELECT n;\n"
+    "END",
+    "INSERT INTO dlock_meta(k, v) VALUES ('schema_version', '5') ON DUPLICATE KEY UPDATE v = '5'",
 };
 
 // A procedure replaced by DROP and CREATE is missing in between, and an older client calling
@@ -170,11 +254,8 @@ const std::string statements::remove = "CALL dlock_remove(?, ?, ?)";
 // (RELEASE_LOCK of a doorbell this connection did not get is 0 and changes nothing).
 const std::string statements::ring =
     "SELECT GET_LOCK(" DLOCK_BELL("?") ", ?), RELEASE_LOCK(" DLOCK_BELL("?") ")";
-const std::string statements::keep_alive = "UPDATE dlock_sessions SET expires_ms = " DLOCK_NOW
-                                           " + ?"
-                                           " WHERE id = ? AND expires_ms > " DLOCK_NOW
-                                           " AND conn = CONNECTION_ID()"
-                                           " AND " DLOCK_CONNECTED("dlock_sessions");
+// (dlock_renew: the lease only on the session's own live connection; its released entries go.)
+const std::string statements::keep_alive = "CALL dlock_renew(?, ?)";
 const std::string statements::close_entries = "DELETE FROM dlock_entries WHERE session = ?";
 const std::string statements::close_session = "DELETE FROM dlock_sessions WHERE id = ?";
 // As remove, and only on the session's own live connection (as keep_alive): a session
@@ -184,22 +265,24 @@ const std::string statements::set_value =
     "UPDATE dlock_entries e JOIN dlock_sessions s ON s.id = e.session"
     " SET e.value = ?, e.version = LAST_INSERT_ID(e.version + 1)"
     " WHERE e.name = ? AND e.id = ? AND e.session = ? AND s.expires_ms > " DLOCK_NOW
-    " AND s.conn = CONNECTION_ID() AND " DLOCK_CONNECTED("s");
+    " AND s.conn = CONNECTION_ID() AND " DLOCK_CONNECTED("s") " AND " DLOCK_QUEUED("e");
 const std::string statements::lock_names =
     "SELECT DISTINCT e.name FROM dlock_entries e JOIN dlock_sessions s ON s.id = e.session"
     " WHERE s.expires_ms > " DLOCK_NOW
-    " AND SUBSTRING(e.name, 1, ?) = CAST(? AS BINARY) ORDER BY e.name";
+    " AND " DLOCK_QUEUED("e") " AND SUBSTRING(e.name, 1, ?) = CAST(? AS BINARY) ORDER BY e.name";
 const std::string statements::alive =
     "SELECT s.expires_ms - " DLOCK_NOW
     " FROM dlock_entries e JOIN dlock_sessions s ON s.id = e.session"
-    " WHERE e.id = ? AND s.expires_ms > " DLOCK_NOW " AND " DLOCK_CONNECTED("s");
+    " WHERE e.id = ? AND s.expires_ms > " DLOCK_NOW
+    " AND " DLOCK_CONNECTED("s") " AND " DLOCK_QUEUED("e");
 
 std::string statements::alive_ids(std::size_t n) {
   std::string marks;
   for (std::size_t i = 0; i < n; ++i) marks += i ? ",?" : "?";
   return "SELECT e.id FROM dlock_entries e JOIN dlock_sessions s ON s.id = e.session"
          " WHERE e.id IN (" +
-         marks + ") AND s.expires_ms > " DLOCK_NOW " AND " DLOCK_CONNECTED("s");
+         marks +
+         ") AND s.expires_ms > " DLOCK_NOW " AND " DLOCK_CONNECTED("s") " AND " DLOCK_QUEUED("e");
 }
 
 // The live entries as dlock_queue lists them. Tokens only grow and versions only count up,
@@ -209,7 +292,8 @@ std::string statements::alive_ids(std::size_t n) {
 const std::string statements::change_mark =
     "SELECT COUNT(*), IFNULL(MAX(e.token), 0), IFNULL(SUM(e.version), 0)"
     " FROM dlock_entries e JOIN dlock_sessions s ON s.id = e.session"
-    " WHERE e.name = ? AND s.expires_ms > " DLOCK_NOW " AND " DLOCK_CONNECTED("s");
+    " WHERE e.name = ? AND s.expires_ms > " DLOCK_NOW
+    " AND " DLOCK_CONNECTED("s") " AND " DLOCK_QUEUED("e");
 
 result<void> ensure_schema(conn& c) {
   auto check = [&]() -> result<bool> {
@@ -253,6 +337,7 @@ result<void> ensure_schema(conn& c) {
 }
 
 #undef DLOCK_BELL
+#undef DLOCK_QUEUED
 #undef DLOCK_CONNECTED
 #undef DLOCK_NOW
 

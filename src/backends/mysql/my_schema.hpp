@@ -20,7 +20,7 @@
 
 namespace dlock::detail::my {
 
-inline constexpr int schema_version = 4;
+inline constexpr int schema_version = 5;
 
 std::string session_lock_name(const std::string& session);
 
@@ -35,7 +35,7 @@ struct statements {
   // (entry id, timeout seconds, entry id) -> GET_LOCK's answer for the entry's doorbell
   // (1 got, 0 timed out, NULL failed) and RELEASE_LOCK's (my_bell.hpp).
   static const std::string ring;
-  static const std::string keep_alive;     // (ttl_ms, session) -> affected 0 or 1
+  static const std::string keep_alive;     // (ttl_ms, session) -> one row: 0 or 1 renewed
   static const std::string close_entries;  // (session)
   static const std::string close_session;  // (session)
   static const std::string lock_names;     // (prefix length, prefix) -> names

@@ -120,7 +120,7 @@ class my_lease {
     return r.insert_id;
   }
   static bool removed(const rows& r) { return !r.rows.empty() && r.i64(0, 0) != 0; }
-  static bool renewed(const rows& r) { return r.affected != 0; }
+  static bool renewed(const rows& r) { return !r.rows.empty() && r.i64(0, 0) != 0; }
 
   void close_wakes() noexcept { bells_.close(); }
 
