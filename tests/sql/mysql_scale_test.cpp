@@ -14,9 +14,11 @@
 #include <dlock/dlock.hpp>
 #include <stop_token>
 #include <string>
+#include <system_error>
 #include <thread>
 #include <vector>
 
+#include "core/session_core.hpp"
 #include "support/handoff_count.hpp"
 #include "support/mariadb_server.hpp"
 #include "support/net.hpp"
@@ -260,6 +262,65 @@ TEST(mysql_scale, a_crash_after_releases_that_wrote_nothing_loses_no_token) {
   EXPECT_TRUE(poll_until([&] { return hold.lost_token().stop_requested(); }, 20s))
       << "the holder from before the crash was not told it lost the lock";
   m.unlock();
+}
+
+// A woken waiter learns from its predecessor's doorbell and one look (stmts::fate) that the
+// entry left and that none is ahead of it, and the engine grants from its last listing: a
+// handoff lists nothing (before, each woken waiter called dlock_queue, which reads every
+// entry of the lock). Counted: the waiting session's wake-up listings.
+TEST(mysql_scale, a_woken_waiter_takes_the_lock_without_listing_the_queue) {
+  const auto url = server().url("ttl=60s");
+  const auto name = "handoff-" + random_suffix();
+  auto hs = session::open(url);
+  auto ws = session::open(url);
+  constexpr int handoffs = 10;
+  for (int i = 0; i < handoffs; ++i) {
+    mutex holder(hs, name);
+    holder.lock();
+    std::atomic<bool> granted{false};
+    std::jthread waiter([&] {
+      mutex m(ws, name);
+      m.lock();
+      granted = true;
+      m.unlock();
+    });
+    ASSERT_TRUE(poll_until([&] { return inspect(hs, name).size() == 2; }, 10s, 1ms));
+    const auto listed = ws.core()->wakeup_listings();
+    holder.unlock();
+    ASSERT_TRUE(poll_until([&] { return granted.load(); }, 10s, 1ms));
+    EXPECT_EQ(ws.core()->wakeup_listings() - listed, 0u) << "handoff " << i;
+  }
+}
+
+// A waiter whose session another client ended (force_unlock of a lock it held takes its
+// entries everywhere) is woken when the entry ahead leaves: it must not take the lock from its
+// last view, which still shows its own entry (the SQLite fault run found that hazard).
+TEST(mysql_scale, a_waiter_whose_session_was_ended_is_not_granted_from_its_last_view) {
+  const auto url = server().url("ttl=60s");
+  const auto name = "ended-" + random_suffix();
+  auto hs = session::open(url);
+  auto ws = session::open(url);
+  auto admin = session::open(url);
+  mutex other(ws, name + "-other");
+  other.lock();
+  mutex holder(hs, name);
+  holder.lock();
+  std::atomic<bool> granted{false}, failed{false};
+  std::jthread waiter([&] {
+    mutex m(ws, name);
+    try {
+      m.lock();
+      granted = true;
+      m.unlock();
+    } catch (const std::system_error&) {
+      failed = true;
+    }
+  });
+  ASSERT_TRUE(poll_until([&] { return inspect(hs, name).size() == 2; }, 10s, 1ms));
+  ASSERT_EQ(force_unlock(admin, name + "-other").size(), 1u);
+  holder.unlock();
+  ASSERT_TRUE(poll_until([&] { return granted || failed; }, 30s, 1ms));
+  EXPECT_FALSE(granted) << "granted from a view that still showed its ended session's entry";
 }
 
 }  // namespace

@@ -137,6 +137,18 @@ class sql_lease_session final : public backend_session {
     return db_.wait_change(*this, lock, seen, deadline, std::move(stop));
   }
 
+  // The backend's own, where it can tell that the awaited entry left (MySQL's doorbells).
+  result<awaited_fate> wait_knowing(std::string_view lock, const entry& awaited,
+                                    steady::time_point deadline, std::stop_token stop) override {
+    if constexpr (requires { db_.wait_knowing(*this, lock, awaited, deadline, stop); }) {
+      return db_.wait_knowing(*this, lock, awaited, deadline, std::move(stop));
+    } else {
+      auto r = wait(lock, awaited, deadline, std::move(stop));
+      if (!r) return fail(r.error());
+      return awaited_fate::unknown;
+    }
+  }
+
   result<steady::time_point> keep_alive() override {
     auto sent = steady::now();
     auto r = run(db_.keep_alive(info_.id, info_.ttl), true);
@@ -178,6 +190,8 @@ class sql_lease_session final : public backend_session {
     for (std::size_t i = 0, n = Db::count(*r); i < n; ++i) out.push_back(r->text(i, 0));
     return out;
   }
+
+  const std::string& session_id() const noexcept { return info_.id; }
 
   // Runs one request on the session's connection (see session_conn::run for `bound`). `self`
   // (a listing only): the index of the parameter naming this session, whose entries the

@@ -285,6 +285,18 @@ std::string statements::alive_ids(std::size_t n) {
          ") AND s.expires_ms > " DLOCK_NOW " AND " DLOCK_CONNECTED("s") " AND " DLOCK_QUEUED("e");
 }
 
+// After a doorbell was got: (awaited entry id, own session, lock, awaited token) -> one row,
+// 1 or 0 each: the entry rings (no row of it that takes no doorbell is left), our session
+// lives, and no live entry is ahead of the awaited one. Entries ahead only ever leave, so the
+// last is true from the first time it is.
+const std::string statements::fate =
+    "SELECT NOT EXISTS (SELECT 1 FROM dlock_entries WHERE id = ? AND bell = 0),"
+    " EXISTS (SELECT 1 FROM dlock_sessions s WHERE s.id = ? AND s.expires_ms > " DLOCK_NOW
+    " AND " DLOCK_CONNECTED("s") "),"
+    " NOT EXISTS (SELECT 1 FROM dlock_entries e JOIN dlock_sessions s ON s.id = e.session"
+    " WHERE e.name = ? AND e.token < ? AND s.expires_ms > " DLOCK_NOW " AND " DLOCK_CONNECTED("s")
+    " AND " DLOCK_QUEUED("e") ")";
+
 // The live entries as dlock_queue lists them. Tokens only grow and versions only count up,
 // so an entry joining changes the largest token, one leaving (and none joining) the count,
 // and a value set (the entries the same) the sum of versions: three integers stand for the

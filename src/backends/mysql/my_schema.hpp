@@ -35,6 +35,9 @@ struct statements {
   // (entry id, timeout seconds, entry id) -> GET_LOCK's answer for the entry's doorbell
   // (1 got, 0 timed out, NULL failed) and RELEASE_LOCK's (my_bell.hpp).
   static const std::string ring;
+  // (awaited entry id, own session, lock, awaited token) -> its fate after its doorbell was
+  // got: it rang, our session lives, none is ahead of it (1 or 0 each).
+  static const std::string fate;
   static const std::string keep_alive;     // (ttl_ms, session) -> one row: 0 or 1 renewed
   static const std::string close_entries;  // (session)
   static const std::string close_session;  // (session)

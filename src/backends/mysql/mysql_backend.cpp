@@ -127,15 +127,12 @@ class my_lease {
   static result<std::vector<check_finding>> findings(conn& c) { return my::findings(c, false); }
 
   template <class Session>
-  result<void> wait_any(Session& s, std::string_view, std::span<const entry> awaited,
+  result<void> wait_any(Session& s, std::string_view lock, std::span<const entry> awaited,
                         steady::time_point deadline, std::stop_token stop) {
     if (awaited.size() == 1) {
-      if (ring(s, awaited.front(), deadline, stop)) return {};
-      return poll(deadline, stop, [&]() -> result<bool> {
-        auto r = s.run(stmts::alive, {awaited.front().id});
-        if (!r) return fail(r.error());
-        return r->rows.empty();
-      });
+      auto r = wait_knowing(s, lock, awaited.front(), deadline, std::move(stop));
+      if (!r) return fail(r.error());
+      return {};
     }
     // A semaphore's waiter: one poll of the session serves all of them.
     std::vector<std::string> ids;
@@ -144,6 +141,36 @@ class my_lease {
         ids, deadline, stop, [&](const std::vector<std::string>& all) { return alive_of(s, all); });
     if (!gone) return fail(gone.error());
     return {};
+  }
+
+  // One entry's doorbell. When it rings, one statement (stmts::fate) says whether the entry
+  // left for certain -- it rings (no row of a client that takes no doorbell), and our own
+  // session lives (another client may have ended it with its entries: then the engine must
+  // list and find ours gone) -- and whether any live entry is still ahead of it: none, and the
+  // engine grants from its view without listing the queue (left_head).
+  template <class Session>
+  result<awaited_fate> wait_knowing(Session& s, std::string_view lock, const entry& awaited,
+                                    steady::time_point deadline, std::stop_token stop) {
+    switch (ring(s, awaited, deadline, stop)) {
+      case rang::no:
+        return awaited_fate::unknown;
+      case rang::yes: {
+        auto r = s.run(stmts::fate, {awaited.id, s.session_id(), std::string(lock),
+                                     static_cast<std::int64_t>(awaited.token)});
+        if (!r || r->rows.empty() || r->i64(0, 0) != 1 || r->i64(0, 1) != 1)
+          return awaited_fate::unknown;
+        return r->i64(0, 2) == 1 ? awaited_fate::left_head : awaited_fate::left;
+      }
+      case rang::cannot:
+        break;
+    }
+    auto gone = poll(deadline, stop, [&]() -> result<bool> {
+      auto r = s.run(stmts::alive, {awaited.id});
+      if (!r) return fail(r.error());
+      return r->rows.empty();
+    });
+    if (!gone) return fail(gone.error());
+    return awaited_fate::unknown;
   }
 
   // Election observers poll the queue's mark (my_schema.cpp, change_mark) against the mark
@@ -184,15 +211,21 @@ class my_lease {
     return std::clamp(info.ttl, milliseconds{1000}, milliseconds{5000});
   }
 
-  // Waits on `awaited`'s doorbell; false if the caller must poll instead: no doorbell
-  // connection, or this entry's doorbell was got before while the entry stayed listed (its
-  // owner takes none: a version-3 client, or an owner that outlived its lease).
+  enum class rang {
+    yes,     // the doorbell was got: its owner let it go, or its connection ended
+    no,      // a timeout, a stop, or the entry found gone otherwise: the engine lists
+    cannot,  // the caller must poll: no doorbell connection, or this entry's doorbell was got
+             // before while the entry stayed listed (its owner takes none: a version-3
+             // client, or an owner that outlived its lease)
+  };
+
+  // Waits on `awaited`'s doorbell.
   template <class Session>
-  bool ring(Session& s, const entry& awaited, steady::time_point deadline,
+  rang ring(Session& s, const entry& awaited, steady::time_point deadline,
             const std::stop_token& stop) {
     {
       std::lock_guard lk(rung_mu_);
-      if (rung_.contains(awaited.id)) return false;
+      if (rung_.contains(awaited.id)) return rang::cannot;
     }
     // Backstop: the owner's lease, as listed (plus the clocks' slack), bounds the wait.
     auto until = deadline;
@@ -207,13 +240,13 @@ class my_lease {
           std::lock_guard lk(rung_mu_);
           if (rung_.size() >= 4096) rung_.clear();
           rung_.insert(awaited.id);
-          return true;
+          return rang::yes;
         }
         case my::bells::rung::timed_out:
         case my::bells::rung::stopped:
-          return true;  // the engine checks the deadline and the stop, and lists again
+          return rang::no;  // the engine checks the deadline and the stop, and lists again
         case my::bells::rung::no_bell:
-          return false;
+          return rang::cannot;
         case my::bells::rung::full:
           break;
       }
@@ -222,9 +255,9 @@ class my_lease {
       if (bells_.wait_slot(awaited.token, std::min(until, steady::now() + pacer.next()), stop)) {
         continue;
       }
-      if (stop.stop_requested() || steady::now() >= until) return true;
+      if (stop.stop_requested() || steady::now() >= until) return rang::no;
       auto r = s.run(stmts::alive, {awaited.id});
-      if (!r || r->rows.empty()) return true;  // gone (or failing): the engine lists again
+      if (!r || r->rows.empty()) return rang::no;  // gone (or failing): the engine lists again
     }
   }
 
