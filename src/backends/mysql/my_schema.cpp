@@ -249,7 +249,14 @@ const std::string statements::enqueue = "CALL dlock_enqueue_bell(?, ?, ?, ?)";
 const std::string statements::list = "CALL dlock_queue(?, ?)";
 // Only an entry of a live session: none removed means it was gone or its lease had ended
 // (lock_lost); a dead session's entries go with the session's purge.
-const std::string statements::remove = "CALL dlock_remove(?, ?, ?)";
+// This client's entries all ring (dlock_enqueue_bell since version 5), so its removal is the
+// doorbell's release, without the procedure (one result set, no routine to run): whether the
+// entry was ours and live, then RELEASE_LOCK, evaluated left to right. dlock_remove stays for
+// version-4 clients, whose older entries may not ring.
+const std::string statements::remove =
+    "SELECT (SELECT COUNT(*) FROM dlock_entries e JOIN dlock_sessions s ON s.id = e.session"
+    " WHERE e.name = ? AND e.id = ? AND e.session = ? AND s.expires_ms > " DLOCK_NOW
+    "), RELEASE_LOCK(" DLOCK_BELL("?") ")";
 // Both in one statement, evaluated left to right: the doorbell is let go as soon as it is got
 // (RELEASE_LOCK of a doorbell this connection did not get is 0 and changes nothing).
 const std::string statements::ring =

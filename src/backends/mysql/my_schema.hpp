@@ -31,7 +31,7 @@ struct statements {
   static const std::string open_session;    // (session, owner, ttl_ms)
   static const std::string enqueue;         // (session, name, entry id, kind) -> queue rows
   static const std::string list;            // (name, session) -> queue rows
-  static const std::string remove;          // (name, entry id, session) -> rows removed
+  static const std::string remove;  // (name, entry id, session, entry id) -> 1 if it was live
   // (entry id, timeout seconds, entry id) -> GET_LOCK's answer for the entry's doorbell
   // (1 got, 0 timed out, NULL failed) and RELEASE_LOCK's (my_bell.hpp).
   static const std::string ring;

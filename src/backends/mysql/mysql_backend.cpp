@@ -96,7 +96,7 @@ class my_lease {
     return {stmts::set_value, {std::string(value), std::string(lock), std::string(id), session}};
   }
   static request remove(std::string_view lock, std::string_view id, const std::string& session) {
-    return {stmts::remove, {std::string(lock), std::string(id), session}};
+    return {stmts::remove, {std::string(lock), std::string(id), session, std::string(id)}};
   }
   static request keep_alive(const std::string& session, milliseconds ttl) {
     return {stmts::keep_alive, {ttl.count(), session}};
