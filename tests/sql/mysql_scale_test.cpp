@@ -323,5 +323,29 @@ TEST(mysql_scale, a_waiter_whose_session_was_ended_is_not_granted_from_its_last_
   EXPECT_FALSE(granted) << "granted from a view that still showed its ended session's entry";
 }
 
+// A server that writes its binary log statement by statement refuses READ COMMITTED (error
+// 1665): the enqueue and the renewal keep the default there, and locks work as anywhere.
+TEST(mysql_scale, a_server_that_logs_statements_is_served) {
+  mariadb_server logging({"--log-bin=binlog", "--binlog-format=STATEMENT", "--server-id=1"});
+  ASSERT_EQ(logging.query("SELECT @@binlog_format"), std::vector<std::string>{"STATEMENT"});
+  const auto url = logging.url("ttl=3s");
+  auto a = session::open(url);
+  auto b = session::open(url);
+  mutex ma(a, "logged");
+  mutex mb(b, "logged");
+  for (int i = 0; i < 3; ++i) {
+    ma.lock();
+    EXPECT_FALSE(mb.try_lock());
+    ma.unlock();
+    ASSERT_TRUE(mb.try_lock_for(5s));
+    mb.unlock();
+  }
+  // A renewal (every second here) runs dlock_renew, with its transaction, too.
+  std::this_thread::sleep_for(1500ms);
+  EXPECT_EQ(a.state(), session_state::live);
+  EXPECT_TRUE(ma.try_lock());
+  ma.unlock();
+}
+
 }  // namespace
 }  // namespace dlock::test

@@ -20,6 +20,12 @@ namespace {
 // characters (MySQL refuses names over 64), server-wide like every named lock, so the entry id
 // (random per session) is what keeps two databases' doorbells apart.
 #define DLOCK_BELL(e) "CONCAT('dlock:e:', LEFT(SHA2(" e ", 256), 40))"
+// The next transaction reads committed rows, so that a DELETE locks only the rows it deletes;
+// not where the binary log is written statement by statement, which refuses READ COMMITTED
+// (error 1665) and keeps the default.
+#define DLOCK_READ_COMMITTED                                \
+  "IF @@log_bin = 0 OR @@binlog_format <> 'STATEMENT' THEN" \
+  " SET TRANSACTION ISOLATION LEVEL READ COMMITTED; END IF;"
 // Entry row `e` is still queued. Since version 5 an entry that rings (bell = 1) leaves when its
 // owner lets its doorbell go: the release commits nothing, and the row is deleted later, in
 // its session's next enqueue or renewal (a commit it pays anyway). Its owner's connection holds
@@ -142,7 +148,7 @@ const char* const ddl[] = {
     "  END IF;\n"
     "  SELECT EXISTS (SELECT 1 FROM dlock_entries WHERE id = p_id) INTO known;\n"
     "  IF NOT known THEN\n"
-    "    SET TRANSACTION ISOLATION LEVEL READ COMMITTED;\n"
+    "    " DLOCK_READ_COMMITTED "\n"
     "    START TRANSACTION;\n"
     "    UPDATE dlock_fences SET fence = fence + 1 WHERE name = p_name;\n"
     "    IF ROW_COUNT() = 0 THEN\n"
@@ -153,8 +159,8 @@ const char* const ddl[] = {
     "    INSERT INTO dlock_entries(id, name, kind, token, session, created_ms, bell)\n"
     "      VALUES (p_id, p_name, p_kind, t, p_session, " DLOCK_NOW
     ", 1);\n"
-    "    DELETE FROM dlock_entries WHERE session = p_session AND NOT " DLOCK_QUEUED(
-        "dlock_entries") ";\n"
+    "    DELETE e FROM dlock_entries e FORCE INDEX (by_session)\n"
+    "    WHERE e.session = p_session AND NOT " DLOCK_QUEUED("e") ";\n"
     "    COMMIT;\n"
     "  END IF;\n"
     "  CALL dlock_queue(p_name, p_session);\n"
@@ -191,7 +197,7 @@ const char* const ddl[] = {
     "BEGIN\n"
     "  DECLARE n BIGINT;\n"
     "  DECLARE EXIT HANDLER FOR SQLEXCEPTION BEGIN ROLLBACK; RESIGNAL; END;\n"
-    "  SET TRANSACTION ISOLATION LEVEL READ COMMITTED;\n"
+    "  " DLOCK_READ_COMMITTED "\n"
     "  START TRANSACTION;\n"
     "  UPDATE dlock_sessions SET expires_ms = " DLOCK_NOW
     " + p_ttl\n"
@@ -199,8 +205,8 @@ const char* const ddl[] = {
     "    AND conn = CONNECTION_ID() AND " DLOCK_CONNECTED("dlock_sessions") ";\n"
     "  SET n = ROW_COUNT();\n"
     "  IF n > 0 THEN\n"
-    "    DELETE FROM dlock_entries WHERE session = p_session AND NOT " DLOCK_QUEUED(
-        "dlock_entries") ";\n"
+    "    DELETE e FROM dlock_entries e FORCE INDEX (by_session)\n"
+    "    WHERE e.session = p_session AND NOT " DLOCK_QUEUED("e") ";\n"
     "  END IF;\n"
     "  COMMIT;\n"
     "  SELECT n;\n"
@@ -263,7 +269,11 @@ const std::string statements::ring =
     "SELECT GET_LOCK(" DLOCK_BELL("?") ", ?), RELEASE_LOCK(" DLOCK_BELL("?") ")";
 // (dlock_renew: the lease only on the session's own live connection; its released entries go.)
 const std::string statements::keep_alive = "CALL dlock_renew(?, ?)";
-const std::string statements::close_entries = "DELETE FROM dlock_entries WHERE session = ?";
+// A session's rows by its index, whatever the optimizer estimates: a DELETE run as a scan
+// locks every row it reads (InnoDB gives DELETE no semi-consistent read), and two such scans
+// deadlocked (a session's goodbye and another's enqueue).
+const std::string statements::close_entries =
+    "DELETE e FROM dlock_entries e FORCE INDEX (by_session) WHERE e.session = ?";
 const std::string statements::close_session = "DELETE FROM dlock_sessions WHERE id = ?";
 // As remove, and only on the session's own live connection (as keep_alive): a session
 // whose connection ended must not speak any more. LAST_INSERT_ID(expr) hands the new
@@ -357,6 +367,7 @@ result<void> ensure_schema(conn& c) {
 
 #undef DLOCK_BELL
 #undef DLOCK_QUEUED
+#undef DLOCK_READ_COMMITTED
 #undef DLOCK_CONNECTED
 #undef DLOCK_NOW
 
