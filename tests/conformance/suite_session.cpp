@@ -1,6 +1,7 @@
 // Sessions and leases: loss signals, expiry while holding and while waiting, close.
 #include <atomic>
 #include <dlock/dlock.hpp>
+#include <system_error>
 #include <thread>
 
 #include "conformance/suite.hpp"
@@ -35,6 +36,37 @@ TEST_P(conformance, a_holder_whose_lease_ends_is_told_and_another_gets_a_larger_
   auto c = open();
   dlock::mutex third(c, lock_name());
   EXPECT_FALSE(third.try_lock());
+}
+
+// A waiter whose session another client ended (force_unlock of a lock it held ends the session
+// with its entries everywhere) is woken when the entry ahead leaves. It must not take the lock
+// from its last view, which still shows its own entry: a backend that grants from the view
+// (wait_knowing) checks its session first. SQLite's fault run found this (tokens out of order).
+TEST_P(conformance, a_waiter_whose_session_was_ended_is_not_granted_from_its_last_view) {
+  if (!caps().ends_other_sessions) GTEST_SKIP() << "no other session can be ended here";
+  auto hs = open();
+  auto ws = open();
+  auto op = open();
+  dlock::mutex other(ws, lock_name() + "-other");
+  other.lock();
+  dlock::mutex holder(hs, lock_name());
+  holder.lock();
+  std::atomic<bool> granted{false}, failed{false};
+  std::jthread waiter([&] {
+    dlock::mutex m(ws, lock_name());
+    try {
+      m.lock();
+      granted = true;
+      m.unlock();
+    } catch (const std::system_error&) {
+      failed = true;
+    }
+  });
+  ASSERT_TRUE(poll_until([&] { return dlock::inspect(hs, lock_name()).size() == 2; }, 10s, 1ms));
+  ASSERT_EQ(dlock::force_unlock(op, lock_name() + "-other").size(), 1u);
+  holder.unlock();
+  ASSERT_TRUE(poll_until([&] { return granted || failed; }, fx().ttl() * 3 + 10s, 1ms));
+  EXPECT_FALSE(granted) << "granted from a view that still showed its ended session's entry";
 }
 
 // An operator breaks a stuck lock (dlock unlock NAME --force): the holder's session ends,
