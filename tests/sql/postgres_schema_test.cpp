@@ -112,6 +112,25 @@ TEST(postgres_schema, a_schema_from_before_values_is_extended_and_older_clients_
   EXPECT_EQ(dlock::election(again, "primary").leader()->value, "here");
 }
 
+// Tokens come in blocks of 32 (fence_hot), under a bound in fences. Anything else that raises
+// the bound (an older dlock's functions, reinstalled, take the next token from fences
+// directly) must end the block: the next token must be above the raised bound, not the next
+// one of the block.
+TEST(postgres_schema, a_token_block_ends_when_anything_else_raises_the_bound) {
+  auto s = session::open(server().url("schema=blocks"));
+  dlock::mutex m(s, "b");
+  m.lock();
+  const auto first = m.token().value;
+  m.unlock();
+  raw_pg pg(server().url());
+  auto raised =
+      pg.exec("UPDATE blocks.fences SET fence = fence + 1 WHERE name = 'b' RETURNING fence");
+  ASSERT_EQ(raised.size(), 1u);
+  m.lock();
+  EXPECT_GT(m.token().value, std::stoull(raised[0])) << "the first token was " << first;
+  m.unlock();
+}
+
 // The server keeps its process list for the rest of a transaction once read: a listing must
 // not take a session whose connection began after that for a dead one (it deleted all eight
 // workers' sessions in one CI run). Here one transaction lists twice, around a new session's

@@ -12,6 +12,15 @@ CREATE TABLE IF NOT EXISTS @S.meta(key text PRIMARY KEY, value text NOT NULL);
 CREATE TABLE IF NOT EXISTS @S.sessions(
   id text PRIMARY KEY, owner text NOT NULL, expires timestamptz NOT NULL);
 CREATE TABLE IF NOT EXISTS @S.fences(name text PRIMARY KEY, fence bigint NOT NULL);
+-- Key fence_blocks: fences.fence is a bound, raised 32 at a time in a commit that waits for
+-- the WAL flush; every token granted so far is at or below it. fence_hot holds the block in
+-- use (the last token granted from it, and the bound it was reserved under), so the other 31
+-- acquires of a block need not wait for a flush. It is unlogged because PostgreSQL empties
+-- unlogged tables whenever it starts after a crash, and a crash is the only way a commit
+-- that did not wait can be lost: after one, the next acquire starts a new block above the
+-- durable bound, so tokens still rise (with a gap). A promoted replica starts it empty too.
+CREATE UNLOGGED TABLE IF NOT EXISTS @S.fence_hot(
+  name text PRIMARY KEY, fence bigint NOT NULL, bound bigint NOT NULL);
 CREATE TABLE IF NOT EXISTS @S.entries(
   id text PRIMARY KEY, name text NOT NULL, kind smallint NOT NULL, token bigint NOT NULL,
   session text NOT NULL, created timestamptz NOT NULL, UNIQUE (name, token));
@@ -117,22 +126,46 @@ LANGUAGE sql AS $$
 $$;
 
 -- Idempotent on the entry id: a retry after a lost reply finds the entry it created. The
--- fence row stays locked until commit, so tokens commit in order and queue order is token
--- order.
+-- fence_hot row (or, starting a block, the fences row) stays locked until commit, so tokens
+-- commit in order and queue order is token order.
+-- A token from the block in use commits without waiting for the WAL flush when the session is
+-- bound to its connection's server process: a crash that loses the commit also ends that
+-- process, so the entry's session is dead to every waiter whether or not the entry survived,
+-- and the next token comes from a new block. A pooled session (pid NULL) lives by its lease
+-- alone, so its entry must survive: it always waits for the flush. A block is used only
+-- while fences still holds the bound it was reserved under: should anything else raise it
+-- (an older dlock's functions, reinstalled), no token below one it granted can follow.
 CREATE OR REPLACE FUNCTION @S.enqueue_values(p_session text, p_name text, p_id text,
                                              p_kind smallint)
 RETURNS TABLE(r_id text, r_kind smallint, r_token bigint, r_created_ms bigint, r_owner text,
               r_lease_ms bigint, r_value text, r_version bigint)
 LANGUAGE plpgsql AS $$
-DECLARE t bigint;
+DECLARE
+  t bigint;
+  b bigint;
+  pooled boolean;
 BEGIN
-  IF NOT @S.own_session(p_session) THEN
+  SELECT s.pid IS NULL INTO pooled FROM @S.sessions s WHERE s.id = p_session
+    AND s.expires > clock_timestamp() AND (s.pid IS NULL OR s.pid = pg_backend_pid());
+  IF NOT FOUND THEN
     RAISE EXCEPTION USING ERRCODE = 'DL001', MESSAGE = 'dlock session ' || p_session || ' expired';
   END IF;
   PERFORM 1 FROM @S.entries e WHERE e.id = p_id;
   IF NOT FOUND THEN
-    INSERT INTO @S.fences AS f(name, fence) VALUES (p_name, 1)
-      ON CONFLICT (name) DO UPDATE SET fence = f.fence + 1 RETURNING f.fence INTO t;
+    UPDATE @S.fence_hot h SET fence = h.fence + 1 FROM @S.fences f
+      WHERE h.name = p_name AND f.name = p_name AND f.fence = h.bound AND h.fence < h.bound
+      RETURNING h.fence INTO t;
+    IF FOUND THEN
+      IF NOT pooled THEN
+        PERFORM set_config('synchronous_commit', 'off', true);
+      END IF;
+    ELSE
+      INSERT INTO @S.fences AS f(name, fence) VALUES (p_name, 32)
+        ON CONFLICT (name) DO UPDATE SET fence = f.fence + 32 RETURNING f.fence INTO b;
+      t := b - 31;
+      INSERT INTO @S.fence_hot AS h(name, fence, bound) VALUES (p_name, t, b)
+        ON CONFLICT (name) DO UPDATE SET fence = t, bound = b;
+    END IF;
     INSERT INTO @S.entries(id, name, kind, token, session, created)
       VALUES (p_id, p_name, p_kind, t, p_session, clock_timestamp());
   END IF;
@@ -167,6 +200,9 @@ INSERT INTO @S.meta(key, value) VALUES ('pooled_sessions', '1') ON CONFLICT (key
 INSERT INTO @S.meta(key, value) VALUES ('entry_values', '1') ON CONFLICT (key) DO NOTHING;
 -- Still version 3: queue takes a fresh process list per call (older clients unaffected).
 INSERT INTO @S.meta(key, value) VALUES ('fresh_activity', '1') ON CONFLICT (key) DO NOTHING;
+-- Still version 3: tokens come in durable blocks (fence_hot). Older clients call the same
+-- enqueue functions, so they take their tokens the same way.
+INSERT INTO @S.meta(key, value) VALUES ('fence_blocks', '1') ON CONFLICT (key) DO NOTHING;
 COMMIT;
 )sql";
 
@@ -293,6 +329,7 @@ result<void> ensure_schema(conn& c, const std::string& schema) {
       with_schema("SELECT value, EXISTS (SELECT 1 FROM @S.meta WHERE key = 'pooled_sessions')"
                   " AND EXISTS (SELECT 1 FROM @S.meta WHERE key = 'entry_values')"
                   " AND EXISTS (SELECT 1 FROM @S.meta WHERE key = 'fresh_activity')"
+                  " AND EXISTS (SELECT 1 FROM @S.meta WHERE key = 'fence_blocks')"
                   " FROM @S.meta WHERE key = 'schema_version'",
                   schema));
   if (check && check->count() == 1) {

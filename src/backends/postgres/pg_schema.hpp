@@ -3,7 +3,8 @@
 // statements the backend runs against them. The design is SQLite's (sqlite_backend.cpp):
 //   sessions(id, owner, expires, pid, started)  -- one lease row per session and its
 //                                  connection's server process: the connection is the session
-//   fences(name, fence)           -- per-lock fencing counter, never reset
+//   fences(name, fence)           -- per-lock bound on every token granted, never lowered
+//   fence_hot(name, fence, bound)  -- unlogged: the block of tokens in use (a crash empties it)
 //   entries(id, name, kind, token, session, created, value, version)  -- the queue, ordered
 //                                  by token; value and version: an election candidate's
 // with every expiry computed by the database's clock_timestamp() (now() would be the
@@ -49,8 +50,9 @@ struct statements {
   // remove, keep_alive and close, committed without waiting for the WAL flush
   // (synchronous_commit off for their own transaction only). Only for a session bound to its
   // server process: a crash that loses such a commit also ends that process, and with it the
-  // session, so the lost release or renewal was moot. Enqueue stays durable: it bumps the
-  // fencing counter, and its flush also flushes every earlier lazy commit.
+  // session, so the lost release or renewal was moot. Enqueue decides for itself, on the
+  // server: it waits for the flush when it reserves a new block of tokens or the session is
+  // pooled (see enqueue_values in pg_schema.cpp).
   statement remove_lazy;
   statement keep_alive_lazy;
   statement close_lazy;
