@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <filesystem>
 #include <fstream>
 
 #include "cli_harness.hpp"
@@ -141,6 +142,29 @@ TEST(CliBadInput, UnwritableDatabasePathExits77) {
       box,
       {{"run", "x", "--url", "sqlite://" + file + "/locks.db", "--", "echo", "CMD-RAN"}, 77, file});
   expect_rejected(box, {{"status", "x", "--url", "sqlite://" + file + "/locks.db"}, 77, file});
+}
+
+// A URL whose path is a directory (sqlite:///tmp) is a wrong URL like a missing directory
+// (64), not "unable to open database file" (77) or "disk I/O error" (69) from SQLite.
+TEST(CliBadInput, DirectoryAsDatabasePathExits64) {
+  cli_sandbox box;
+  std::string dir = box.dir() + "/a-directory";
+  ASSERT_EQ(::mkdir(dir.c_str(), 0700), 0);
+  for (const std::string& url : {"sqlite://" + dir, "sqlite://" + dir + "/"}) {
+    std::string path = url.substr(std::string("sqlite://").size());
+    std::string said = "'" + path +
+                       "' is a directory, not a database file (name a file in it, e.g. sqlite://" +
+                       dir + "/locks.db)";
+    for (const auto& args :
+         std::vector<std::vector<std::string>>{{"run", "x", "--url", url, "--", "echo", "CMD-RAN"},
+                                               {"unlock", "x", "--force", "--yes", "--url", url},
+                                               {"status", "x", "--url", url},
+                                               {"list", "--url", url},
+                                               {"doctor", url}}) {
+      expect_rejected(box, {args, 64, said});
+    }
+  }
+  EXPECT_TRUE(std::filesystem::is_empty(dir)) << "nothing may be created in the directory";
 }
 
 // Another user's database: SQLite says only "unable to open database file"; dlock names the

@@ -7,6 +7,8 @@
 // deferred upgrade returns SQLITE_BUSY without waiting).
 #include "backends/sqlite/sqlite_backend.hpp"
 
+#include <filesystem>
+
 #include "backends/sqlite/file_system.hpp"
 #include "backends/sqlite/shared_file.hpp"
 #include "backends/sqlite/sqlite_db.hpp"
@@ -16,10 +18,41 @@ namespace dlock::detail {
 
 using sqlite::db;
 
+namespace {
+
+// The URL of `path`, escaped as the URL parser needs, so a suggestion can be pasted as given.
+std::string sqlite_url(const std::string& path) {
+  std::string out = "sqlite://";
+  for (char c : path) {
+    if (c == '%')
+      out += "%25";
+    else if (c == '?')
+      out += "%3F";
+    else if (c == '#')
+      out += "%23";
+    else
+      out += c;
+  }
+  return out;
+}
+
+}  // namespace
+
 result<std::unique_ptr<backend_session>> open_sqlite(const url& u, const session_info& info) {
   if (!u.hosts.empty() || u.path.empty() || u.path == "/") {
     return fail(errc::invalid_argument,
                 "URL '" + u.redacted + "': want sqlite:///path/to/locks.db (an absolute path)");
+  }
+  // SQLite says only "unable to open database file" (read as a permission problem) or, opened
+  // read-only, "disk I/O error" (read as a backend fault). It is a wrong URL, as a missing
+  // directory is (db::open), and the fix is a file name in it.
+  if (std::error_code ec; std::filesystem::is_directory(u.path, ec)) {
+    auto dir = u.path;
+    while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
+    return fail(errc::invalid_argument, "URL '" + u.redacted + "': '" + u.path +
+                                            "' is a directory, not a database file (name a "
+                                            "file in it, e.g. " +
+                                            sqlite_url(dir + "/locks.db") + ")");
   }
   if (auto r = sqlite::check_local_file_system(u.path); !r) return fail(r.error());
   auto busy_ms = static_cast<int>(info.request_timeout.count());
