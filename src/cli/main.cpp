@@ -64,7 +64,10 @@ int main(int argc, char** argv) {
       "dlock"};
   app.require_subcommand(1);
   app.set_version_flag("--version", "dlock 0.1.0");
-  app.footer(std::string(url_forms_help) + "\nSee dlock COMMAND --help and man dlock.");
+  // `make demo` only builds dlock; the man page is installed by cmake --install and the dlock
+  // package. Someone who only built it needs the page's place in the source tree.
+  app.footer(std::string(url_forms_help) +
+             "\nSee dlock COMMAND --help and man dlock (in a source tree: man -l man/dlock.1).");
   int status = exit_ok;
   add_run_command(app, status);
   add_status_command(app, status);
