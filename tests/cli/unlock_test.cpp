@@ -41,6 +41,29 @@ TEST(CliUnlock, ForceEndsTheHoldersSessionAndItsRunIsToldItLost) {
   EXPECT_TRUE(mentions(again, "free, nothing to do")) << again.output;
 }
 
+// The README promises that breaking a lock nobody holds is harmless: exit 0, nothing changed,
+// so a script may run it unconditionally.
+TEST(CliUnlock, ALockNobodyHoldsIsLeftAsItIsAndExits0) {
+  cli_sandbox box;
+  // No database yet (the sandbox's default): nothing is held, and nothing is created.
+  auto none = box.run({"unlock", "job", "--force", "--yes"});
+  EXPECT_EQ(none.status, 0) << none.output;
+  EXPECT_TRUE(mentions(none, "lock 'job' on sqlite://")) << none.output;
+  EXPECT_TRUE(mentions(none, ": free, nothing to do")) << none.output;
+  EXPECT_FALSE(file_exists(box.state_dir() + "/locks.db")) << "unlock created the database";
+
+  auto other = box.start({"run", "other", "--", "sh", "-c", "echo held; sleep 60"});
+  ASSERT_TRUE(other.wait_for_line("held", 30s));
+  auto free_lock = box.run({"unlock", "job", "--force", "--yes"});
+  EXPECT_EQ(free_lock.status, 0) << free_lock.output;
+  EXPECT_TRUE(mentions(free_lock, ": free, nothing to do")) << free_lock.output;
+  // Nothing to confirm, so no --yes is needed either, even without a terminal.
+  auto unasked = box.run({"unlock", "job", "--force"});
+  EXPECT_EQ(unasked.status, 0) << unasked.output;
+  EXPECT_TRUE(mentions(unasked, ": free, nothing to do")) << unasked.output;
+  EXPECT_EQ(box.run({"status", "other"}).status, 0) << "another lock's holder was touched";
+}
+
 // An election's leader is broken the same way, and the output calls it an election.
 TEST(CliUnlock, ForceOnAnElectionSaysElection) {
   cli_sandbox box;
