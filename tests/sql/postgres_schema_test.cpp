@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <dlock/dlock.hpp>
 #include <fstream>
 #include <sstream>
@@ -129,6 +130,42 @@ TEST(postgres_schema, a_token_block_ends_when_anything_else_raises_the_bound) {
   m.lock();
   EXPECT_GT(m.token().value, std::stoull(raised[0])) << "the first token was " << first;
   m.unlock();
+}
+
+// Concurrent acquires of one lock lock two rows, fence_hot's and, to start a block, fences'.
+// Taken in two orders they deadlocked (the server aborts one after deadlock_timeout, and the
+// acquire retries a second later); counted by the server, not timed.
+TEST(postgres_schema, concurrent_acquires_across_token_blocks_never_deadlock) {
+  raw_pg pg(server().url());
+  auto deadlocks = [&] {
+    return std::stoll(pg.exec("SELECT deadlocks FROM pg_stat_database WHERE datname = "
+                              "current_database()")
+                          .at(0));
+  };
+  // The schema first: sessions that all find it missing all run its DDL, whose ALTER TABLEs
+  // wait for the others' acquires (and deadlock with them) - another story.
+  session::open(server().url("schema=blocks_contended")).close();
+  const auto before = deadlocks();
+  {
+    std::vector<std::thread> clients;
+    for (int c = 0; c < 8; ++c) {
+      clients.emplace_back([] {
+        auto s = session::open(server().url("schema=blocks_contended"));
+        dlock::mutex m(s, "contended");
+        std::uint64_t last = 0;
+        for (int i = 0; i < 120; ++i) {
+          m.lock();
+          EXPECT_GT(m.token().value, last);
+          last = m.token().value;
+          m.unlock();
+        }
+      });
+    }
+    for (auto& t : clients) t.join();
+  }
+  // The sessions' server processes report their counts as they exit.
+  std::this_thread::sleep_for(1s);
+  EXPECT_EQ(deadlocks(), before);
 }
 
 // The server keeps its process list for the rest of a transaction once read: a listing must

@@ -80,6 +80,12 @@ BEGIN
   RETURN ch;
 END $$;
 
+-- Why enable_seqscan = off here and in enqueue_values: every acquire and release inserts and
+-- deletes an entry, so between two autovacuums entries and its indexes fill with dead rows
+-- that the statistics do not count. To the planner the table then looks nearly empty and its
+-- indexes huge for it, so it scans the heap (and every dead row in it) instead of probing an
+-- index: an uncontended cycle slowed from 0.3 to 1.3 ms within seconds of churn, until the
+-- next vacuum. Every query here is a probe of (name, token), id or session.
 -- The live queue of one lock. Entries of lapsed sessions, and of sessions whose connection
 -- is gone, are deleted on the way (with those sessions, so they can never be renewed); the
 -- caller's own session (p_session) is known to be alive, so an uncontended call never
@@ -87,7 +93,7 @@ END $$;
 CREATE OR REPLACE FUNCTION @S.queue_values(p_name text, p_session text)
 RETURNS TABLE(r_id text, r_kind smallint, r_token bigint, r_created_ms bigint, r_owner text,
               r_lease_ms bigint, r_value text, r_version bigint)
-LANGUAGE plpgsql AS $$
+LANGUAGE plpgsql SET enable_seqscan = off AS $$
 DECLARE t timestamptz := clock_timestamp();
 BEGIN
   -- The server reads its process list once per transaction and keeps it: a session whose
@@ -126,8 +132,8 @@ LANGUAGE sql AS $$
 $$;
 
 -- Idempotent on the entry id: a retry after a lost reply finds the entry it created. The
--- fence_hot row (or, starting a block, the fences row) stays locked until commit, so tokens
--- commit in order and queue order is token order.
+-- fence_hot row stays locked until commit, so tokens commit in order and queue order is token
+-- order.
 -- A token from the block in use commits without waiting for the WAL flush when the session is
 -- bound to its connection's server process: a crash that loses the commit also ends that
 -- process, so the entry's session is dead to every waiter whether or not the entry survived,
@@ -139,7 +145,7 @@ CREATE OR REPLACE FUNCTION @S.enqueue_values(p_session text, p_name text, p_id t
                                              p_kind smallint)
 RETURNS TABLE(r_id text, r_kind smallint, r_token bigint, r_created_ms bigint, r_owner text,
               r_lease_ms bigint, r_value text, r_version bigint)
-LANGUAGE plpgsql AS $$
+LANGUAGE plpgsql SET enable_seqscan = off AS $$
 DECLARE
   t bigint;
   b bigint;
@@ -152,10 +158,19 @@ BEGIN
   END IF;
   PERFORM 1 FROM @S.entries e WHERE e.id = p_id;
   IF NOT FOUND THEN
-    UPDATE @S.fence_hot h SET fence = h.fence + 1 FROM @S.fences f
-      WHERE h.name = p_name AND f.name = p_name AND f.fence = h.bound AND h.fence < h.bound
-      RETURNING h.fence INTO t;
-    IF FOUND THEN
+    -- The fence_hot row is locked first, always, and fences after it: the one order of the
+    -- two locks, so concurrent acquires cannot deadlock. (An UPDATE whose condition fails
+    -- after waiting still keeps the row locked, so a conditional UPDATE here made a cycle
+    -- with a block's reservation.) A missing row is created first, holding nothing.
+    UPDATE @S.fence_hot h SET fence = h.fence + 1 WHERE h.name = p_name
+      RETURNING h.fence, h.bound INTO t, b;
+    IF NOT FOUND THEN
+      INSERT INTO @S.fence_hot(name, fence, bound) VALUES (p_name, 0, 0)
+        ON CONFLICT (name) DO NOTHING;
+      UPDATE @S.fence_hot h SET fence = h.fence + 1 WHERE h.name = p_name
+        RETURNING h.fence, h.bound INTO t, b;
+    END IF;
+    IF t <= b AND b = (SELECT f.fence FROM @S.fences f WHERE f.name = p_name) THEN
       IF NOT pooled THEN
         PERFORM set_config('synchronous_commit', 'off', true);
       END IF;
@@ -163,8 +178,7 @@ BEGIN
       INSERT INTO @S.fences AS f(name, fence) VALUES (p_name, 32)
         ON CONFLICT (name) DO UPDATE SET fence = f.fence + 32 RETURNING f.fence INTO b;
       t := b - 31;
-      INSERT INTO @S.fence_hot AS h(name, fence, bound) VALUES (p_name, t, b)
-        ON CONFLICT (name) DO UPDATE SET fence = t, bound = b;
+      UPDATE @S.fence_hot SET fence = t, bound = b WHERE name = p_name;
     END IF;
     INSERT INTO @S.entries(id, name, kind, token, session, created)
       VALUES (p_id, p_name, p_kind, t, p_session, clock_timestamp());
@@ -179,6 +193,24 @@ LANGUAGE sql AS $$
   SELECT r_id, r_kind, r_token, r_created_ms, r_owner, r_lease_ms
   FROM @S.enqueue_values(p_session, p_name, p_id, p_kind)
 $$;
+
+-- A release (remove), as one function for its enable_seqscan (see queue_values): how many
+-- removed entries still belonged to a live session, 0 meaning the entry was gone or its lease
+-- had ended (lock_lost). p_lazy commits without waiting for the WAL flush.
+CREATE OR REPLACE FUNCTION @S.remove_entry(p_name text, p_id text, p_session text,
+                                          p_lazy boolean)
+RETURNS bigint LANGUAGE plpgsql SET enable_seqscan = off AS $$
+DECLARE n bigint;
+BEGIN
+  IF p_lazy THEN
+    PERFORM set_config('synchronous_commit', 'off', true);
+  END IF;
+  WITH d AS (DELETE FROM @S.entries e WHERE e.name = p_name AND e.id = p_id
+               AND e.session = p_session RETURNING e.session)
+  SELECT count(*) INTO n FROM d JOIN @S.sessions s ON s.id = d.session
+    WHERE s.expires > clock_timestamp();
+  RETURN n;
+END $$;
 
 -- Election observers LISTEN on one channel per lock ("changed:" || name): a candidate that
 -- joins or sets its value NOTIFYs it. Only candidates (ids ending in "~e"), so locks and
@@ -200,7 +232,8 @@ INSERT INTO @S.meta(key, value) VALUES ('pooled_sessions', '1') ON CONFLICT (key
 INSERT INTO @S.meta(key, value) VALUES ('entry_values', '1') ON CONFLICT (key) DO NOTHING;
 -- Still version 3: queue takes a fresh process list per call (older clients unaffected).
 INSERT INTO @S.meta(key, value) VALUES ('fresh_activity', '1') ON CONFLICT (key) DO NOTHING;
--- Still version 3: tokens come in durable blocks (fence_hot). Older clients call the same
+-- Still version 3: tokens come in durable blocks (fence_hot), releases go through
+-- remove_entry, and the hot functions plan without heap scans. Older clients call the same
 -- enqueue functions, so they take their tokens the same way.
 INSERT INTO @S.meta(key, value) VALUES ('fence_blocks', '1') ON CONFLICT (key) DO NOTHING;
 COMMIT;
@@ -247,12 +280,8 @@ statements make_statements(const std::string& schema) {
         " AND s.id = e.session AND s.expires > clock_timestamp()"
         " AND (s.pid IS NULL OR s.pid = pg_backend_pid()) RETURNING e.version"),
       // How many removed entries still belonged to a live session: 0 means the entry was
-      // gone or its lease had ended (lock_lost).
-      s("remove",
-        "WITH d AS (DELETE FROM @S.entries WHERE name = $1 AND id = $2 AND session = $3"
-        " RETURNING session)"
-        " SELECT count(*) FROM d JOIN @S.sessions s ON s.id = d.session"
-        " WHERE s.expires > clock_timestamp()"),
+      // gone or its lease had ended (lock_lost). A function for its plan (remove_entry).
+      s("remove", "SELECT @S.remove_entry($1, $2, $3, false)"),
       s("open_pooled_session",
         "WITH old AS (DELETE FROM @S.sessions WHERE expires <= clock_timestamp() RETURNING id),"
         " gone AS (DELETE FROM @S.entries e USING old WHERE e.session = old.id)"
@@ -305,11 +334,7 @@ statements make_statements(const std::string& schema) {
       s("ping", "SELECT 1"),
       // set_config(..., true) lasts until the statement's own (implicit) transaction ends,
       // after its commit record is written: one round trip, as the durable forms.
-      s("remove_lazy",
-        "WITH d AS (DELETE FROM @S.entries WHERE name = $1 AND id = $2 AND session = $3"
-        " RETURNING session)"
-        " SELECT count(*), set_config('synchronous_commit', 'off', true)"
-        " FROM d JOIN @S.sessions s ON s.id = d.session WHERE s.expires > clock_timestamp()"),
+      s("remove_lazy", "SELECT @S.remove_entry($1, $2, $3, true)"),
       s("keep_alive_lazy",
         "UPDATE @S.sessions SET expires = clock_timestamp() + $2::float8 * interval '1 millisecond'"
         " FROM (SELECT set_config('synchronous_commit', 'off', true)) AS lazy"
