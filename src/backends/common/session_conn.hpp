@@ -90,7 +90,11 @@ class session_conn {
         newly_lost = lost_ && !was_lost;
         return fail(c.error());
       }
+      // The watch would wake for the reply only to find the request holding the lock.
+      const bool watched = opened_ && !lost_ && conn_ && *c == &*conn_;
+      if (watched) watch_.pause();
       auto out = request(**c, lost_);
+      if (watched) watch_.resume();
       if (opened_ && !lost_ && conn_ && *c == &*conn_ && !conn_->usable()) {
         mark_lost_locked();
         newly_lost = true;

@@ -80,12 +80,6 @@ BEGIN
   RETURN ch;
 END $$;
 
--- Why enable_seqscan = off here and in enqueue_values: every acquire and release inserts and
--- deletes an entry, so between two autovacuums entries and its indexes fill with dead rows
--- that the statistics do not count. To the planner the table then looks nearly empty and its
--- indexes huge for it, so it scans the heap (and every dead row in it) instead of probing an
--- index: an uncontended cycle slowed from 0.3 to 1.3 ms within seconds of churn, until the
--- next vacuum. Every query here is a probe of (name, token), id or session.
 -- The live queue of one lock. Entries of lapsed sessions, and of sessions whose connection
 -- is gone, are deleted on the way (with those sessions, so they can never be renewed); the
 -- caller's own session (p_session) is known to be alive, so an uncontended call never
@@ -93,7 +87,7 @@ END $$;
 CREATE OR REPLACE FUNCTION @S.queue_values(p_name text, p_session text)
 RETURNS TABLE(r_id text, r_kind smallint, r_token bigint, r_created_ms bigint, r_owner text,
               r_lease_ms bigint, r_value text, r_version bigint)
-LANGUAGE plpgsql SET enable_seqscan = off AS $$
+LANGUAGE plpgsql AS $$
 DECLARE t timestamptz := clock_timestamp();
 BEGIN
   -- The server reads its process list once per transaction and keeps it: a session whose
@@ -141,6 +135,13 @@ $$;
 -- alone, so its entry must survive: it always waits for the flush. A block is used only
 -- while fences still holds the bound it was reserved under: should anything else raise it
 -- (an older dlock's functions, reinstalled), no token below one it granted can follow.
+-- Why enable_seqscan = off here and in remove_entry: every acquire and release inserts and
+-- deletes an entry, so between two autovacuums entries and its indexes fill with dead rows
+-- that the statistics do not count. To the planner the table then looks nearly empty and its
+-- indexes huge for it, so it scanned the heap (and every dead row in it) for the entry's id
+-- instead of probing the index: an uncontended cycle slowed from 0.3 to 1.3 ms within seconds
+-- of churn, until the next vacuum. (It holds for the queue_values called here too; a listing
+-- on its own plans as the statistics say, which measured faster with a few live entries.)
 CREATE OR REPLACE FUNCTION @S.enqueue_values(p_session text, p_name text, p_id text,
                                              p_kind smallint)
 RETURNS TABLE(r_id text, r_kind smallint, r_token bigint, r_created_ms bigint, r_owner text,
@@ -194,7 +195,7 @@ LANGUAGE sql AS $$
   FROM @S.enqueue_values(p_session, p_name, p_id, p_kind)
 $$;
 
--- A release (remove), as one function for its enable_seqscan (see queue_values): how many
+-- A release (remove), as one function for its enable_seqscan (see enqueue_values): how many
 -- removed entries still belonged to a live session, 0 meaning the entry was gone or its lease
 -- had ended (lock_lost). p_lazy commits without waiting for the WAL flush.
 CREATE OR REPLACE FUNCTION @S.remove_entry(p_name text, p_id text, p_session text,
