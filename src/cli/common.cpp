@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cerrno>
 #include <cstdlib>
@@ -14,6 +15,7 @@
 
 #include "core/duration.hpp"
 #include "core/names.hpp"
+#include "core/registry.hpp"
 #include "core/url.hpp"
 
 namespace dlock::cli {
@@ -193,6 +195,17 @@ std::chrono::milliseconds parse_duration_option(std::string_view option, const s
 }
 
 void check_lock_name(const std::string& name) {
+  // `dlock status sqlite:///tmp/x.db` took the URL for the lock's name and said that lock was
+  // free in the default database. A name that starts with a scheme dlock serves is that
+  // mix-up, not a name anyone chose.
+  if (auto at = name.find("://"); at != std::string::npos) {
+    const auto schemes = dlock::detail::known_schemes();
+    if (std::find(schemes.begin(), schemes.end(), name.substr(0, at)) != schemes.end()) {
+      throw cli_error(exit_usage, "lock name '" + name +
+                                      "' is a URL: the URL goes in --url (or $DLOCK_URL), "
+                                      "the lock's name is the argument");
+    }
+  }
   // The rules every backend applies, checked without opening a session: a session starts
   // threads, and a command that handles signals must block them before any thread exists.
   auto valid = dlock::detail::validate_lock_name(name);

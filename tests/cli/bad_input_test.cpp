@@ -167,6 +167,21 @@ TEST(CliBadInput, DirectoryAsDatabasePathExits64) {
   EXPECT_TRUE(std::filesystem::is_empty(dir)) << "nothing may be created in the directory";
 }
 
+// A URL where the lock's name goes (`dlock status sqlite:///tmp/x.db`) was taken for a name,
+// and status said that lock was free in the default database (exit 1).
+TEST(CliBadInput, AUrlGivenAsTheLockNameExits64) {
+  cli_sandbox box;
+  const std::string url = "sqlite://" + box.dir() + "/locks.db";
+  const std::string said = "lock name '" + url + "' is a URL: the URL goes in --url";
+  for (const auto& args : std::vector<std::vector<std::string>>{
+           {"status", url}, {"run", url, "--", "echo", "CMD-RAN"}, {"unlock", url, "--force"}}) {
+    expect_rejected(box, {args, 64, said});
+  }
+  // Not a scheme dlock serves: an ordinary (if odd) name.
+  auto r = box.run({"status", "job://nightly", "--url", url});
+  EXPECT_EQ(r.status, 1) << r.output;
+}
+
 // Another user's database: SQLite says only "unable to open database file"; dlock names the
 // file or directory refused, its mode and owner, and who asked (exit 77). As root (CI), dlock
 // runs as nobody through setpriv; otherwise the file is made unreadable to its owner.
