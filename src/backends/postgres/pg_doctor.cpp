@@ -31,7 +31,9 @@ check_finding durability(const std::string& sync, const std::string& fsync) {
                     "synchronous_commit=off: a crash can lose the last commits, so a "
                     "token handed out just before it can be handed out again");
   }
-  if (f.reason.empty()) f.reason = "every grant's counter is flushed before it is answered";
+  // Tokens come in blocks under a bound that is flushed before any token of it is answered.
+  if (f.reason.empty())
+    f.reason = "every grant's token is under a bound flushed before it is answered";
   return f;
 }
 
