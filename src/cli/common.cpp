@@ -46,22 +46,6 @@ void make_private_dirs(const std::string& path) {
   }
 }
 
-// Percent-encodes what the URL parser would otherwise take as syntax.
-std::string encode_path(const std::string& path) {
-  std::string out;
-  for (char c : path) {
-    if (c == '%')
-      out += "%25";
-    else if (c == '?')
-      out += "%3F";
-    else if (c == '#')
-      out += "%23";
-    else
-      out += c;
-  }
-  return out;
-}
-
 }  // namespace
 
 // std::system_error::what() is "context: message: <code text>"; the code text repeats what
@@ -158,7 +142,7 @@ std::string resolve_url(const std::string& url_option, bool create) {
   }
   const std::string dir = default_state_dir();
   if (create) make_private_dirs(dir);
-  return "sqlite://" + encode_path(dir + "/locks.db");
+  return "sqlite://" + dlock::detail::encode_path(dir + "/locks.db");
 }
 
 std::string default_state_dir() {

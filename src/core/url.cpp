@@ -75,6 +75,22 @@ std::string url::param(std::string_view key, std::string_view fallback) const {
   return it == query.end() ? std::string(fallback) : it->second;
 }
 
+std::string encode_path(std::string_view path) {
+  std::string out;
+  out.reserve(path.size());
+  for (char c : path) {
+    if (c == '%')
+      out += "%25";
+    else if (c == '?')
+      out += "%3F";
+    else if (c == '#')
+      out += "%23";
+    else
+      out += c;
+  }
+  return out;
+}
+
 result<std::string> percent_decode(std::string_view s) {
   std::string out;
   out.reserve(s.size());

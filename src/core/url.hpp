@@ -38,4 +38,8 @@ result<url> parse_url(std::string_view text);
 // Percent-decoding of one URL component.
 result<std::string> percent_decode(std::string_view s);
 
+// A file path as a URL's path: percent-encodes what parse_url would take as syntax (%, ?, #),
+// so a URL built from it (a suggestion in a message) can be pasted as given.
+std::string encode_path(std::string_view path);
+
 }  // namespace dlock::detail

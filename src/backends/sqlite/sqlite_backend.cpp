@@ -13,30 +13,11 @@
 #include "backends/sqlite/shared_file.hpp"
 #include "backends/sqlite/sqlite_db.hpp"
 #include "backends/sqlite/sqlite_session.hpp"
+#include "core/url.hpp"
 
 namespace dlock::detail {
 
 using sqlite::db;
-
-namespace {
-
-// The URL of `path`, escaped as the URL parser needs, so a suggestion can be pasted as given.
-std::string sqlite_url(const std::string& path) {
-  std::string out = "sqlite://";
-  for (char c : path) {
-    if (c == '%')
-      out += "%25";
-    else if (c == '?')
-      out += "%3F";
-    else if (c == '#')
-      out += "%23";
-    else
-      out += c;
-  }
-  return out;
-}
-
-}  // namespace
 
 result<std::unique_ptr<backend_session>> open_sqlite(const url& u, const session_info& info) {
   if (!u.hosts.empty() || u.path.empty() || u.path == "/") {
@@ -52,7 +33,7 @@ result<std::unique_ptr<backend_session>> open_sqlite(const url& u, const session
     return fail(errc::invalid_argument, "URL '" + u.redacted + "': '" + u.path +
                                             "' is a directory, not a database file (name a "
                                             "file in it, e.g. " +
-                                            sqlite_url(dir + "/locks.db") + ")");
+                                            "sqlite://" + encode_path(dir + "/locks.db") + ")");
   }
   if (auto r = sqlite::check_local_file_system(u.path); !r) return fail(r.error());
   auto busy_ms = static_cast<int>(info.request_timeout.count());
