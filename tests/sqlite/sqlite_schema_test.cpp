@@ -1,6 +1,7 @@
 // The SQLite schema's upgrades in place (version 1, wall-clock leases -> version 2, leases on
 // CLOCK_BOOTTIME with the boot id -> version 3, entries with values -> version 4, the same
-// rows in fewer b-trees), and what the boot id means: a lease of another boot is over.
+// rows in fewer b-trees -> version 5, the queue in one b-tree), what the boot id means (a
+// lease of another boot is over), and the pages a cycle writes.
 #include <gtest/gtest.h>
 #include <sqlite3.h>
 #include <time.h>
@@ -64,6 +65,22 @@ CREATE INDEX IF NOT EXISTS dlock_entries_session ON dlock_entries(session);
 INSERT INTO dlock_meta(key, value) VALUES ('schema_version', '3');
 )sql";
 
+// dlock's version-4 schema, verbatim (every file created by dlock before 2026-12-05).
+constexpr const char* schema_v4 = R"sql(
+CREATE TABLE IF NOT EXISTS dlock_meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS dlock_sessions(
+  id TEXT PRIMARY KEY, owner TEXT NOT NULL, host TEXT NOT NULL, pid INTEGER NOT NULL,
+  pid_start INTEGER NOT NULL, boot_id TEXT NOT NULL, expires_boot_ms INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS dlock_fences(name TEXT PRIMARY KEY, fence INTEGER NOT NULL)
+  WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS dlock_entries(
+  name TEXT NOT NULL, id TEXT NOT NULL, kind INTEGER NOT NULL, token INTEGER NOT NULL,
+  session TEXT NOT NULL, created_ms INTEGER NOT NULL, value BLOB NOT NULL DEFAULT x'',
+  version INTEGER NOT NULL DEFAULT 0, PRIMARY KEY(session, id), UNIQUE(name, token))
+  WITHOUT ROWID;
+INSERT INTO dlock_meta(key, value) VALUES ('schema_version', '4');
+)sql";
+
 std::int64_t wall_ms() {
   using namespace std::chrono;
   return duration_cast<milliseconds>(system_clock::now().time_since_epoch()).count();
@@ -118,7 +135,7 @@ TEST_F(sqlite_schema, a_version_1_file_is_upgraded_in_place_keeping_live_holds_a
   freed.unlock();
 
   raw_db db(path_);
-  EXPECT_EQ(db.one("SELECT value FROM dlock_meta WHERE key = 'schema_version'"), "4");
+  EXPECT_EQ(db.one("SELECT value FROM dlock_meta WHERE key = 'schema_version'"), "5");
   EXPECT_EQ(db.one("SELECT boot_id FROM dlock_sessions WHERE id = 'live'"), boot_id());
   auto left_ms =
       std::stoll(db.one("SELECT expires_boot_ms FROM dlock_sessions WHERE id = 'live'")) -
@@ -160,7 +177,7 @@ TEST_F(sqlite_schema, a_version_2_file_is_upgraded_in_place_and_version_2_writer
   dlock::mutex held(s, "held");
   EXPECT_FALSE(held.try_lock()) << "the live version-2 hold was lost in the upgrade";
   raw_db db(path_);
-  EXPECT_EQ(db.one("SELECT value FROM dlock_meta WHERE key = 'schema_version'"), "4");
+  EXPECT_EQ(db.one("SELECT value FROM dlock_meta WHERE key = 'schema_version'"), "5");
   EXPECT_EQ(db.one("SELECT version FROM dlock_entries WHERE id = 'e1'"), "0");
   // The version-2 process's insert, as its enqueue writes it.
   ASSERT_EQ(db.exec("INSERT INTO dlock_fences VALUES ('other', 1);" + v2_entry("other", "e2", 1)),
@@ -208,12 +225,14 @@ TEST_F(sqlite_schema, a_version_3_file_is_upgraded_in_place_keeping_rows_and_tok
   }
   auto s = dlock::session::open(url());
   raw_db db(path_);
-  EXPECT_EQ(db.one("SELECT value FROM dlock_meta WHERE key = 'schema_version'"), "4");
+  EXPECT_EQ(db.one("SELECT value FROM dlock_meta WHERE key = 'schema_version'"), "5");
   EXPECT_EQ(db.one("SELECT count(*) FROM dlock_entries"), "3");
   EXPECT_EQ(db.one("SELECT group_concat(name || '=' || fence) FROM "
                    "(SELECT * FROM dlock_fences ORDER BY name)"),
             "held=41,primary=9");
-  EXPECT_EQ(db.one("SELECT count(*) FROM sqlite_master WHERE name LIKE '%_v4'"), "0");
+  EXPECT_EQ(db.one("SELECT count(*) FROM sqlite_master WHERE name LIKE '%_v4' OR name LIKE "
+                   "'%_v5'"),
+            "0");
 
   auto q = dlock::inspect(s, "held");
   ASSERT_EQ(q.size(), 2u);
@@ -246,7 +265,111 @@ TEST_F(sqlite_schema, a_version_3_file_is_upgraded_in_place_keeping_rows_and_tok
   held.unlock();
 
   auto again = dlock::session::open(url());
-  EXPECT_EQ(raw_db(path_).one("SELECT value FROM dlock_meta WHERE key = 'schema_version'"), "4");
+  EXPECT_EQ(raw_db(path_).one("SELECT value FROM dlock_meta WHERE key = 'schema_version'"), "5");
+}
+
+// A version-4 file with a live hold, a waiter behind it and a leader's value, opened by
+// today's code: rebuilt in place (one b-tree keyed by name and token, no index), every row and
+// counter kept; a version-4 process already using the file goes on with the statements it
+// sends (by session and id: they now scan); a second open changes nothing.
+TEST_F(sqlite_schema, a_version_4_file_is_upgraded_in_place_keeping_rows_and_tokens) {
+  const auto v4_entry = [&](const std::string& name, const std::string& id, int token,
+                            const std::string& session) {
+    return "INSERT OR FAIL INTO dlock_entries(name, id, kind, token, session, created_ms) "
+           "VALUES ('" +
+           name + "', '" + id + "', 0, " + std::to_string(token) + ", '" + session + "', " +
+           std::to_string(wall_ms()) + ");";
+  };
+  const auto live_session = [&](const std::string& id) {
+    return "INSERT INTO dlock_sessions VALUES ('" + id + "', 'old', 'h', 0, 0, '" + boot_id() +
+           "', " + std::to_string(boot_ms() + 60'000) + ");";
+  };
+  {
+    raw_db old(path_);
+    ASSERT_EQ(old.exec(schema_v4), "");
+    ASSERT_EQ(old.exec(live_session("live") + live_session("behind") +
+                       "INSERT INTO dlock_fences VALUES ('held', 41), ('primary', 9);" +
+                       v4_entry("held", "live-1", 40, "live") +
+                       v4_entry("held", "behind-1", 41, "behind") +
+                       v4_entry("primary", "live-2~e", 9, "live") +
+                       "UPDATE dlock_entries SET value = x'6f6c64', version = 3 "
+                       "WHERE id = 'live-2~e';"),
+              "");
+  }
+  auto s = dlock::session::open(url());
+  raw_db db(path_);
+  EXPECT_EQ(db.one("SELECT value FROM dlock_meta WHERE key = 'schema_version'"), "5");
+  EXPECT_EQ(db.one("SELECT count(*) FROM dlock_entries"), "3");
+  EXPECT_EQ(db.one("SELECT count(*) FROM sqlite_master WHERE tbl_name = 'dlock_entries' AND "
+                   "type = 'index'"),
+            "0")
+      << "the queue still has a second b-tree";
+  EXPECT_EQ(db.one("SELECT count(*) FROM sqlite_master WHERE name LIKE '%_v5'"), "0");
+  EXPECT_EQ(db.one("SELECT group_concat(name || '=' || fence) FROM "
+                   "(SELECT * FROM dlock_fences ORDER BY name)"),
+            "held=41,primary=9");
+
+  auto q = dlock::inspect(s, "held");
+  ASSERT_EQ(q.size(), 2u);
+  EXPECT_TRUE(q[0].holds);
+  EXPECT_EQ(q[0].token, 40u);
+  EXPECT_FALSE(q[1].holds);
+  dlock::election watch(s, "primary");
+  auto leader = watch.leader();
+  ASSERT_TRUE(leader);
+  EXPECT_EQ(leader->value, "old");
+  EXPECT_EQ(leader->version, 3u);
+
+  // The version-4 process's own statements, as it sends them.
+  EXPECT_EQ(db.one("SELECT 1 FROM dlock_entries WHERE session = 'behind' AND id = 'behind-1'"),
+            "1");
+  ASSERT_EQ(db.exec("DELETE FROM dlock_entries WHERE session = 'live' AND id = 'live-1' AND "
+                    "name = 'held'"),
+            "");
+  q = dlock::inspect(s, "held");
+  ASSERT_EQ(q.size(), 1u);
+  EXPECT_TRUE(q[0].holds) << "the waiter behind the released hold does not hold";
+  // A second entry with a token already stored is refused, as version 4's index refused it.
+  EXPECT_NE(db.exec(v4_entry("held", "dup-1", 41, "live")), "");
+
+  ASSERT_EQ(db.exec("DELETE FROM dlock_entries WHERE session = 'behind'"), "");
+  dlock::mutex held(s, "held");
+  ASSERT_TRUE(held.try_lock());
+  EXPECT_EQ(held.token().value, 42u);
+  held.unlock();
+
+  auto again = dlock::session::open(url());
+  EXPECT_EQ(raw_db(path_).one("SELECT value FROM dlock_meta WHERE key = 'schema_version'"), "5");
+}
+
+// An acquire and its release write three pages to the WAL: the lock's fencing counter and its
+// queue on acquire, the queue on release (the floor, a row inserted and deleted in a table
+// with a unique name, writes four). Version 4 wrote five: the queue's rows and its (name,
+// token) index were two b-trees. Counted from the WAL's size, which only grows between
+// checkpoints: each page written is a frame of 24 bytes and a page.
+TEST_F(sqlite_schema, an_acquire_and_release_write_three_pages) {
+  auto s = dlock::session::open(url());
+  dlock::mutex m(s, "k");
+  ASSERT_TRUE(m.try_lock());  // the lock's counter and the tables exist from here
+  m.unlock();
+  raw_db db(path_);
+  const auto page = std::stoll(db.one("PRAGMA page_size"));
+  ASSERT_EQ(db.one("PRAGMA wal_checkpoint(TRUNCATE)").substr(0, 1), "0") << "checkpoint blocked";
+  const auto wal_frames = [&] {
+    std::ifstream wal(path_ + "-wal", std::ios::binary | std::ios::ate);
+    auto size = wal ? static_cast<long long>(wal.tellg()) : 0LL;
+    return size <= 32 ? 0LL : (size - 32) / (24 + page);
+  };
+  ASSERT_EQ(wal_frames(), 0);
+  constexpr int cycles = 20;
+  for (int i = 0; i < cycles; ++i) {
+    ASSERT_TRUE(m.try_lock());
+    m.unlock();
+  }
+  // A lease renewal (a page of the sessions table) may fall into the run.
+  EXPECT_LE(wal_frames(), 3 * cycles + 2)
+      << "pages written per cycle: " << static_cast<double>(wal_frames()) / cycles;
+  EXPECT_GE(wal_frames(), 3 * cycles);
 }
 
 // An observer that opens a file before its first writer has created dlock's tables (an empty
@@ -323,7 +446,7 @@ TEST_F(sqlite_schema, a_newer_schema_is_refused) {
   { auto s = dlock::session::open(url()); }
   {
     raw_db db(path_);
-    ASSERT_EQ(db.exec("UPDATE dlock_meta SET value = '5' WHERE key = 'schema_version'"), "");
+    ASSERT_EQ(db.exec("UPDATE dlock_meta SET value = '6' WHERE key = 'schema_version'"), "");
   }
   std::error_code ec;
   auto s = dlock::session::open(url(), {}, ec);

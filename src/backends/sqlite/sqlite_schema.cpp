@@ -12,9 +12,8 @@ CREATE TABLE IF NOT EXISTS dlock_fences(name TEXT PRIMARY KEY, fence INTEGER NOT
 CREATE TABLE IF NOT EXISTS dlock_entries(
   name TEXT NOT NULL, id TEXT NOT NULL, kind INTEGER NOT NULL, token INTEGER NOT NULL,
   session TEXT NOT NULL, created_ms INTEGER NOT NULL, value BLOB NOT NULL DEFAULT x'',
-  version INTEGER NOT NULL DEFAULT 0, PRIMARY KEY(session, id), UNIQUE(name, token))
-  WITHOUT ROWID;
-INSERT INTO dlock_meta(key, value) VALUES ('schema_version', '4');
+  version INTEGER NOT NULL DEFAULT 0, PRIMARY KEY(name, token)) WITHOUT ROWID;
+INSERT INTO dlock_meta(key, value) VALUES ('schema_version', '5');
 )sql";
 
 // Version 1 -> 2: the sessions table is rebuilt without its wall-clock column, so a version-1
@@ -71,6 +70,25 @@ ALTER TABLE dlock_entries_v4 RENAME TO dlock_entries;
 UPDATE dlock_meta SET value = '4' WHERE key = 'schema_version';
 )sql";
 
+// Version 4 -> 5: the queue in one b-tree, keyed by (name, token), which every read of a queue
+// and every check of an entry already names: version 4 kept a second b-tree, its (name, token)
+// index, beside rows keyed by (session, id), and every acquire and release wrote a page of
+// each. A session finds its own entries' tokens in memory (sqlite_session.hpp); closing a
+// session and reaping a dead one scan the table, which is rare. A version-4 process already
+// using the file goes on working (its lookups by session and id scan); one opening it anew
+// refuses version 5.
+constexpr const char* upgrade_4 = R"sql(
+CREATE TABLE dlock_entries_v5(
+  name TEXT NOT NULL, id TEXT NOT NULL, kind INTEGER NOT NULL, token INTEGER NOT NULL,
+  session TEXT NOT NULL, created_ms INTEGER NOT NULL, value BLOB NOT NULL DEFAULT x'',
+  version INTEGER NOT NULL DEFAULT 0, PRIMARY KEY(name, token)) WITHOUT ROWID;
+INSERT INTO dlock_entries_v5(name, id, kind, token, session, created_ms, value, version)
+SELECT name, id, kind, token, session, created_ms, value, version FROM dlock_entries;
+DROP TABLE dlock_entries;
+ALTER TABLE dlock_entries_v5 RENAME TO dlock_entries;
+UPDATE dlock_meta SET value = '5' WHERE key = 'schema_version';
+)sql";
+
 }  // namespace
 
 result<void> prepare_schema(db& d, const std::string& boot, std::int64_t boot_now_ms,
@@ -88,7 +106,7 @@ result<void> prepare_schema(db& d, const std::string& boot, std::int64_t boot_no
   auto text = v->text(0);
   if (auto done = v->run(); !done) return done;
   if (text == std::to_string(schema_version)) return {};
-  if (text != "1" && text != "2" && text != "3") {
+  if (text != "1" && text != "2" && text != "3" && text != "4") {
     return fail(errc::unsupported, "schema version '" + text + "' is not " +
                                        std::to_string(schema_version) +
                                        " (a newer dlock created this file?)");
@@ -103,7 +121,10 @@ result<void> prepare_schema(db& d, const std::string& boot, std::int64_t boot_no
   if (text == "1" || text == "2") {
     if (auto r = d.exec(upgrade_2); !r) return r;
   }
-  return d.exec(upgrade_3);
+  if (text != "4") {
+    if (auto r = d.exec(upgrade_3); !r) return r;
+  }
+  return d.exec(upgrade_4);
 }
 
 }  // namespace dlock::detail::sqlite

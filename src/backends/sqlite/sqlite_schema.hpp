@@ -1,11 +1,11 @@
 #pragma once
-// dlock's tables in a SQLite file (version 4; older files are upgraded in place at open):
+// dlock's tables in a SQLite file (version 5; older files are upgraded in place at open):
 //   dlock_meta(key PK, value)             -- 'schema_version'
 //   dlock_sessions(id PK, owner, host, pid, pid_start, boot_id, expires_boot_ms)
 //                                         -- one lease per session
 //   dlock_fences(name PK, fence)          -- per-lock fencing counter, never reset
 //   dlock_entries(name, id, kind, token, session, created_ms, value, version,
-//                 PK(session, id), UNIQUE(name, token))  -- both without a rowid (4)
+//                 PK(name, token))      -- without a rowid, one b-tree (5)
 //                                         -- the queue; one row per holder or waiter; value
 //                                            and version (3): an election candidate's value
 
@@ -17,7 +17,7 @@
 
 namespace dlock::detail::sqlite {
 
-inline constexpr int schema_version = 4;
+inline constexpr int schema_version = 5;
 
 // Creates the tables in a new file, or upgrades an older one in place. Call it inside the
 // opening write transaction, so that concurrent openers upgrade once. A version-1 lease is
