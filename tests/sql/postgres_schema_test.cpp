@@ -142,8 +142,7 @@ TEST(postgres_schema, concurrent_acquires_across_token_blocks_never_deadlock) {
                               "current_database()")
                           .at(0));
   };
-  // The schema first: sessions that all find it missing all run its DDL, whose ALTER TABLEs
-  // wait for the others' acquires (and deadlock with them) - another story.
+  // The schema first, so that only the acquires are counted.
   session::open(server().url("schema=blocks_contended")).close();
   const auto before = deadlocks();
   {
@@ -166,6 +165,57 @@ TEST(postgres_schema, concurrent_acquires_across_token_blocks_never_deadlock) {
   // The sessions' server processes report their counts as they exit.
   std::this_thread::sleep_for(1s);
   EXPECT_EQ(deadlocks(), before);
+}
+
+// Sessions that start together on a new schema all find it missing and queue for the DDL's
+// advisory lock; each used to run the DDL again once its turn came, on a schema the first
+// sessions were already acquiring in, and its ALTER TABLEs and function replacements waited
+// for (or deadlocked with) their acquires. Only the first may run it. Counted by an event
+// trigger (one row per DDL command, with its transaction), not timed: the sessions are held
+// at the lock until all have found the schema missing.
+TEST(postgres_schema, sessions_that_start_together_on_a_new_schema_run_its_ddl_once) {
+  server().query("CREATE TABLE public.ddl_seen(schema_name text, tx xid8)");
+  server().query(
+      "CREATE FUNCTION public.ddl_count() RETURNS event_trigger LANGUAGE plpgsql "
+      "SECURITY DEFINER AS $$ BEGIN INSERT INTO public.ddl_seen SELECT schema_name, "
+      "pg_current_xact_id() FROM pg_event_trigger_ddl_commands(); END $$");
+  server().query(
+      "CREATE EVENT TRIGGER ddl_count ON ddl_command_end EXECUTE FUNCTION public.ddl_count()");
+  struct drop_trigger {
+    ~drop_trigger() {
+      for (const char* sql : {"DROP EVENT TRIGGER ddl_count", "DROP FUNCTION public.ddl_count()",
+                              "DROP TABLE public.ddl_seen"}) {
+        server().query(sql);
+      }
+    }
+  } dropped;
+  raw_pg gate(server().url());
+  gate.exec("BEGIN");
+  gate.exec("SELECT pg_advisory_xact_lock(7234315448311949163)");
+  const auto url = server().url("schema=ddl_once");
+  std::vector<std::thread> clients;
+  for (int c = 0; c < 6; ++c) {
+    clients.emplace_back([&url] {
+      auto s = session::open(url);
+      dlock::mutex m(s, "together");
+      for (int i = 0; i < 20; ++i) {
+        m.lock();
+        m.unlock();
+      }
+    });
+  }
+  // Every session has looked and is waiting for the lock.
+  for (int waited = 0; waited < 100; ++waited) {
+    auto waiting =
+        gate.exec("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted");
+    if (waiting.at(0) == "6") break;
+    std::this_thread::sleep_for(50ms);
+  }
+  gate.exec("COMMIT");
+  for (auto& t : clients) t.join();
+  EXPECT_EQ(server().query("SELECT count(DISTINCT tx) FROM public.ddl_seen WHERE schema_name = "
+                           "'ddl_once'"),
+            std::vector<std::string>{"1"});
 }
 
 // The server keeps its process list for the rest of a transaction once read: a listing must

@@ -3,10 +3,11 @@
 namespace dlock::detail::pg {
 namespace {
 
-// "@S" stands for the quoted schema name.
+// Taken by every first use of any schema before it looks again and runs the DDL below.
+constexpr const char* ddl_lock = "BEGIN; SELECT pg_advisory_xact_lock(7234315448311949163)";
+
+// "@S" stands for the quoted schema name. Runs inside ddl_lock's transaction and ends it.
 constexpr const char* ddl = R"sql(
-BEGIN;
-SELECT pg_advisory_xact_lock(7234315448311949163);
 CREATE SCHEMA IF NOT EXISTS @S;
 CREATE TABLE IF NOT EXISTS @S.meta(key text PRIMARY KEY, value text NOT NULL);
 CREATE TABLE IF NOT EXISTS @S.sessions(
@@ -348,9 +349,14 @@ statements make_statements(const std::string& schema) {
   };
 }
 
-result<void> ensure_schema(conn& c, const std::string& schema) {
-  // The common case costs one query; DDL (and its locks) only on first use.
-  // A missing schema or table is an error here, and the reason to run the DDL below.
+namespace {
+
+enum class found { current, older, missing };
+
+// Whether the schema holds everything this dlock needs: one query. backend_error if it is
+// newer than this dlock understands.
+result<found> look(conn& c, const std::string& schema) {
+  // A missing schema or table is an error here, and a reason to run the DDL.
   auto check = c.exec(
       with_schema("SELECT value, EXISTS (SELECT 1 FROM @S.meta WHERE key = 'pooled_sessions')"
                   " AND EXISTS (SELECT 1 FROM @S.meta WHERE key = 'entry_values')"
@@ -358,25 +364,49 @@ result<void> ensure_schema(conn& c, const std::string& schema) {
                   " AND EXISTS (SELECT 1 FROM @S.meta WHERE key = 'fence_blocks')"
                   " FROM @S.meta WHERE key = 'schema_version'",
                   schema));
-  if (check && check->count() == 1) {
-    auto version = check->i64(0, 0);
-    if (version == schema_version && check->text(0, 1) == "t") return {};
-    if (version > schema_version) {
-      return fail(errc::backend_error, c.where() + ": schema \"" + schema + "\" has version " +
-                                           std::to_string(version) +
-                                           ", newer than this dlock understands (" +
-                                           std::to_string(schema_version) + ")");
-    }
-  } else if (!check && is_transient(check.error())) {
-    return fail(check.error());
+  if (!check) {
+    if (is_transient(check.error())) return fail(check.error());
+    return found::missing;
   }
+  if (check->count() != 1) return found::missing;
+  auto version = check->i64(0, 0);
+  if (version > schema_version) {
+    return fail(errc::backend_error,
+                c.where() + ": schema \"" + schema + "\" has version " + std::to_string(version) +
+                    ", newer than this dlock understands (" + std::to_string(schema_version) + ")");
+  }
+  return version == schema_version && check->text(0, 1) == "t" ? found::current : found::older;
+}
+
+}  // namespace
+
+result<void> ensure_schema(conn& c, const std::string& schema) {
+  // The common case costs one query; DDL (and its locks) only on first use.
+  auto first = look(c, schema);
+  if (!first) return fail(first.error());
+  if (*first == found::current) return {};
   if (!c.usable()) return fail(errc::backend_unavailable, c.where() + ": connection lost");
-  auto r = c.exec(with_schema(ddl, schema));
-  if (!r) {
+  const auto failed = [&](const failure& f) {
     if (c.usable()) (void)c.exec("ROLLBACK");
-    return fail(
-        failure{r.error().code, r.error().message + " (creating schema \"" + schema + "\")"});
+    return fail(failure{f.code, f.message + " (creating schema \"" + schema + "\")"});
+  };
+  if (auto locked = c.exec(ddl_lock); !locked) return failed(locked.error());
+  // Look again under the lock: sessions that start together on a new schema all find it
+  // missing and queue here, and each but the first would run the DDL again on a schema already
+  // in use, its ALTER TABLEs and function replacements waiting for (and deadlocking with) the
+  // first sessions' acquires. The look only reads when the table exists: a failed statement
+  // would abort the transaction.
+  auto exists = c.exec(with_schema("SELECT to_regclass('@S.meta') IS NOT NULL", schema));
+  if (!exists) return failed(exists.error());
+  if (exists->count() == 1 && exists->text(0, 0) == "t") {
+    auto again = look(c, schema);
+    if (!again) return failed(again.error());
+    if (*again == found::current) {
+      if (auto done = c.exec("COMMIT"); !done) return failed(done.error());
+      return {};
+    }
   }
+  if (auto r = c.exec(with_schema(ddl, schema)); !r) return failed(r.error());
   return {};
 }
 
