@@ -75,7 +75,6 @@ class memory_session final : public backend_session {
         it->second, [&](const memory_entry& m) { return m.e.id == id && m.session == info_.id; });
     if (it->second.empty()) store_->queues.erase(it);
     if (n == 0) return gone();
-    store_->changed.notify_all();
     store_->notify_observers();
     return {};
   }
@@ -137,12 +136,24 @@ class memory_session final : public backend_session {
       return std::any_of(awaited.begin(), awaited.end(),
                          [&](const entry& e) { return !store_->live.contains(e.id); });
     };
-    // Every change wakes every waiter, but each only tests a few hash-set lookups; it returns
-    // to the engine (which lists the queue) only when one of its entries is gone. The 50 ms
-    // steps let an injected clock's jumps end leases.
+    // Registered under each awaited id before the first look, under the store's mutex: an
+    // entry that leaves after the look wakes us. The 50 ms steps let an injected clock's
+    // jumps end leases.
+    memory_waiter me;
+    for (const auto& e : awaited) store_->waiting.emplace(e.id, &me);
     while (!stop.stop_requested() && steady::now() < deadline) {
       auto until = std::min(deadline, steady::now() + std::chrono::milliseconds{50});
-      if (store_->changed.wait_until(lk, stop, until, gone)) return {};
+      if (me.cv.wait_until(lk, stop, until, gone)) break;
+    }
+    // By value: a rehash since would have invalidated iterators kept from the emplace.
+    for (const auto& e : awaited) {
+      auto [first, last] = store_->waiting.equal_range(e.id);
+      for (auto it = first; it != last; ++it) {
+        if (it->second == &me) {
+          store_->waiting.erase(it);
+          break;
+        }
+      }
     }
     return {};
   }
@@ -165,7 +176,6 @@ class memory_session final : public backend_session {
                             [&](const memory_entry& m) { return m.session == info_.id; });
       it = it->second.empty() ? store_->queues.erase(it) : std::next(it);
     }
-    store_->changed.notify_all();
     store_->notify_observers();
   }
 
@@ -222,6 +232,12 @@ void expire_memory_session(const std::string& store, const std::string& session_
   std::lock_guard lk(s->mu);
   s->set_lease(session_id, steady::time_point::min());
   s->purge();
+}
+
+std::uint64_t memory_waiters_woken(const std::string& store) {
+  auto s = memory_store_named(store);
+  std::lock_guard lk(s->mu);
+  return s->waiters_woken;
 }
 
 std::size_t memory_raw_entries(const std::string& store, const std::string& lock) {

@@ -23,7 +23,6 @@ void memory_store::purge() {
     erase_entries(it->second, [&](const memory_entry& m) { return !leases.contains(m.session); });
     it = it->second.empty() ? queues.erase(it) : std::next(it);
   }
-  changed.notify_all();
   notify_observers();
 }
 
