@@ -1,7 +1,7 @@
 #pragma once
 // memory://NAME -- locks shared by the threads of one process. Sessions opened with the same
-// NAME share one store; wake-ups by condition variable, per awaited entry; leases on an injectable
-// clock.
+// NAME share one store; wake-ups by condition variable, per awaited entry; leases on an
+// injectable clock.
 
 #include <chrono>
 #include <cstdint>
