@@ -1,6 +1,7 @@
 #include "backends/memory/memory_backend.hpp"
 
 #include <algorithm>
+#include <span>
 
 #include "backends/memory/memory_store.hpp"
 
@@ -140,20 +141,28 @@ class memory_session final : public backend_session {
     // entry that leaves after the look wakes us. The 50 ms steps let an injected clock's
     // jumps end leases.
     memory_waiter me;
+    // Unregistered on every way out (an emplace that throws included), under the mutex; by
+    // value, as a rehash invalidates iterators kept from the emplace.
+    struct registration {
+      memory_store& store;
+      memory_waiter* waiter;
+      std::span<const entry> ids;
+      ~registration() {
+        for (const auto& e : ids) {
+          auto [first, last] = store.waiting.equal_range(e.id);
+          for (auto it = first; it != last; ++it) {
+            if (it->second == waiter) {
+              store.waiting.erase(it);
+              break;
+            }
+          }
+        }
+      }
+    } registered{*store_, &me, awaited};
     for (const auto& e : awaited) store_->waiting.emplace(e.id, &me);
     while (!stop.stop_requested() && steady::now() < deadline) {
       auto until = std::min(deadline, steady::now() + std::chrono::milliseconds{50});
       if (me.cv.wait_until(lk, stop, until, gone)) break;
-    }
-    // By value: a rehash since would have invalidated iterators kept from the emplace.
-    for (const auto& e : awaited) {
-      auto [first, last] = store_->waiting.equal_range(e.id);
-      for (auto it = first; it != last; ++it) {
-        if (it->second == &me) {
-          store_->waiting.erase(it);
-          break;
-        }
-      }
     }
     return {};
   }
