@@ -73,10 +73,10 @@ UPDATE dlock_meta SET value = '4' WHERE key = 'schema_version';
 // Version 4 -> 5: the queue in one b-tree, keyed by (name, token), which every read of a queue
 // and every check of an entry already names: version 4 kept a second b-tree, its (name, token)
 // index, beside rows keyed by (session, id), and every acquire and release wrote a page of
-// each. A session finds its own entries' tokens in memory (sqlite_session.hpp); closing a
-// session and reaping a dead one scan the table, which is rare. A version-4 process already
-// using the file goes on working (its lookups by session and id scan); one opening it anew
-// refuses version 5.
+// each. A release finds its row by a walk of the lock's queue in token order, which stops at
+// once for a holder at the head; closing a session and reaping a dead one scan the table,
+// which is rare. A version-4 process already using the file goes on working (its lookups by
+// session and id scan); one opening it anew refuses version 5.
 constexpr const char* upgrade_4 = R"sql(
 CREATE TABLE dlock_entries_v5(
   name TEXT NOT NULL, id TEXT NOT NULL, kind INTEGER NOT NULL, token INTEGER NOT NULL,

@@ -4,7 +4,6 @@
 #include "backends/sqlite/sqlite_session.hpp"
 
 #include <algorithm>
-#include <optional>
 #include <thread>
 
 #include "backends/sqlite/sqlite_doctor.hpp"
@@ -53,20 +52,16 @@ result<queue_view> session::enqueue(std::string_view lock, entry_kind kind, std:
   std::lock_guard lk(mu_);
   auto sent = steady::now();
   queue_view view;
-  std::int64_t token = 0;
   auto r = write_txn([&]() -> result<void> {
     if (auto live = session_live(); !live) return live;
-    // Already stored by an earlier try: its token. Entries are keyed by (name, token), so this
-    // scans the lock's queue, which the read below reads whole anyway.
+    // Already stored by an earlier try? Entries are keyed by (name, token), so this scans the
+    // lock's queue, which the read below reads whole anyway.
     auto exists =
-        db_.prepare("SELECT token FROM dlock_entries WHERE name = ?3 AND session = ?2 AND id = ?1");
+        db_.prepare("SELECT 1 FROM dlock_entries WHERE name = ?3 AND session = ?2 AND id = ?1");
     if (!exists) return fail(exists.error());
     auto found = exists->bind(1, id).bind(2, info_.id).bind(3, lock).step();
     if (!found) return fail(found.error());
-    if (*found) {
-      token = exists->i64(0);
-      if (auto done = exists->run(); !done) return done;
-    } else {
+    if (!*found) {
       // The per-name counter is bumped in the same transaction as the insert. OR FAIL, and no
       // RETURNING (it collects its rows in a temporary b-tree): a failed statement fails the
       // whole transaction here, so none needs a statement journal (a malloc and a free of a
@@ -81,7 +76,7 @@ result<queue_view> session::enqueue(std::string_view lock, entry_kind kind, std:
       auto row = fence->bind(1, lock).step();
       if (!row) return fail(row.error());
       if (!*row) return fail(errc::backend_unavailable, "sqlite fencing counter not written");
-      token = fence->i64(0);
+      auto token = fence->i64(0);
       auto ins = db_.prepare(
           "INSERT OR FAIL INTO dlock_entries(name, id, kind, token, session, created_ms) "
           "VALUES (?1, ?2, ?3, ?4, ?5, ?6)");
@@ -101,7 +96,6 @@ result<queue_view> session::enqueue(std::string_view lock, entry_kind kind, std:
     return {};
   });
   if (!r) return fail(r.error());
-  own_tokens_[own_key(lock, id)] = token;
   // Only election observers listen for changes, and only a candidate's arrival can change a
   // leader (a leader's leaving wakes them through its own id). As PostgreSQL's trigger does,
   // locks and semaphores skip it: a datagram nobody reads still costs a system call per
@@ -127,33 +121,21 @@ result<void> session::remove(std::string_view lock, std::string_view id) {
   // share one transaction: one lock of the file instead of a read's and then a write's.
   bool live = true;
   bool removed = false;
-  auto key = own_key(lock, id);
-  auto known = own_tokens_.find(key);
-  auto token = known == own_tokens_.end() ? std::nullopt : std::optional{known->second};
   auto r = write_txn([&]() -> result<void> {
     auto ok = session_live();
     if (!ok && ok.error().code != make_error_code(errc::session_expired)) return ok;
     live = static_cast<bool>(ok);
-    // By its key when we know its token (a page read, not a scan of the queue); by a scan
-    // when we do not, or when the key found nothing (the file was made anew under us).
-    if (token) {
-      auto s = db_.prepare(
-          "DELETE FROM dlock_entries WHERE name = ?1 AND token = ?4 AND id = ?2 AND session = ?3");
-      if (!s) return fail(s.error());
-      if (auto d = s->bind(1, lock).bind(2, id).bind(3, info_.id).bind(4, *token).run(); !d) {
-        return d;
-      }
-      removed = db_.changes() > 0;
-      if (removed) return {};
-    }
-    auto s = db_.prepare("DELETE FROM dlock_entries WHERE name = ?1 AND id = ?2 AND session = ?3");
+    // Found in token order and deleted by its key: a release is nearly always at the head,
+    // so it reads one row however long the queue (no scan of it to its end).
+    auto s = db_.prepare(
+        "DELETE FROM dlock_entries WHERE name = ?1 AND token = (SELECT token FROM dlock_entries "
+        "WHERE name = ?1 AND session = ?3 AND id = ?2 LIMIT 1)");
     if (!s) return fail(s.error());
     if (auto d = s->bind(1, lock).bind(2, id).bind(3, info_.id).run(); !d) return d;
     removed = db_.changes() > 0;
     return {};
   });
   if (!r) return r;
-  own_tokens_.erase(key);
   if (removed) wake_.notify(id);  // its waiters, and election observers if it led
   if (!removed || !live) {
     return fail(errc::lock_lost, "sqlite entry " + std::string(id) + " of '" + std::string(lock) +
@@ -231,20 +213,13 @@ result<std::uint64_t> session::set_value(std::string_view lock, std::string_view
       }
       return live;
     }
-    // By its key when we know its token, else by a scan of the queue.
-    auto known = own_tokens_.find(own_key(lock, id));
-    auto s = known == own_tokens_.end()
-                 ? db_.prepare(
-                       "UPDATE OR FAIL dlock_entries SET value = ?4, version = version + 1 "
-                       "WHERE name = ?1 AND id = ?2 AND session = ?3 RETURNING version")
-                 : db_.prepare(
-                       "UPDATE OR FAIL dlock_entries SET value = ?4, version = version + 1 "
-                       "WHERE name = ?1 AND token = ?5 AND id = ?2 AND session = ?3 "
-                       "RETURNING version");
+    // Found in token order, as remove finds it (a leader is at the head).
+    auto s = db_.prepare(
+        "UPDATE OR FAIL dlock_entries SET value = ?4, version = version + 1 "
+        "WHERE name = ?1 AND token = (SELECT token FROM dlock_entries WHERE name = ?1 AND "
+        "session = ?3 AND id = ?2 LIMIT 1) RETURNING version");
     if (!s) return fail(s.error());
-    s->bind(1, lock).bind(2, id).bind(3, info_.id).bind_blob(4, value);
-    if (known != own_tokens_.end()) s->bind(5, known->second);
-    auto row = s->step();
+    auto row = s->bind(1, lock).bind(2, id).bind(3, info_.id).bind_blob(4, value).step();
     if (!row) return fail(row.error());
     if (!*row) {
       return fail(errc::lock_lost,
@@ -301,7 +276,6 @@ void session::close() noexcept {
     std::this_thread::sleep_for(std::chrono::milliseconds{10 << attempt});
   }
   marks_.clear(info_.id);
-  own_tokens_.clear();
   closed_ = true;
 }
 
@@ -311,7 +285,6 @@ result<void> session::end_session(std::string_view session_id) {
   auto r =
       write_txn([&]() -> result<void> { return delete_session(std::string(session_id), removed); });
   if (r) notify_all(removed);
-  if (r && session_id == info_.id) own_tokens_.clear();
   return r;
 }
 

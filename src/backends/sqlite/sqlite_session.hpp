@@ -10,7 +10,6 @@
 #include <span>
 #include <string>
 #include <string_view>
-#include <unordered_map>
 #include <vector>
 
 #include "backends/sqlite/local_process.hpp"
@@ -117,17 +116,6 @@ class session final : public backend_session {
   session_mark marks_;
   bool closed_{false};
   bool in_txn_{false};
-  // The tokens of this session's own entries, by own_key(lock, id): rows are keyed by
-  // (name, token), so a release or a value set finds its row by key rather than scan the
-  // queue for its id. Dropped at removal; an entry another client removed (its session
-  // reaped) is found gone by its key and then by a scan.
-  std::unordered_map<std::string, std::int64_t> own_tokens_;
-  static std::string own_key(std::string_view lock, std::string_view id) {
-    std::string k(lock);
-    k.push_back('\0');
-    k.append(id);
-    return k;
-  }
 };
 
 }  // namespace dlock::detail::sqlite
