@@ -84,6 +84,8 @@ class listener {
   std::map<std::string, channel_state> by_id_;
   std::map<std::string, std::string> id_by_channel_;
   bool stale_channels_{false};  // LISTENs left over from finished waits
+  std::size_t active_{0};       // entries of by_id_ with refs > 0 (waits in progress)
+  static constexpr std::size_t max_idle = 256;  // entries of by_id_ kept with refs == 0
   std::uint64_t epoch_{0};
   bool stopping_{false};
   bool pooled_{false};
