@@ -7,7 +7,6 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 
-#include <fstream>
 #include <functional>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -39,8 +38,7 @@ std::vector<pid_t> sale_workers(pid_t parent) {
     if (pid <= 0) continue;
     auto f = test::proc_stat_fields(pid);
     if (f.size() < 2 || std::stoll(f[1]) != parent || f[0] == "Z") continue;
-    std::ifstream cmd("/proc/" + std::to_string(pid) + "/cmdline");
-    std::string argv((std::istreambuf_iterator<char>(cmd)), {});
+    auto argv = test::read_proc_file(pid, "cmdline");
     if (argv.starts_with(std::string("dlock\0demo\0flash-sale-worker", 29))) out.push_back(pid);
   }
   ::closedir(d);

@@ -8,7 +8,6 @@
 
 #include <cerrno>
 #include <cstring>
-#include <fstream>
 #include <sstream>
 #include <stdexcept>
 #include <thread>
@@ -17,10 +16,30 @@ extern char** environ;
 
 namespace dlock::test {
 
+std::string read_proc_file(pid_t pid, const std::string& file) {
+  const auto path = "/proc/" + std::to_string(pid) + "/" + file;
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return {};
+  std::string out;
+  char buf[4096];
+  for (;;) {
+    auto n = ::read(fd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      out.clear();
+      break;
+    }
+    if (n == 0) break;
+    out.append(buf, static_cast<std::size_t>(n));
+  }
+  ::close(fd);
+  return out;
+}
+
 std::vector<std::string> proc_stat_fields(pid_t pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
-  std::string line;
-  if (!std::getline(in, line)) return {};
+  auto text = read_proc_file(pid, "stat");
+  auto line = text.substr(0, text.find('\n'));
+  if (line.empty()) return {};
   auto close = line.rfind(')');
   if (close == std::string::npos) return {};
   std::istringstream rest(line.substr(close + 1));

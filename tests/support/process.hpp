@@ -15,6 +15,11 @@ namespace dlock::test {
 // The fields of /proc/PID/stat from the third on (state, ppid, ...: `man 5 proc`; field N is
 // [N - 3]), read past the command name, which may hold spaces; empty if there is no such process.
 std::vector<std::string> proc_stat_fields(pid_t pid);
+// The contents of /proc/PID/<file> (say "cmdline"), or "" if the process is gone or the read
+// fails. With read(2): a process that exits during the read makes it fail with ESRCH, which
+// a std::istreambuf_iterator over an ifstream throws as an exception (a flash_sale_faults run
+// failed so, on a worker exiting as the test looked at it).
+std::string read_proc_file(pid_t pid, const std::string& file);
 
 class child_process {
  public:
