@@ -79,8 +79,15 @@ TEST(mysql_scale, semaphore_waiters_statements_per_release_do_not_grow) {
   constexpr double own = 3;
   const auto recipe = contended_recipe::permits(5);
   const auto hold = 10ms;
-  const double small = requests_per_release(url, "sem25-" + random_suffix(), 25, 4, questions, own,
-                                            {}, hold, std::nullopt, recipe);
+  // The smaller count is the mean of three runs: its pollers' timing moves one run between
+  // 3.2 and 4.8, and a low one alone once failed the limit (3.17 against 4.96 for 100).
+  double small = 0;
+  constexpr int small_runs = 3;
+  for (int run = 0; run < small_runs; ++run) {
+    small += requests_per_release(url, "sem25-" + random_suffix(), 25, 4, questions, own, {}, hold,
+                                  std::nullopt, recipe);
+  }
+  small /= small_runs;
   const double large = requests_per_release(url, "sem100-" + random_suffix(), 100, 4, questions,
                                             own, {}, hold, std::nullopt, recipe);
   std::printf("mariadb semaphore(5): %.2f statements per release with 25 waiters, %.2f with 100\n",
