@@ -60,12 +60,15 @@ struct statements {
 // Queue rows: id, kind, token, created_ms, owner, lease_ms, hex value, version -- live
 // entries in token order.
 
-// `schema` must already be a valid identifier (see valid_schema_name).
+// `schema` must already be a valid identifier (see valid_schema_name). pg_statements.cpp.
 statements make_statements(const std::string& schema);
 
 // Lower-case letters, digits and '_', not starting with a digit, at most 63 bytes, so it
 // needs no quoting rules beyond double quotes.
 bool valid_schema_name(const std::string& schema);
+
+// `sql` with each "@S" replaced by the double-quoted schema name.
+std::string with_schema(std::string sql, const std::string& schema);
 
 // Creates the schema on first use, idempotently and safely against concurrent first uses
 // (an advisory transaction lock serializes them). backend_error if the stored schema is
