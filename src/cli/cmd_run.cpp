@@ -16,9 +16,10 @@ void add_run_command(CLI::App& app, int& status) {
                   "copies of CMD run at once (1-1000)")
       ->check(CLI::Validator(
           [](std::string& v) -> std::string {
-            if (v.empty() || v.find_first_not_of("0123456789") != std::string::npos ||
-                v.size() > 4 || std::stoi(v) < 1 || std::stoi(v) > 1000)
-              return "'" + v + "' is not a number of permits (want a whole number 1-1000)";
+            if (v.empty() || v.find_first_not_of("0123456789") != std::string::npos)
+              return "'" + v + "' is not a whole number (want a number of permits, 1-1000)";
+            if (v.size() > 4 || std::stoi(v) < 1 || std::stoi(v) > 1000)
+              return "'" + v + "' is out of range (want a number of permits, 1-1000)";
             return {};
           },
           "1-1000"));

@@ -174,33 +174,45 @@ int run_job(const run_options& o) {
 
 namespace {
 
+// A release that found the lock gone (lock_lost) after CMD ended under a valid lease: the loss
+// followed CMD only if the lease ran out on this client's clock while the release waited for an
+// unreachable backend. A server that says the entry is gone while the lease is still valid here
+// (unlock --force, a session the server ended) does not say when it went, so it may have been
+// while CMD ran.
+bool release_loss_followed_cmd(bool held_when_cmd_ended, const dlock::hold& h) {
+  return held_when_cmd_ended && std::chrono::steady_clock::now() >= h.valid_until();
+}
+
 int run_reported(const run_options& o, run_report& rep) {
   // `dlock run -- true` makes "true" the NAME: show what was taken for NAME.
   if (o.command.empty())
     throw cli_error(exit_usage, o.verb + ": missing command (want: dlock " + o.verb +
                                     " NAME [options] -- CMD [ARGS...]; NAME was '" + o.name + "')");
+  // `dlock run x -- "$JOB"` with JOB unset: refused before the lock is taken, not a grant
+  // spent on exit 127.
+  if (o.command.front().empty())
+    throw cli_error(exit_usage, o.verb + ": the command is an empty word (an unset variable?)");
   std::optional<std::chrono::milliseconds> wait;
-  if (!o.wait.empty()) wait = parse_duration_option("--wait", o.wait);
+  if (o.wait) wait = parse_duration_option("--wait", *o.wait);
   dlock::session_options so;
-  if (!o.ttl.empty()) {
-    so.ttl = parse_duration_option("--ttl", o.ttl);
+  if (o.ttl) {
+    so.ttl = parse_duration_option("--ttl", *o.ttl);
     if (so.ttl.count() <= 0) throw cli_error(exit_usage, "--ttl: must be greater than zero");
     if (so.ttl < std::chrono::milliseconds{10}) {
-      throw cli_error(exit_usage, "--ttl: " + o.ttl + " is too short (at least 10ms)");
+      throw cli_error(exit_usage, "--ttl: " + *o.ttl + " is too short (at least 10ms)");
     }
   }
   auto grace = parse_duration_option("--grace", o.grace);
   std::optional<std::chrono::milliseconds> hold_at_least, hold_at_most;
-  if (!o.hold_at_least.empty())
-    hold_at_least = parse_duration_option("--hold-at-least", o.hold_at_least);
-  if (!o.hold_at_most.empty()) {
-    hold_at_most = parse_duration_option("--hold-at-most", o.hold_at_most);
+  if (o.hold_at_least) hold_at_least = parse_duration_option("--hold-at-least", *o.hold_at_least);
+  if (o.hold_at_most) {
+    hold_at_most = parse_duration_option("--hold-at-most", *o.hold_at_most);
     if (hold_at_most->count() <= 0)
       throw cli_error(exit_usage, "--hold-at-most: must be greater than zero");
   }
   if (hold_at_least && hold_at_most && *hold_at_least > *hold_at_most) {
-    throw cli_error(exit_usage, "--hold-at-least " + o.hold_at_least +
-                                    " is longer than --hold-at-most " + o.hold_at_most);
+    throw cli_error(exit_usage, "--hold-at-least " + *o.hold_at_least +
+                                    " is longer than --hold-at-most " + *o.hold_at_most);
   }
   check_lock_name(o.name);
   so.description = "dlock " + o.verb + " " + o.command.front();
@@ -274,15 +286,34 @@ int run_reported(const run_options& o, run_report& rep) {
                   hold_at_most, m.held()};
   rep.token = m.hold().token().value;
   int status = supervise(spec, m.hold(), signals);
+  // Read before anything else: dlock may have been stopped (SIGSTOP) while CMD ran and ended;
+  // the steady clock, not the renewals that could not run, says whether the lease outlived it.
+  const bool held_when_cmd_ended = m.hold().is_held();
   if (hold_at_least && status != exit_lock_lost) {
     keep_until(spec.granted_at + *hold_at_least, m.hold(), signals);
   }
   // Bounded by release_timeout (1 s); close() then does not wait on a server known to be
   // unreachable, so dlock exits about a second after CMD at worst.
   // A CMD that exits 70 of its own accord is not a lost lock.
-  const bool lost = status == exit_lock_lost && !m.hold().is_held();
+  bool lost = status == exit_lock_lost && !m.hold().is_held();
   std::error_code release_ec;
+  const dlock::hold grant = m.hold();  // m lets go of its view at the release; this one stays
   m.release(release_ec);
+  if (release_ec == dlock::errc::lock_lost && !lost &&
+      !release_loss_followed_cmd(held_when_cmd_ended, grant)) {
+    // Nothing says the loss came after CMD ended: another owner may have been granted the lock
+    // while CMD still ran, so the run is a lost one, as if the renewal had noticed in time.
+    lost = true;
+    status = exit_lock_lost;
+    print_error(held_when_cmd_ended
+                    ? "'" + o.name +
+                          "' was gone when dlock released it, before its lease would have ended "
+                          "(an operator's unlock --force, or the server ended the session): "
+                          "another owner may have been granted it while CMD ran"
+                    : "'" + o.name +
+                          "' was lost while CMD ran (its lease had ended when CMD did; was dlock "
+                          "stopped?): another owner may have been granted it meanwhile");
+  }
   rep.held = std::chrono::steady_clock::now() - spec.granted_at;
   rep.outcome = lost ? run_outcome::lost : run_outcome::ran;
   if (release_ec == dlock::errc::backend_unavailable) {

@@ -16,13 +16,14 @@ struct run_options {
   std::string verb{"run"};  // the subcommand ("run", "elect"), for messages and the description
   std::string name;
   std::string url;
-  std::string wait;
+  // Unset is "no limit" / the default; an empty value given on the command line is an error.
+  std::optional<std::string> wait;
   bool nonblock{false};
-  std::string ttl;
+  std::optional<std::string> ttl;
   int conflict_code{exit_conflict};
   std::string grace{"5s"};
-  std::string hold_at_least;
-  std::string hold_at_most;
+  std::optional<std::string> hold_at_least;
+  std::optional<std::string> hold_at_most;
   bool quiet{false};
   bool verbose{false};
   int permits{0};                           // run --permits N: a semaphore of N permits

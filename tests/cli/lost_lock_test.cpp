@@ -1,7 +1,10 @@
 // dlock run when the lock is lost while CMD runs: CMD gets SIGTERM (SIGKILL after the grace
-// period) and dlock exits 70.
+// period) and dlock exits 70. Also when the loss is found only after CMD has ended (at the
+// release): nothing then says CMD ran alone, so the run is still a lost one.
 #include <gtest/gtest.h>
 #include <signal.h>
+
+#include <fstream>
 
 #include "cli_harness.hpp"
 
@@ -41,6 +44,53 @@ TEST(CliRunLost, CommandIgnoringSigtermIsKilledAfterTheGrace) {
   auto holder = box.start({"run", "--url", box.url() + "?ttl=1s", "--grace", "300ms", "lost", "--",
                            "sh", "-c", script});
   EXPECT_EQ(lose_lock_while_running(box, holder), 70);
+}
+
+// The new-user trial: after `unlock --force`, a second run was granted while the first CMD
+// still ran; the first CMD then ended before a renewal noticed, and dlock exited 0 (metrics:
+// "ran"), only warning that it "could not confirm the release".
+TEST(CliRunLost, LossFoundOnlyAtTheReleaseIsStillALostRun) {
+  cli_sandbox box;
+  const std::string go = box.dir() + "/go", metrics = box.dir() + "/run.prom";
+  // A long TTL: no renewal (every TTL/3) comes between the unlock and CMD's end.
+  auto holder =
+      box.start({"run", "--url", box.url() + "?ttl=60s", "--metrics-file", metrics, "forced", "--",
+                 "sh", "-c", "echo started; while [ ! -e " + go + " ]; do sleep 0.02; done"});
+  ASSERT_TRUE(holder.wait_for_line("started", 30s));
+  auto unlock = box.run({"unlock", "--url", box.url(), "forced", "--force", "--yes"});
+  ASSERT_EQ(unlock.status, 0) << unlock.output;
+  auto other = box.run({"run", "--url", box.url(), "-n", "forced", "--", "echo", "other-ran"});
+  ASSERT_EQ(other.status, 0) << "the forced unlock did not free the lock: " << other.output;
+  std::ofstream(go).put('x');
+  auto status = holder.wait(30s);
+  ASSERT_TRUE(status.has_value()) << "dlock run did not exit";
+  std::string out;
+  while (auto line = holder.read_line(1s)) out += *line + "\n";
+  EXPECT_EQ(*status, 70) << out;
+  EXPECT_NE(out.find("another owner may have been granted it while CMD ran"), std::string::npos)
+      << out;
+  EXPECT_NE(read_file(metrics).find("outcome=\"lost\"} 1"), std::string::npos)
+      << read_file(metrics);
+}
+
+// dlock stopped past its lease while CMD runs on and ends: when dlock continues, CMD is gone
+// and the lease lapsed at a time dlock cannot place before or after CMD's end.
+TEST(CliRunLost, CmdThatEndsWhileDlockIsStoppedPastItsLeaseIsALostRun) {
+  cli_sandbox box;
+  auto holder = box.start({"run", "--url", box.url() + "?ttl=1s", "paused", "--", "sh", "-c",
+                           "echo started; sleep 0.3"});
+  ASSERT_TRUE(holder.wait_for_line("started", 30s));
+  holder.signal(SIGSTOP);
+  auto other = box.run(
+      {"run", "--url", box.url() + "?ttl=1s", "-w", "30s", "paused", "--", "echo", "other-ran"});
+  EXPECT_EQ(other.status, 0) << other.output;
+  holder.signal(SIGCONT);
+  auto status = holder.wait(30s);
+  ASSERT_TRUE(status.has_value()) << "dlock run did not exit";
+  std::string out;
+  while (auto line = holder.read_line(1s)) out += *line + "\n";
+  EXPECT_EQ(*status, 70) << out;
+  EXPECT_NE(out.find("lost"), std::string::npos) << out;
 }
 
 }  // namespace
