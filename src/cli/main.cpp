@@ -1,7 +1,11 @@
 // dlock: distributed locks from the shell. Exit codes (sysexits.h) are listed in common.hpp
 // and the README.
 #include <CLI/CLI.hpp>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
 #include <exception>
+#include <iostream>
 #include <string_view>
 
 #include "cli/bench/bench.hpp"
@@ -56,7 +60,9 @@ void require_separator(CLI::App& app, int argc, char** argv) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
+namespace {
+
+int run_command(int argc, char** argv) {
   using namespace dlock::cli;
   CLI::App app{
       "dlock: distributed locks (run a command under a lock or as an election's leader, inspect "
@@ -87,13 +93,19 @@ int main(int argc, char** argv) {
                           "' (want run, status, list, unlock, elect, leader, observe, demo, "
                           "doctor or bench; see dlock --help)");
     }
-    // CLI11 takes `--url=` as "--url" and the next word as its value: an explicitly empty URL
+    // CLI11 takes `--url=` as "--url" and the next word as its value: an explicitly empty value
     // must be refused, not replaced by whatever follows.
     for (int i = 1; i < argc && std::string_view(argv[i]) != "--"; ++i) {
-      if (std::string_view(argv[i]) == "--url=") {
+      const std::string_view arg = argv[i];
+      if (arg == "--url=") {
         throw cli_error(exit_usage,
                         "--url is empty (an unset variable?); leave --url out to use $DLOCK_URL "
                         "or the local default");
+      }
+      // Every other `--option=` alike: `--hold-at-most=` must not take "--" for its value.
+      if (arg.size() > 3 && arg.starts_with("--") && arg.ends_with('=')) {
+        throw cli_error(exit_usage, std::string(arg.substr(0, arg.size() - 1)) +
+                                        " is empty (an unset variable?)");
       }
     }
     require_separator(app, argc, argv);
@@ -116,4 +128,21 @@ int main(int argc, char** argv) {
     print_error(e.what());
     return exit_unavailable;
   }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const int status = run_command(argc, argv);
+  // stdout is a file or a pipe, so buffered: a full disk (or /dev/full) shows only at this
+  // flush. A report that never reached its reader must not pass for one that did (exit 74);
+  // a reader that left early (`dlock list | head -1`) is no error.
+  errno = 0;
+  std::cout.flush();
+  bool failed = !std::cout;
+  if (std::fflush(stdout) != 0 || std::ferror(stdout)) failed = true;
+  if (!failed || errno == EPIPE) return status;
+  dlock::cli::print_error(std::string("cannot write to stdout: ") +
+                          (errno != 0 ? std::strerror(errno) : "write failed"));
+  return dlock::cli::exit_io;
 }

@@ -1,0 +1,74 @@
+// Every command that prints says so when its output cannot be written (a full disk) and exits
+// 74 (EX_IOERR), as `dlock observe` does: a report that never reached its reader must not pass
+// for one that did. The new-user trial found status, list, leader and doctor exiting 0 or 1,
+// silent, with stdout on /dev/full.
+#include <gtest/gtest.h>
+
+#include "cli_harness.hpp"
+
+namespace dlock::test {
+namespace {
+
+using namespace std::chrono_literals;
+
+// dlock `args` with stdout on /dev/full; stderr comes back through the pipe.
+cli_result run_to_full_disk(const cli_sandbox& box, const std::vector<std::string>& args) {
+  std::vector<std::string> argv{"/bin/sh", "-c", "exec \"$0\" \"$@\" >/dev/full", DLOCK_CLI_PATH};
+  argv.insert(argv.end(), args.begin(), args.end());
+  child_process::options o;
+  o.env = box.env();
+  o.merge_stderr = true;
+  child_process p(argv, o);
+  cli_result r;
+  while (auto line = p.read_line(60s)) r.output += *line + "\n";
+  r.status = p.wait(60s).value_or(-1);
+  return r;
+}
+
+TEST(CliOutputErrors, AFullDiskIsExit74WithTheReason) {
+  cli_sandbox box;
+  ASSERT_EQ(box.run({"run", "--url", box.url(), "job", "--", "true"}).status, 0);
+  const std::vector<std::vector<std::string>> commands = {
+      {"status", "--url", box.url(), "job"},
+      {"status", "--url", box.url(), "--json", "job"},
+      {"list", "--url", box.url()},
+      {"leader", "--url", box.url(), "job"},
+      {"doctor", "--url", box.url()},
+      {"--help"},
+      {"run", "--help"},
+  };
+  for (const auto& args : commands) {
+    std::string shown;
+    for (const auto& a : args) shown += " " + a;
+    auto r = run_to_full_disk(box, args);
+    EXPECT_EQ(r.status, 74) << "dlock" << shown << "\n" << r.output;
+    EXPECT_NE(r.output.find("cannot write to stdout: No space left on device"), std::string::npos)
+        << "dlock" << shown << "\n"
+        << r.output;
+  }
+}
+
+// A reader that left early is no error: `dlock list | head -1` ends as `ls | head -1` does
+// (SIGPIPE, or exit 0 where it is ignored), without a word about stdout.
+TEST(CliOutputErrors, AReaderThatLeftEarlyIsNoError) {
+  cli_sandbox box;
+  ASSERT_EQ(box.run({"run", "--url", box.url(), "job", "--", "true"}).status, 0);
+  // `true` has exited long before dlock writes into the pipe.
+  std::vector<std::string> argv{
+      "/bin/sh", "-c", "{ sleep 0.5; \"$0\" list --url \"$1\"; echo \"status=$?\" >&2; } | true",
+      DLOCK_CLI_PATH, box.url()};
+  child_process::options o;
+  o.env = box.env();
+  o.merge_stderr = true;
+  child_process p(argv, o);
+  std::string out;
+  while (auto line = p.read_line(60s)) out += *line + "\n";
+  p.wait(60s);
+  EXPECT_TRUE(out.find("status=0") != std::string::npos ||
+              out.find("status=141") != std::string::npos)
+      << out;
+  EXPECT_EQ(out.find("cannot write"), std::string::npos) << out;
+}
+
+}  // namespace
+}  // namespace dlock::test
