@@ -61,7 +61,7 @@ int list(const list_options& o) {
               << '\n';
   }
   for (auto& l : locks) {
-    std::cout << l.name << '\n';
+    std::cout << control_escaped(l.name) << '\n';  // another client may name it so
     for (auto& e : l.queue.holders) std::cout << "  holder  " << entry_line(e) << '\n';
     if (l.queue.holders.empty()) std::cout << "  (no holder)\n";
     std::cout << "  " << l.queue.waiters.size() << " waiting\n";

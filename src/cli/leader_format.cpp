@@ -34,10 +34,10 @@ nlohmann::json leader_json(const std::optional<dlock::leader_info>& l) {
 std::string leader_line(const dlock::leader_info& l, bool age) {
   auto o = parse_owner(l.owner);
   std::string line = fmt::format("{}  token {}  version {}  {}", quoted_value(l.value),
-                                 l.token.value, l.version, o.host);
+                                 l.token.value, l.version, control_escaped(o.host));
   if (o.pid > 0) line += fmt::format(" pid {}", o.pid);
   if (running_here(o) == false) line += " (pid not running here)";
-  if (!o.description.empty()) line += fmt::format(" ({})", o.description);
+  if (!o.description.empty()) line += fmt::format(" ({})", control_escaped(o.description));
   if (l.since) line += "  " + (age ? since_text(*l.since) : "since " + local_time(*l.since));
   return line;
 }
@@ -45,23 +45,10 @@ std::string leader_line(const dlock::leader_info& l, bool age) {
 std::string quoted_value(std::string_view v) {
   std::string out = "\"";
   for (char c : v) {
-    const auto u = static_cast<unsigned char>(c);
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += c;
-    } else if (c == '\n') {
-      out += "\\n";
-    } else if (c == '\t') {
-      out += "\\t";
-    } else if (c == '\r') {
-      out += "\\r";
-    } else if (u < 0x20 || u == 0x7f) {
-      out += fmt::format("\\x{:02x}", u);
-    } else {
-      out += c;
-    }
+    if (c == '"' || c == '\\') out += '\\';
+    out += c;
   }
-  return out + "\"";
+  return control_escaped(out) + "\"";
 }
 
 std::string dump_json(const nlohmann::json& j, int indent) {

@@ -88,13 +88,33 @@ nlohmann::json entry_json(const dlock::queue_entry& e) {
   return j;
 }
 
+std::string control_escaped(std::string_view v) {
+  std::string out;
+  out.reserve(v.size());
+  for (char c : v) {
+    const auto u = static_cast<unsigned char>(c);
+    if (c == '\n') {
+      out += "\\n";
+    } else if (c == '\t') {
+      out += "\\t";
+    } else if (c == '\r') {
+      out += "\\r";
+    } else if (u < 0x20 || u == 0x7f) {
+      out += fmt::format("\\x{:02x}", u);
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
 std::string entry_line(const dlock::queue_entry& e) {
   auto o = parse_owner(e.owner);
-  std::string line =
-      e.token != 0 ? fmt::format("token {}  {}", e.token, o.host) : "token unknown  " + o.host;
+  std::string line = e.token != 0 ? fmt::format("token {}  {}", e.token, control_escaped(o.host))
+                                  : "token unknown  " + control_escaped(o.host);
   if (o.pid > 0) line += fmt::format(" pid {}", o.pid);
   if (running_here(o) == false) line += " (pid not running here)";
-  if (!o.description.empty()) line += fmt::format(" ({})", o.description);
+  if (!o.description.empty()) line += fmt::format(" ({})", control_escaped(o.description));
   if (e.shared) line += "  shared";
   if (e.permits != 0) line += fmt::format("  permit of {}", e.permits);
   if (e.candidate) line += "  candidate";

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace dlock::cli {
@@ -34,6 +35,11 @@ std::string since_text(std::chrono::system_clock::time_point t);
 // "lease_left_ms", "shared"}; absent facts (also a token the backend does not know) are null.
 // pid_running_here is false for an owner on this host whose process is gone, null elsewhere.
 nlohmann::json entry_json(const dlock::queue_entry& e);
+
+// `v` with control characters written as \n, \t, \r or \xNN: text from a server (an owner's
+// command line, another client's host or lock name) must not break or forge a line of the
+// human output, nor drive the terminal.
+std::string control_escaped(std::string_view v);
 
 // "token 12  host-a pid 4242 (dlock run make)  since 2024-05-01 12:00:03 (12s ago)  lease 14.2s"
 std::string entry_line(const dlock::queue_entry& e);

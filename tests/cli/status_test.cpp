@@ -1,5 +1,6 @@
 // dlock status and dlock list, human-readable and --json.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <nlohmann/json.hpp>
 #include <thread>
@@ -46,6 +47,27 @@ TEST(CliStatus, ViewingCreatesNothing) {
   EXPECT_EQ(box.run({"status", "x", "--url", "sqlite://" + db}).status, 1);
   EXPECT_EQ(box.run({"list", "--url", "sqlite://" + db}).status, 0);
   EXPECT_FALSE(file_exists(db)) << "status created the database";
+}
+
+// A holder's command line is text from the server: a newline in it (here in the command's
+// path) must not split or forge a line of the human output. JSON carries it as it is.
+TEST(CliStatus, ControlCharactersInAnOwnersTextAreEscaped) {
+  cli_sandbox box;
+  const std::string odd = box.dir() + "/two\nlines\x1b[31m";
+  ASSERT_EQ(::symlink("/bin/sh", odd.c_str()), 0);
+  auto holder = box.start({"run", "odd", "--", odd, "-c", "echo held; read x; exit 0"});
+  ASSERT_TRUE(holder.wait_for_line("held", 30s));
+  for (const auto& args : {std::vector<std::string>{"status", "odd"}, {"list"}}) {
+    auto r = box.run(args);
+    EXPECT_EQ(r.status, 0) << r.output;
+    EXPECT_NE(r.output.find("/two\\nlines\\x1b[31m)"), std::string::npos) << r.output;
+    EXPECT_EQ(r.output.find('\x1b'), std::string::npos) << r.output;
+    EXPECT_EQ(r.lines().size(), args[0] == "list" ? 3u : 2u) << r.output;
+  }
+  auto j = run_json(box, {"status", "odd", "--json"});
+  EXPECT_EQ(j["holders"][0]["description"], "dlock run " + odd);
+  holder.close_stdin();
+  EXPECT_EQ(holder.wait(30s), 0);
 }
 
 TEST(CliStatus, HolderAndWaitersInOrder) {
