@@ -26,8 +26,11 @@ const char* to_string(check_status s) noexcept;
 
 /// One live check of the backend's configuration.
 struct check_finding {
-  std::string check{};      ///< what was checked: "maxmemory-policy", "synchronous_commit", ...
-  std::string guarantee{};  ///< the guarantee it bears on (guarantee_names()), or empty
+  std::string check{};  ///< what was checked: "maxmemory-policy", "synchronous_commit", ...
+  /// The guarantee it bears on (guarantee_names()), or empty. An `unsafe` finding that bears
+  /// on none means this client cannot use the set-up at all (SQLite: a file or directory it
+  /// may not write): `dlock doctor` exits 1 for it, as for a set-up refused at open.
+  std::string guarantee{};
   check_status status{check_status::ok};
   std::string reason{};  ///< why, in a sentence
   std::string value{};   ///< the value read from the server or file; empty when none was

@@ -135,6 +135,9 @@ void print_text(const report& r, const std::vector<std::string>& required) {
   for (const auto& c : r.d.checks) {
     std::cout << "  " << std::left << std::setw(static_cast<int>(width) + 2) << c.check
               << std::setw(10) << to_string(c.status) << (c.value.empty() ? "-" : c.value) << '\n';
+    // What to do about a finding is in its reason: not only in --json.
+    if (c.status != dlock::check_status::ok && !c.reason.empty())
+      std::cout << "  " << std::string(width + 2, ' ') << "  " << c.reason << '\n';
   }
 }
 
@@ -145,7 +148,11 @@ int doctor(const doctor_options& o) {
   auto required = required_guarantees(o.require);
   auto where = resolve_url(o.url_arg.empty() ? o.url : o.url_arg);
   auto r = examine(where);
-  bool ok = r.refused.empty() &&
+  // A finding unsafe for no guarantee in particular: this client cannot use the set-up.
+  const bool unusable = std::ranges::any_of(r.d.checks, [](const dlock::check_finding& c) {
+    return c.status == dlock::check_status::unsafe && c.guarantee.empty();
+  });
+  bool ok = r.refused.empty() && !unusable &&
             std::ranges::all_of(required, [&](const std::string& g) { return holds(r, g); });
   if (o.json) {
     print_json(r, required, ok);

@@ -1,6 +1,8 @@
 // dlock doctor without a URL, on SQLite only (no servers, unlike doctor_test.cpp): it checks the
 // backend every other command would use.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <nlohmann/json.hpp>
 
@@ -28,6 +30,50 @@ TEST(CliDoctorDefault, WithoutAUrlItChecksDlockUrlElseTheDefaultFile) {
   while (auto l = p.read_line(std::chrono::seconds{30})) out += *l + "\n";
   ASSERT_EQ(p.wait(std::chrono::seconds{30}), 0) << out;
   EXPECT_EQ(json::parse(out)["url"], box.url());
+}
+
+// The new-user trial: a database in a directory this user may not write passed doctor (exit 0,
+// every guarantee "holds"), then `dlock run` exited 77: SQLite must create FILE-wal and -shm
+// beside it. Doctor opens an existing file only to look, so it must check the access itself.
+TEST(CliDoctorDefault, AFileThisUserCannotLockInIsUnusable) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root, to run doctor as nobody (setpriv)";
+  cli_sandbox box;
+  const std::string db = box.dir() + "/locks.db", url = "sqlite://" + db;
+  ASSERT_EQ(box.run({"run", "x", "--url", url, "--", "true"}).status, 0);
+  auto ok = box.run({"doctor", "--url", url});
+  EXPECT_EQ(ok.status, 0) << ok.output;
+  EXPECT_NE(ok.output.find("file and directory writable"), std::string::npos) << ok.output;
+  ASSERT_EQ(::chmod(box.dir().c_str(), 0755), 0);
+  auto as_nobody = [&](std::vector<std::string> args) {
+    std::vector<std::string> argv{"setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+                                  "--",      DLOCK_CLI_PATH};
+    argv.insert(argv.end(), args.begin(), args.end());
+    child_process::options o;
+    o.env = box.env();
+    o.merge_stderr = true;
+    child_process p(argv, o);
+    cli_result r;
+    while (auto l = p.read_line(std::chrono::seconds{30})) r.output += *l + "\n";
+    r.status = p.wait(std::chrono::seconds{30}).value_or(-1);
+    return r;
+  };
+  struct access_case {
+    mode_t mode;
+    std::string says;
+  };
+  for (const auto& c : {access_case{0666, "cannot create files in " + box.dir()},
+                        access_case{0644, "cannot write " + db}}) {
+    ASSERT_EQ(::chmod(db.c_str(), c.mode), 0);
+    auto r = as_nobody({"doctor", "--url", url});
+    EXPECT_EQ(r.status, 1) << r.output;
+    EXPECT_NE(r.output.find("write-access"), std::string::npos) << r.output;
+    EXPECT_NE(r.output.find(c.says), std::string::npos) << r.output;
+    auto j = json::parse(as_nobody({"doctor", "--url", url, "--json"}).output);
+    EXPECT_EQ(j["ok"], false) << j.dump();
+    // What doctor foresaw is what run does.
+    auto run = as_nobody({"run", "x", "--url", url, "--", "true"});
+    EXPECT_EQ(run.status, 77) << run.output;
+  }
 }
 
 }  // namespace

@@ -1,8 +1,10 @@
 #include "backends/sqlite/sqlite_doctor.hpp"
 
+#include <fcntl.h>
 #include <grp.h>
 #include <pwd.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cstdio>
 
@@ -48,6 +50,37 @@ check_finding access(const std::string& path) {
   return f;
 }
 
+// Doctor opens an existing file only to look, so a file this user may read but not lock in
+// passed while `dlock run` then failed with permission denied: in WAL mode a lock needs the
+// file writable and its directory too (SQLite creates and removes FILE-wal and FILE-shm there).
+check_finding write_access(const std::string& path) {
+  check_finding f{.check = "write-access"};
+  auto slash = path.rfind('/');
+  const std::string dir = slash == std::string::npos ? "."
+                          : slash == 0               ? "/"
+                                                     : path.substr(0, slash);
+  auto can = [](const std::string& p, int mode) {
+    return ::faccessat(AT_FDCWD, p.c_str(), mode, AT_EACCESS) == 0;
+  };
+  if (!can(path, W_OK)) {
+    f.status = check_status::unsafe;
+    f.value = "file read-only";
+    f.reason = "this user cannot write " + path +
+               ": it can look (status, list) but not take "
+               "locks (run and elect exit 77)";
+  } else if (!can(dir, W_OK | X_OK)) {
+    f.status = check_status::unsafe;
+    f.value = "directory read-only";
+    f.reason = "this user cannot create files in " + dir + ", where SQLite keeps " + path +
+               "-wal and -shm: run and elect exit 77; make the directory writable for the "
+               "users who share the locks (e.g. a setgid directory of their group)";
+  } else {
+    f.value = "file and directory writable";
+    f.reason = "this user can take locks in it";
+  }
+  return f;
+}
+
 }  // namespace
 
 std::vector<check_finding> file_findings(const std::string& path) {
@@ -65,6 +98,7 @@ std::vector<check_finding> file_findings(const std::string& path) {
                            "crash or power loss can lose the last ones",
                  .value = "journal_mode=wal synchronous=normal"});
   out.push_back(access(path));
+  out.push_back(write_access(path));
   return out;
 }
 
