@@ -18,8 +18,8 @@ CMAKE_FLAGS ?=
 # builds of `make test` take about a quarter less time than with full debug info (-g).
 # DEBUG_INFO=-g for a build to step through in gdb.
 DEBUG_INFO ?= -g1
-REL_FLAGS = -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O2 $(DEBUG_INFO) -DNDEBUG" -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O2 $(DEBUG_INFO) -DNDEBUG"
-SAN_FLAGS = -DCMAKE_CXX_FLAGS_DEBUG="$(DEBUG_INFO)" -DCMAKE_C_FLAGS_DEBUG="$(DEBUG_INFO)"
+REL_FLAGS = -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O2 $(DEBUG_INFO) -DNDEBUG"
+SAN_FLAGS = -DCMAKE_CXX_FLAGS_DEBUG="$(DEBUG_INFO)"
 
 .PHONY: all deps deps-build configure build package demo test test-plain test-asan test-tsan bench format clean
 

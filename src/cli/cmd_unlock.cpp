@@ -39,7 +39,7 @@ bool confirmed(const std::string& name, const std::vector<dlock::queue_entry>& h
                "Type 'yes' to go on: ";
   std::string answer;
   if (!std::getline(std::cin, answer)) return false;
-  return answer == "yes" || answer == "y";
+  return answer == "yes";  // as the prompt says: a stray "y" does not end a session
 }
 
 int unlock(const unlock_options& o) {

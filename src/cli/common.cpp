@@ -102,7 +102,8 @@ std::string not_memory(std::string url) {
 }  // namespace
 
 const char* const url_forms_help =
-    "URLs (--url, else $DLOCK_URL, else sqlite://$XDG_STATE_HOME/dlock/locks.db):\n"
+    "URLs (--url, else $DLOCK_URL, else sqlite://$XDG_STATE_HOME/dlock/locks.db;\n"
+    "dlock bench takes --url only):\n"
     "  sqlite:///var/lib/dlock/locks.db             one host (the embedded default)\n"
     "  zk://zk1:2181,zk2:2181,zk3:2181/chroot       ZooKeeper ensemble\n"
     "  etcd://10.0.0.1:2379,10.0.0.2:2379[/prefix]  etcd v3 cluster (its members' addresses)\n"
