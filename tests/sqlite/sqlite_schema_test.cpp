@@ -354,5 +354,40 @@ TEST_F(sqlite_schema, a_newer_schema_is_refused) {
   EXPECT_EQ(ec, dlock::errc::unsupported) << ec.message();
 }
 
+// Another application's database is refused, for writing and for looking, and left as it
+// was: no dlock table, its journal mode kept. The new-user trial pointed --url at an app's
+// file, and dlock added its tables and switched the file to WAL for good.
+TEST_F(sqlite_schema, another_applications_database_is_refused_and_left_as_it_was) {
+  {
+    raw_db db(path_);
+    ASSERT_EQ(db.exec("CREATE TABLE orders(id INTEGER PRIMARY KEY); CREATE TABLE users(id);"), "");
+  }
+  for (bool observe_only : {false, true}) {
+    std::error_code ec;
+    auto s = dlock::session::open(url(), {.observe_only = observe_only}, ec);
+    EXPECT_FALSE(s);
+    EXPECT_EQ(ec, dlock::errc::unsupported) << ec.message();
+    auto why = dlock::last_error_message();
+    EXPECT_NE(why.find("another application's database (tables: orders, users)"), std::string::npos)
+        << why;
+  }
+  raw_db db(path_);
+  EXPECT_EQ(db.one("SELECT count(*) FROM sqlite_master WHERE name LIKE 'dlock%'"), "0");
+  EXPECT_EQ(db.one("PRAGMA journal_mode"), "delete");
+}
+
+// A file that holds dlock's tables and the application's is dlock's too: whoever shares it on
+// purpose (created by dlock first, the application's tables added later) keeps working.
+TEST_F(sqlite_schema, a_file_with_dlocks_tables_may_hold_others_too) {
+  { auto s = dlock::session::open(url()); }
+  {
+    raw_db db(path_);
+    ASSERT_EQ(db.exec("CREATE TABLE orders(id INTEGER PRIMARY KEY)"), "");
+  }
+  auto s = dlock::session::open(url());
+  dlock::mutex m(s, "k");
+  EXPECT_TRUE(m.try_lock());
+}
+
 }  // namespace
 }  // namespace dlock::test

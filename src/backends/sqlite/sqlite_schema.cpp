@@ -91,6 +91,25 @@ UPDATE dlock_meta SET value = '5' WHERE key = 'schema_version';
 
 }  // namespace
 
+result<void> refuse_foreign_file(db& d) {
+  auto q = d.prepare(
+      "SELECT (SELECT count(*) FROM sqlite_master WHERE name = 'dlock_meta'), "
+      "(SELECT group_concat(name, ', ') FROM (SELECT name FROM sqlite_master "
+      "WHERE type IN ('table', 'view') AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\' "
+      "AND name NOT LIKE 'dlock\\_%' ESCAPE '\\' ORDER BY name LIMIT 5))");
+  if (!q) return fail(q.error());
+  auto row = q->step();
+  if (!row) return fail(row.error());
+  const bool ours = q->i64(0) > 0;
+  const std::string others = q->text(1);
+  if (auto done = q->run(); !done) return done;
+  if (ours || others.empty()) return {};
+  return fail(errc::unsupported,
+              "'" + d.path() + "' is another application's database (tables: " + others +
+                  "): dlock would add its tables and switch the file to WAL mode; give dlock a "
+                  "file of its own");
+}
+
 result<void> prepare_schema(db& d, const std::string& boot, std::int64_t boot_now_ms,
                             std::int64_t wall_now_ms) {
   if (auto r = d.exec("CREATE TABLE IF NOT EXISTS dlock_meta(key TEXT PRIMARY KEY, "

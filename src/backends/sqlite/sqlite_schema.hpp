@@ -24,6 +24,11 @@ inline constexpr int schema_version = 5;
 // carried over onto this boot's clock: `boot` is this boot's id, `boot_now_ms` and
 // `wall_now_ms` the boot clock (CLOCK_BOOTTIME) and the wall clock now, in milliseconds.
 // Fails with errc::unsupported for a version this code does not know.
+// Refuses (unsupported) a file that holds another application's tables and none of dlock's:
+// dlock would add its tables to it and switch it to WAL mode for good (the new-user trial:
+// `--url sqlite://app.db` silently did both). Runs before anything is written.
+result<void> refuse_foreign_file(db& d);
+
 result<void> prepare_schema(db& d, const std::string& boot, std::int64_t boot_now_ms,
                             std::int64_t wall_now_ms);
 

@@ -35,6 +35,8 @@ result<void> session::start() {
                 "cannot read this boot's id (/proc/sys/kernel/random/boot_id), which dates "
                 "every lease");
   }
+  // Observers too: `dlock status` on another application's file would call every lock free.
+  if (auto r = sqlite::refuse_foreign_file(db_); !r) return r;
   if (info_.observe_only) return {};  // writes nothing: no schema, no session row
   if (auto r = db_.exec("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;"); !r) return r;
   auto me = this_process();
