@@ -92,10 +92,15 @@ std::vector<check_finding> file_findings(const std::string& path) {
                  .reason = fs.empty() ? "a local file system: SQLite's POSIX locks work"
                                       : "a " + fs + " file system: its locking cannot be trusted",
                  .value = fs.empty() ? "local" : fs});
+  // Weakened, not ok: the reboot after an OS crash ends every lease of this host, but the
+  // fence counter may have lost its last bumps, so a token already handed out (and perhaps
+  // recorded by a resource on another host) can be handed out again.
   out.push_back({.check = "durability",
                  .guarantee = "fencing",
+                 .status = check_status::weakened,
                  .reason = "WAL, synchronous=NORMAL: a process crash loses no commit; an OS "
-                           "crash or power loss can lose the last ones",
+                           "crash or power loss can lose the last grants, and their tokens can "
+                           "be handed out again after the reboot",
                  .value = "journal_mode=wal synchronous=normal"});
   out.push_back(access(path));
   out.push_back(write_access(path));
