@@ -129,6 +129,13 @@ std::string explain_usage_error(const CLI::App& app, const std::vector<std::stri
       break;
     }
     if (w.starts_with("-") && w.size() > 1 && !known_option(spellings, w)) {
+      // `--permits -1`: CLI11 took the negative number for an option of its own.
+      const CLI::Option* before =
+          i > 0 && words[i - 1].starts_with("-") ? cmd->get_option_no_throw(words[i - 1]) : nullptr;
+      if (before && before->get_expected_min() > 0 &&
+          w.find_first_not_of("0123456789", 1) == std::string::npos) {
+        return words[i - 1] + ": '" + w + "' is negative (see " + path + " --help)";
+      }
       std::string hint = closest(w.substr(0, w.find('=')), spellings);
       std::string msg = "unknown option '" + w + "' for '" + path + "'";
       if (!hint.empty()) msg += " (did you mean " + hint + "?)";
