@@ -212,19 +212,7 @@ TEST(CliBadInput, ForeignDatabaseNamesModeOwnerAndUserExits77) {
   } else {
     ASSERT_EQ(::chmod(db.c_str(), 0000), 0);
   }
-  auto run_as = [&](std::vector<std::string> args) {
-    std::vector<std::string> argv = as;
-    argv.push_back(DLOCK_CLI_PATH);
-    argv.insert(argv.end(), args.begin(), args.end());
-    child_process::options o;
-    o.env = box.env();
-    o.merge_stderr = true;
-    child_process p(argv, o);
-    cli_result r;
-    while (auto l = p.read_line(std::chrono::seconds{30})) r.output += *l + "\n";
-    r.status = p.wait(std::chrono::seconds{30}).value_or(-1);
-    return r;
-  };
+  auto run_as = [&](const std::vector<std::string>& args) { return box.run_through(as, args); };
   for (auto args :
        {std::vector<std::string>{"status", "x", "--url", "sqlite://" + db},
         std::vector<std::string>{"run", "x", "--url", "sqlite://" + db, "--", "echo", "CMD-RAN"}}) {

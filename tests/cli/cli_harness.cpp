@@ -22,7 +22,13 @@ std::map<std::string, std::string> cli_sandbox::env() const {
 
 cli_result cli_sandbox::run(const std::vector<std::string>& args,
                             std::chrono::milliseconds timeout) const {
-  child_process p = start(args);
+  return run_through({}, args, timeout);
+}
+
+cli_result cli_sandbox::run_through(const std::vector<std::string>& wrapper,
+                                    const std::vector<std::string>& args,
+                                    std::chrono::milliseconds timeout) const {
+  child_process p = start_through(wrapper, args);
   cli_result r;
   auto deadline = std::chrono::steady_clock::now() + timeout;
   auto left = [&] {
@@ -36,7 +42,13 @@ cli_result cli_sandbox::run(const std::vector<std::string>& args,
 }
 
 child_process cli_sandbox::start(const std::vector<std::string>& args) const {
-  std::vector<std::string> argv{DLOCK_CLI_PATH};
+  return start_through({}, args);
+}
+
+child_process cli_sandbox::start_through(const std::vector<std::string>& wrapper,
+                                         const std::vector<std::string>& args) const {
+  std::vector<std::string> argv = wrapper;
+  argv.push_back(DLOCK_CLI_PATH);
   argv.insert(argv.end(), args.begin(), args.end());
   child_process::options o;
   o.env = env();

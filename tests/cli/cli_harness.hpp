@@ -35,8 +35,15 @@ class cli_sandbox {
                  std::chrono::milliseconds timeout = std::chrono::seconds{60}) const;
   // Starts dlock in the background; its stdout (and stderr) come through the pipe.
   child_process start(const std::vector<std::string>& args) const;
+  // As run(), with dlock started through `wrapper` (`setpriv ... --` to run as another user,
+  // `sh -c 'exec "$0" "$@" >/dev/full'` to redirect its stdout): wrapper, dlock, args.
+  cli_result run_through(const std::vector<std::string>& wrapper,
+                         const std::vector<std::string>& args,
+                         std::chrono::milliseconds timeout = std::chrono::seconds{60}) const;
 
  private:
+  child_process start_through(const std::vector<std::string>& wrapper,
+                              const std::vector<std::string>& args) const;
   temp_dir dir_{"dlock-cli-test"};
 };
 

@@ -44,18 +44,9 @@ TEST(CliDoctorDefault, AFileThisUserCannotLockInIsUnusable) {
   EXPECT_EQ(ok.status, 0) << ok.output;
   EXPECT_NE(ok.output.find("file and directory writable"), std::string::npos) << ok.output;
   ASSERT_EQ(::chmod(box.dir().c_str(), 0755), 0);
-  auto as_nobody = [&](std::vector<std::string> args) {
-    std::vector<std::string> argv{"setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
-                                  "--",      DLOCK_CLI_PATH};
-    argv.insert(argv.end(), args.begin(), args.end());
-    child_process::options o;
-    o.env = box.env();
-    o.merge_stderr = true;
-    child_process p(argv, o);
-    cli_result r;
-    while (auto l = p.read_line(std::chrono::seconds{30})) r.output += *l + "\n";
-    r.status = p.wait(std::chrono::seconds{30}).value_or(-1);
-    return r;
+  auto as_nobody = [&](const std::vector<std::string>& args) {
+    return box.run_through({"setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--"},
+                           args);
   };
   struct access_case {
     mode_t mode;

@@ -13,16 +13,7 @@ using namespace std::chrono_literals;
 
 // dlock `args` with stdout on /dev/full; stderr comes back through the pipe.
 cli_result run_to_full_disk(const cli_sandbox& box, const std::vector<std::string>& args) {
-  std::vector<std::string> argv{"/bin/sh", "-c", "exec \"$0\" \"$@\" >/dev/full", DLOCK_CLI_PATH};
-  argv.insert(argv.end(), args.begin(), args.end());
-  child_process::options o;
-  o.env = box.env();
-  o.merge_stderr = true;
-  child_process p(argv, o);
-  cli_result r;
-  while (auto line = p.read_line(60s)) r.output += *line + "\n";
-  r.status = p.wait(60s).value_or(-1);
-  return r;
+  return box.run_through({"/bin/sh", "-c", "exec \"$0\" \"$@\" >/dev/full"}, args);
 }
 
 TEST(CliOutputErrors, AFullDiskIsExit74WithTheReason) {
