@@ -222,6 +222,13 @@ result<stmt> db::prepare(const char* sql) {
   return stmt(h_, s, false);
 }
 
+bool db::moved() const {
+  int moved = 0;
+  // SQLITE_NOTFOUND from a VFS that cannot tell: then it has not moved as far as we know.
+  return sqlite3_file_control(h_, "main", SQLITE_FCNTL_HAS_MOVED, &moved) == SQLITE_OK &&
+         moved != 0;
+}
+
 result<void> db::exec(const char* sql) {
   int rc = sqlite3_exec(h_, sql, nullptr, nullptr, nullptr);
   if (rc != SQLITE_OK) return fail(map_error(h_, rc, "database '" + path_ + "'"));

@@ -89,6 +89,9 @@ class db {
   result<stmt> prepare(const char* sql);
   result<void> exec(const char* sql);
   int changes() const { return sqlite3_changes(h_); }
+  // Whether the file this connection opened is no longer the one at its path (deleted,
+  // renamed, or replaced by another file): SQLITE_FCNTL_HAS_MOVED, one stat() of the path.
+  bool moved() const;
   const std::string& path() const { return path_; }
 
  private:

@@ -63,6 +63,9 @@ result<bool> session::any_ahead(std::string_view lock, const entry& e) {
 // view and then deleted, with their sessions, in a write transaction of their own.
 result<queue_view> session::read_queue(std::string_view lock) {
   if (closed_) return fail(errc::session_closed, "sqlite session closed");
+  if (!in_txn_) {  // a write transaction checked already
+    if (auto same = same_file(); !same) return fail(same.error());
+  }
   auto s = db_.prepare(queue_sql);
   if (!s) {
     if (no_tables_yet(s.error())) return queue_view{};

@@ -178,6 +178,8 @@ result<awaited_fate> session::wait_for(std::string_view lock, std::span<const en
   while (!stop.stop_requested() && steady::now() < deadline) {
     {
       std::lock_guard lk(mu_);
+      // A waiter in a deleted file would be granted there, beside a holder in the new one.
+      if (auto same = same_file(); !same) return fail(same.error());
       for (const auto& e : awaited) {
         auto p = entry_presence(lock, e);
         if (!p) return fail(p.error());
@@ -260,6 +262,7 @@ result<steady::time_point> session::keep_alive() {
   if (info_.observe_only) return steady::now();  // no lease to renew
   std::lock_guard lk(mu_);
   auto sent = steady::now();
+  if (auto same = same_file(); !same) return fail(same.error());
   auto now = now_ms();
   auto renewed = sqlite::renew_session(db_, info_.id, boot_, now, now + info_.ttl.count());
   if (!renewed) return fail(renewed.error());
@@ -308,6 +311,16 @@ result<std::vector<std::string>> session::lock_names(std::string_view prefix) {
     if (!*row) return out;
     out.push_back(s->text(0));
   }
+}
+
+result<void> session::same_file() {
+  if (info_.observe_only) return {};  // holds nothing; opened afresh by each command
+  if (!moved_ && !db_.moved()) return {};
+  moved_ = true;
+  return fail(errc::session_expired,
+              "the lock file " + db_.path() +
+                  " was deleted, renamed or replaced while sqlite session " + info_.id +
+                  " used it: its holds are lost (a new file starts its fencing tokens again)");
 }
 
 result<void> session::session_live() {

@@ -75,6 +75,7 @@ class session final : public backend_session {
   result<void> write_txn(F&& body) {
     if (closed_) return fail(errc::session_closed, "sqlite session closed");
     if (in_txn_) return body();  // nested: part of the enclosing transaction
+    if (auto same = same_file(); !same) return same;
     // Prepared once, like every statement here: sqlite3_exec would parse them each time.
     if (auto r = run_cached("BEGIN IMMEDIATE"); !r) return r;
     in_txn_ = true;
@@ -91,6 +92,11 @@ class session final : public backend_session {
     return s->run();
   }
   result<void> session_live();
+  // The file this session opened must still be the one at its path. Deleted or replaced
+  // (rm, mv over it), it is not the file anyone who starts now will use: they take its locks
+  // afresh, from token 1. So from then on this session fails as expired, and its holders get
+  // their loss signal at the next renewal or request. Sticky: the file does not come back.
+  result<void> same_file();
   void notify_all(const std::vector<std::string>& entry_ids);
   result<void> delete_session(const std::string& id, std::vector<std::string>& removed);
 
@@ -116,6 +122,7 @@ class session final : public backend_session {
   session_mark marks_;
   bool closed_{false};
   bool in_txn_{false};
+  bool moved_{false};
 };
 
 }  // namespace dlock::detail::sqlite
