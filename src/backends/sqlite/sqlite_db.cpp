@@ -222,6 +222,11 @@ result<stmt> db::prepare(const char* sql) {
   return stmt(h_, s, false);
 }
 
+std::string db::file_name() const {
+  const char* f = sqlite3_db_filename(h_, "main");
+  return f && *f ? std::string(f) : path_;
+}
+
 bool db::moved() const {
   int moved = 0;
   // SQLITE_NOTFOUND from a VFS that cannot tell: then it has not moved as far as we know.

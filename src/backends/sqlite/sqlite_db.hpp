@@ -93,6 +93,9 @@ class db {
   // renamed, or replaced by another file): SQLITE_FCNTL_HAS_MOVED, one stat() of the path.
   bool moved() const;
   const std::string& path() const { return path_; }
+  // The file as SQLite names it: absolute, symlinks resolved. Where its -wal and -shm are,
+  // and so where every file kept beside the database must be, whatever path reached it.
+  std::string file_name() const;
 
  private:
   // A retry of a busy file, bounded by its timeout: see on_busy in sqlite_db.cpp.

@@ -26,7 +26,7 @@ session::session(db d, session_info info)
     : db_(std::move(d)),
       info_(std::move(info)),
       wake_(db_.path()),
-      marks_(db_.path(), !info_.observe_only) {}
+      marks_(db_.file_name(), !info_.observe_only) {}
 
 result<void> session::start() {
   std::lock_guard lk(mu_);
