@@ -104,9 +104,10 @@ class observer {
   virtual void on_wakeup(std::string_view lock, wakeup_kind kind) { (void)lock, (void)kind; }
   /// A backend request finished.
   virtual void on_request(const request_event& e) { (void)e; }
-  /// The library's own warnings (a renewal failing, a release not confirmed, and at open what
-  /// weakens a guarantee with this backend's configuration: doctor.hpp): never written to
-  /// stderr; they come here.
+  /// The library's own messages, never written to stderr: warnings (a renewal failing, a
+  /// release not confirmed, and at open what weakens a guarantee with this backend's
+  /// configuration: doctor.hpp) and, as an error, why the session ended when a renewal found
+  /// it over (the backend's reason, given before the holds' loss signal).
   virtual void on_log(log_level level, std::string_view message) { (void)level, (void)message; }
 };
 

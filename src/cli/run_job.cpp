@@ -12,6 +12,7 @@
 #include "cli/run_metrics.hpp"
 #include "cli/signal_watch.hpp"
 #include "cli/supervise.hpp"
+#include "cli/warning_log.hpp"
 #include "core/duration.hpp"
 
 namespace dlock::cli {
@@ -231,7 +232,10 @@ int run_reported(const run_options& o, run_report& rep) {
   // instead of letting it end CMD and release.
   signal_watch signals;
   std::string url = resolve_url(o.url);
+  auto warnings = std::make_shared<warning_log>();
+  so.observer = warnings;
   auto session = open_session(url, so);
+  warnings->arm();
   struct closer {
     dlock::session& s;
     ~closer() { s.close(); }

@@ -202,6 +202,8 @@ void session_core::renew_loop(std::stop_token stop) {
       on_renewal(*r);
       next = now + interval_;
     } else if (r.error().code == make_error_code(errc::session_expired)) {
+      // The holds' loss signal says that they ended; this says why (the backend knows).
+      emit(options_.observer, [&](observer& o) { o.on_log(log_level::error, r.error().message); });
       expire();
       return;
     } else {

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 
+#include <cstdio>
 #include <fstream>
 
 #include "cli_harness.hpp"
@@ -44,6 +45,26 @@ TEST(CliRunLost, CommandIgnoringSigtermIsKilledAfterTheGrace) {
   auto holder = box.start({"run", "--url", box.url() + "?ttl=1s", "--grace", "300ms", "lost", "--",
                            "sh", "-c", script});
   EXPECT_EQ(lose_lock_while_running(box, holder), 70);
+}
+
+// A fault trial: the lock file deleted (rm locks.db*) while CMD ran. A second run was granted
+// in the new file, token 1 again, while the first ran on and exited 0. Now the first is told
+// at its next renewal, stops CMD, exits 70 and says why.
+TEST(CliRunLost, DeletedLockFileIsALostRunThatSaysWhy) {
+  cli_sandbox box;
+  std::string script = "echo started; while :; do sleep 0.05; done";
+  auto holder =
+      box.start({"run", "--url", box.url() + "?ttl=1s", "deleted", "--", "sh", "-c", script});
+  ASSERT_TRUE(holder.wait_for_line("started", 30s));
+  for (const char* suffix : {"", "-wal", "-shm"})
+    std::remove((box.dir() + "/locks.db" + suffix).c_str());
+  auto other =
+      box.run({"run", "--url", box.url(), "-w", "0", "deleted", "--", "echo", "other-ran"});
+  EXPECT_EQ(other.status, 0) << other.output;
+  EXPECT_EQ(holder.wait(30s).value_or(-1), 70);
+  std::string out;
+  while (auto line = holder.read_line(1s)) out += *line + "\n";
+  EXPECT_NE(out.find("was deleted, renamed or replaced"), std::string::npos) << out;
 }
 
 // The new-user trial: after `unlock --force`, a second run was granted while the first CMD

@@ -1,0 +1,21 @@
+#include "cli/warning_log.hpp"
+
+#include "cli/common.hpp"
+
+namespace dlock::cli {
+
+void warning_log::on_log(dlock::log_level level, std::string_view message) {
+  if (!armed_ || level < dlock::log_level::warning) return;
+  std::lock_guard lk(mu_);
+  if (message == last_) return;
+  last_ = message;
+  print_error(level == dlock::log_level::warning ? "warning: " + last_ : last_);
+}
+
+void warning_log::on_hold_state(std::string_view, dlock::fencing_token, dlock::hold_state state) {
+  if (state != dlock::hold_state::held) return;
+  std::lock_guard lk(mu_);
+  last_.clear();
+}
+
+}  // namespace dlock::cli
