@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <dlock/dlock.hpp>
 #include <string>
 
@@ -75,6 +76,27 @@ TEST_F(sqlite_session_mark, a_holder_that_named_the_file_through_a_symlink_is_se
   EXPECT_FALSE(m.try_lock()) << "granted while a fork of the killed holder still runs";
   ::kill(child, SIGKILL);
   EXPECT_TRUE(m.try_lock_for(10s));
+  if (m.is_held()) m.unlock();
+}
+
+// Containers that share the lock file and the hostname but not the pid namespace (docker
+// --network host, a pod on the host network): the pid recorded by a holder in there means
+// nothing here -- another process, or none -- so the pid check alone would free its lock at
+// once. The mark, a lock on a shared file, is seen across namespaces: it keeps the lock held
+// while the holder lives and frees it as soon as the holder dies.
+TEST_F(sqlite_session_mark, a_holder_in_another_pid_namespace_is_judged_by_its_mark) {
+  if (std::system("unshare -pf --mount-proc true 2>/dev/null") != 0) {
+    GTEST_SKIP() << "cannot make a pid namespace here (unshare needs CAP_SYS_ADMIN)";
+  }
+  child_process w(
+      {"unshare", "-pf", "--kill-child", "--mount-proc", DLOCK_TEST_WORKER, "hold", url(), "k"});
+  ASSERT_TRUE(w.wait_for_line("granted ", 10s));
+  auto s = session::open(url());
+  mutex m(s, "k");
+  EXPECT_FALSE(m.try_lock()) << "granted while its holder, in another pid namespace, runs";
+  w.signal(SIGKILL);
+  (void)w.wait(10s);
+  EXPECT_TRUE(m.try_lock_for(10s)) << "still held after the holder was killed (the lease is 30 s)";
   if (m.is_held()) m.unlock();
 }
 
