@@ -65,6 +65,41 @@ TEST(zk_failure, killed_holder_process_is_replaced_within_session_timeout_plus_1
   m.unlock();
 }
 
+// An operator deletes the holder's node (zkCli `delete`, `deleteall`, a script tidying the
+// tree): the next waiter is granted at once, and the holder did not hear of it until its
+// release, seconds or hours later (a fault trial: `dlock run` ran CMD on and exited 70 only
+// at the end). Now the renewal's check of its own nodes tells it within TTL/3; a waiter whose
+// node is deleted fails the same way instead of waiting behind nothing.
+TEST(zk_failure, a_holder_whose_node_another_client_deletes_is_told_it_lost) {
+  const auto name = "deleted/" + random_suffix();
+  raw_zk raw(shared_zk().hosts());
+  auto holder_s = dlock::session::open(zk_url());
+  dlock::mutex holder(holder_s, name);
+  holder.lock();
+  auto hold = holder.current_hold();
+  auto kids = raw.children(lock_node(name));
+  ASSERT_EQ(kids.size(), 1u);
+  ASSERT_EQ(zoo_delete(raw.zh(), (lock_node(name) + "/" + kids[0]).c_str(), -1), ZOK);
+  // Renewals every TTL/3 (4 s / 3): a few of them.
+  EXPECT_TRUE(poll_until([&] { return hold.state() == hold_state::lost; }, 10s))
+      << "still " << to_string(hold.state()) << " 10 s after its node was deleted";
+  std::error_code ec;
+  holder.unlock(ec);
+}
+
+TEST(zk_failure, our_own_releases_are_not_taken_for_deletions_by_others) {
+  // Releases racing the renewal's check (its list of nodes taken before a release deletes
+  // one) must not end the session: many short holds under a fast renewal.
+  const auto name = "own-release/" + random_suffix();
+  auto s = dlock::session::open(zk_url(4s) + "&keepalive=10ms");
+  dlock::mutex m(s, name);
+  for (int i = 0; i < 300; ++i) {
+    m.lock();
+    m.unlock();
+  }
+  EXPECT_EQ(s.state(), dlock::session_state::live);
+}
+
 TEST(zk_failure, expired_waiter_fails_and_the_release_grants_the_next_live_waiter) {
   const auto name = "expire/" + random_suffix();
   raw_zk raw(shared_zk().hosts());

@@ -23,6 +23,7 @@
 #include <map>
 #include <mutex>
 #include <set>
+#include <vector>
 
 #include "backends/zookeeper/zk_cache.hpp"
 #include "backends/zookeeper/zk_config.hpp"
@@ -230,13 +231,42 @@ class zk_session final : public backend_session {
     // the fault run's SIGSTOP). A reply proves the server saw the session alive after `sent`.
     auto sent = steady::now();
     if (auto h = conn_->health(); !h) return fail(h.error());
-    {
-      auto u = conn_->acquire();
-      if (!u) return fail(u.error());
+    auto own = cache_.live_own_paths();
+    auto u = conn_->acquire();
+    if (!u) return fail(u.error());
+    if (own.empty()) {
       struct Stat st {};
       conn_->sent(connection::op::exists);
       int rc = zoo_exists(u->zh(), "/", 0, &st);
       if (rc != ZOK && rc != ZNONODE) return fail(conn_->error(rc, "exists", "/"));
+      return sent;
+    }
+    // With entries, the round trip is a multi of `check`s that they are all still there (one
+    // request, as the exists was). A node deleted by another client (an operator's deleteall,
+    // a script tidying the tree) has let the next waiter in while its holder still held; the
+    // holder must hear of it now, not at its release. As after force_unlock on the backends
+    // that have it, the session ends: every hold lost, the session to be opened again.
+    constexpr std::size_t per_request = 1000;  // far below the server's 1 MB packet limit
+    for (std::size_t at = 0; at < own.size(); at += per_request) {
+      auto n = std::min(per_request, own.size() - at);
+      std::vector<zoo_op_t> ops(n);
+      std::vector<zoo_op_result_t> results(n);
+      for (std::size_t i = 0; i < n; ++i) zoo_check_op_init(&ops[i], own[at + i].c_str(), -1);
+      conn_->sent(connection::op::exists);
+      int rc = zoo_multi(u->zh(), static_cast<int>(n), ops.data(), results.data());
+      if (rc == ZOK) continue;
+      if (rc != ZNONODE) return fail(conn_->error(rc, "multi", own[at]));
+      std::string gone;
+      for (std::size_t i = 0; i < n && gone.empty(); ++i) {
+        if (results[i].err == ZNONODE) gone = own[at + i];
+      }
+      // Our own release may have deleted it since the list was taken: no news then.
+      auto live = cache_.live_own_paths();
+      if (gone.empty() || std::find(live.begin(), live.end(), gone) == live.end()) continue;
+      return fail(errc::session_expired,
+                  "zookeeper node " + gone +
+                      " of this session was deleted by another client (an operator?): its lock "
+                      "may have been granted to another, so every hold of this session is lost");
     }
     return sent;
   }

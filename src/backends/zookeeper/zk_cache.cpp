@@ -82,6 +82,20 @@ void session_cache::set_own_version(const std::string& id, std::int32_t version)
   if (auto it = own_.find(id); it != own_.end()) it->second.version = version;
 }
 
+void session_cache::begin_removal(const std::string& id) {
+  std::lock_guard lk(mu_);
+  if (auto it = own_.find(id); it != own_.end()) it->second.removing = true;
+}
+
+std::vector<std::string> session_cache::live_own_paths() const {
+  std::lock_guard lk(mu_);
+  std::vector<std::string> out;
+  for (const auto& [id, node] : own_) {
+    if (!node.removing) out.push_back(node.lock + "/" + node.name);
+  }
+  return out;
+}
+
 void session_cache::disown(const std::string& id) {
   std::lock_guard lk(mu_);
   uncertain_.erase(id);

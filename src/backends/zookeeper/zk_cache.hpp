@@ -43,6 +43,10 @@ class session_cache {
   void set_own_version(const std::string& id, std::int32_t version);
   // Forgets our entry `id` (removed, or never created).
   void disown(const std::string& id);
+  // Our entry `id` is being deleted by us: from now on its node's absence is no news.
+  void begin_removal(const std::string& id);
+  // The nodes of our entries that should exist: created, and not being removed by us.
+  std::vector<std::string> live_own_paths() const;
 
   // A create of entry `id` ended without a reply: it may or may not exist.
   void mark_uncertain(const std::string& id);
@@ -55,6 +59,7 @@ class session_cache {
   struct own_node {
     std::string lock, name;
     std::int32_t version{0};
+    bool removing{false};
   };
   std::map<std::string, std::map<std::string, child_meta>> children_;  // lock -> name -> meta
   std::map<std::string, own_node> own_;                                // id -> its node

@@ -37,6 +37,7 @@ result<void> lock_nodes::remove_entry(const std::string& lp, const std::string& 
     }
   }
   if (path) {
+    cache_.begin_removal(id);  // the renewal's check must not take our delete for another's
     int rc;
     if (until) {
       rc = conn_->delete_until(*path, *until);
