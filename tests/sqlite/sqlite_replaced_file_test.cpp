@@ -13,6 +13,7 @@
 #include <string>
 #include <thread>
 
+#include "sqlite/raw_db.hpp"
 #include "support/net.hpp"
 #include "support/poll.hpp"
 
@@ -103,6 +104,34 @@ TEST_F(sqlite_replaced_file, a_file_moved_over_the_path_is_a_replacement_too) {
   auto now_side = session::open(url_);
   mutex m(now_side, "k");
   EXPECT_TRUE(m.try_lock());
+}
+
+// The same kind of fault, one entry at a time: its row deleted by another program (a DELETE by
+// hand, not `unlock --force`, which ends the whole session). The next waiter is granted at once;
+// the holder heard of it only at its release. Now each renewal looks up the session's own
+// entries by key and ends the session when one is gone. Releases are no such news (many short
+// holds under a fast renewal, which must keep the session live).
+TEST_F(sqlite_replaced_file, an_entry_deleted_by_another_program_ends_its_session) {
+  auto holder_side = session::open(url_);
+  mutex held(holder_side, "k");
+  held.lock();
+  auto hold = held.current_hold();
+  raw_db raw(path_);
+  ASSERT_EQ(raw.exec("DELETE FROM dlock_entries WHERE name = 'k'"), "");
+  auto other_side = session::open(url_);
+  mutex other(other_side, "k");
+  ASSERT_TRUE(other.try_lock()) << "the deleted entry still held the lock";
+  EXPECT_TRUE(poll_until([&] { return hold.state() == hold_state::lost; }, 5s, 10ms))
+      << "the holder whose entry was deleted still believes it holds: " << to_string(hold.state());
+  other.unlock();
+
+  auto busy = session::open(url_ + "&keepalive=5ms");
+  mutex m(busy, "short");
+  for (int i = 0; i < 300; ++i) {
+    m.lock();
+    m.unlock();
+  }
+  EXPECT_EQ(busy.state(), session_state::live);
 }
 
 }  // namespace

@@ -98,6 +98,11 @@ result<queue_view> session::enqueue(std::string_view lock, entry_kind kind, std:
     return {};
   });
   if (!r) return fail(r.error());
+  for (const auto& e : view.entries) {
+    if (e.id == id)
+      own_.insert_or_assign(std::string(id),
+                            std::pair{std::string(lock), static_cast<std::int64_t>(e.token)});
+  }
   // Only election observers listen for changes, and only a candidate's arrival can change a
   // leader (a leader's leaving wakes them through its own id). As PostgreSQL's trigger does,
   // locks and semaphores skip it: a datagram nobody reads still costs a system call per
@@ -118,6 +123,7 @@ result<queue_view> session::list(std::string_view lock) {
 
 result<void> session::remove(std::string_view lock, std::string_view id) {
   std::lock_guard lk(mu_);
+  if (auto it = own_.find(id); it != own_.end()) own_.erase(it);  // no longer the renewal's
   // An entry whose session's lease ended is not ours any more (others ignore it): removed
   // all the same, but reported as lock_lost, like one already gone. The check and the delete
   // share one transaction: one lock of the file instead of a read's and then a write's.
@@ -267,6 +273,7 @@ result<steady::time_point> session::keep_alive() {
   auto renewed = sqlite::renew_session(db_, info_.id, boot_, now, now + info_.ttl.count());
   if (!renewed) return fail(renewed.error());
   if (!*renewed) return fail(errc::session_expired, "sqlite session " + info_.id + " expired");
+  if (auto kept = own_entries_kept(); !kept) return fail(kept.error());
   return sent;
 }
 
@@ -321,6 +328,23 @@ result<void> session::same_file() {
               "the lock file " + db_.path() +
                   " was deleted, renamed or replaced while sqlite session " + info_.id +
                   " used it: its holds are lost (a new file starts its fencing tokens again)");
+}
+
+result<void> session::own_entries_kept() {
+  for (const auto& [id, where] : own_) {
+    // By its key, (name, token): one row's look per entry, whatever the queue's length.
+    auto s = db_.prepare("SELECT 1 FROM dlock_entries WHERE name = ?1 AND token = ?2 AND id = ?3");
+    if (!s) return fail(s.error());
+    auto row = s->bind(1, where.first).bind(2, where.second).bind(3, id).step();
+    if (!row) return fail(row.error());
+    if (!*row) {
+      return fail(errc::session_expired,
+                  "sqlite entry " + id + " of '" + where.first +
+                      "' was deleted by another process, not released by this session: its lock "
+                      "may have been granted to another, so every hold of this session is lost");
+    }
+  }
+  return {};
 }
 
 result<void> session::session_live() {

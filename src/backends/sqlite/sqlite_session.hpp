@@ -6,6 +6,7 @@
 // threads.
 
 #include <cstdint>
+#include <map>
 #include <mutex>
 #include <span>
 #include <string>
@@ -92,6 +93,10 @@ class session final : public backend_session {
     return s->run();
   }
   result<void> session_live();
+  // An entry of ours deleted by another process (a DELETE by hand; `unlock --force` ends the
+  // whole session instead) let the next waiter in while we still held: the session ends as
+  // expired, so its holders are told at this renewal rather than at their release.
+  result<void> own_entries_kept();
   // The file this session opened must still be the one at its path. Deleted or replaced
   // (rm, mv over it), it is not the file anyone who starts now will use: they take its locks
   // afresh, from token 1. So from then on this session fails as expired, and its holders get
@@ -123,6 +128,9 @@ class session final : public backend_session {
   bool closed_{false};
   bool in_txn_{false};
   bool moved_{false};
+  // Our stored entries, id -> (lock, token), until we remove them: each renewal checks they
+  // are still there (own_entries_kept).
+  std::map<std::string, std::pair<std::string, std::int64_t>, std::less<>> own_;
 };
 
 }  // namespace dlock::detail::sqlite
