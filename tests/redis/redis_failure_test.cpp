@@ -45,6 +45,39 @@ TEST(redis_faults, a_stale_holder_is_told_it_lost_and_its_release_spares_the_new
   m.unlock();
 }
 
+// Another client deletes a lock's keys (redis-cli DEL, a clean-up script): the next contender
+// is granted at once. The holder heard of it only at its release, seconds or hours later (a
+// fault trial: `dlock run` ran CMD on); now each renewal checks the session's own entries and
+// ends the session when one is gone. Releases racing that check are no such news: many short
+// holds under a fast renewal keep the session live.
+TEST(redis_faults, a_holder_whose_keys_another_client_deletes_is_told_it_lost) {
+  redis_server srv;
+  const std::string prefix = "d:";
+  const auto url = "redis://" + srv.address() + "?ttl=3s&prefix=" + prefix;
+  auto s = dlock::session::open(url);
+  dlock::mutex held(s, "res");
+  held.lock();
+  auto hold = held.current_hold();
+  EXPECT_EQ(srv.integer({"DEL", prefix + "h:res", prefix + "q:res", prefix + "m:res"}), 1);
+  auto other_s = dlock::session::open(url);
+  dlock::mutex other(other_s, "res");
+  ASSERT_TRUE(other.try_lock()) << "the deleted keys still held the lock";
+  auto until = std::chrono::steady_clock::now() + 10s;
+  while (hold.state() != hold_state::lost && std::chrono::steady_clock::now() < until)
+    std::this_thread::sleep_for(10ms);
+  EXPECT_EQ(hold.state(), hold_state::lost)
+      << "the holder whose keys were deleted still believes it holds";
+  other.unlock();
+
+  auto busy = dlock::session::open(url + "&keepalive=5ms");
+  dlock::mutex m(busy, "short");
+  for (int i = 0; i < 300; ++i) {
+    m.lock();
+    m.unlock();
+  }
+  EXPECT_EQ(busy.state(), dlock::session_state::live);
+}
+
 TEST(redis_faults, script_flush_and_restarts_between_calls_do_not_break_acquire_or_release) {
   redis_server srv;
   const auto url = "redis://" + srv.address() + "?ttl=5s&prefix=r:";

@@ -120,7 +120,7 @@ result<steady::time_point> session::keep_alive() {
     if (gone)
       return fail(errc::session_expired,
                   cfg_.servers[0].where + ": session " + info_.id + " expired (its key is gone)");
-    if (auto f = check_failover(); !f) return fail(f.error());
+    if (auto f = check_own_entries(); !f) return fail(f.error());
     return sent;
   }
   if (renewed >= quorum()) return sent;
@@ -315,7 +315,7 @@ result<std::vector<check_finding>> session::diagnose() {
   }
   if (!cfg_.sentinels.empty()) {
     // Without WAIT a failover can drop this session's last entries: the holder is told at its
-    // first renewal on the new master (check_failover), possibly after another was granted.
+    // first renewal on the new master (check_own_entries), possibly after another was granted.
     check_finding f{.check = "sentinel",
                     .guarantee = "loss-signal",
                     .value = "master '" + cfg_.master_name + "' at " + nodes_[0]->master_address() +

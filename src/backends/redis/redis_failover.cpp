@@ -1,9 +1,14 @@
-// redis-sentinel://: what a failover did to this session's entries. A replica promoted by
-// Sentinel has what the old master had replicated to it: with ?replicas=N every counted
-// acquire (sessions/entries and their tokens), without it possibly not the last ones. A holder
-// whose entry the new master lacks has lost its lock, and another client may already have it:
-// the first renewal on the new master looks, and ends the session (every hold is told lost).
+// A single master's check, at each renewal, that this session's entries are still stored
+// there. Another client may have deleted one (redis-cli DEL of a lock's keys): its lock may
+// already be someone else's. And with redis-sentinel://, a replica promoted by Sentinel has
+// what the old master had replicated to it: with ?replicas=N every counted acquire
+// (sessions/entries and their tokens), without it possibly not the last ones. Either way the
+// holder has lost its lock: the renewal ends the session (every hold is told lost).
 #include <hiredis/hiredis.h>
+
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "backends/redis/redis_session.hpp"
 
@@ -26,7 +31,7 @@ const lua_script present_script{"present", present_text};
 }  // namespace
 
 void session::placed(std::string_view lock, std::string_view id, bool add) {
-  if (cfg_.sentinels.empty()) return;
+  if (redlock()) return;
   std::lock_guard lk(mu_);
   if (add) {
     placed_[std::string(lock)].insert(std::string(id));
@@ -38,38 +43,55 @@ void session::placed(std::string_view lock, std::string_view id, bool add) {
   }
 }
 
-result<void> session::check_failover() {
-  if (cfg_.sentinels.empty()) return {};
+result<void> session::check_own_entries() {
+  if (redlock()) return {};
   // Read before the check: a failover during it is checked again at the next renewal.
   const auto epoch = nodes_[0]->epoch();
-  if (epoch == verified_epoch_.load()) return {};
-  std::vector<std::string> argv{"0"}, ids;
+  const bool failed_over = !cfg_.sentinels.empty() && epoch != verified_epoch_.load();
+  std::vector<std::string> argv{"0"};
+  std::vector<std::pair<std::string, std::string>> entries;  // (lock, id), in argv's order
   {
     std::lock_guard lk(mu_);
     for (const auto& [lock, set] : placed_) {
       for (const auto& id : set) {
         argv.push_back(key('h', lock));
         argv.push_back(key('q', lock));
-        ids.push_back(lock + "' entry " + id);
+        entries.emplace_back(lock, id);
       }
     }
   }
-  if (!ids.empty()) {
-    argv[0] = std::to_string(ids.size() * 2);
-    for (const auto& id : ids) argv.push_back(id.substr(id.rfind(' ') + 1));
+  if (!entries.empty()) {
+    argv[0] = std::to_string(entries.size() * 2);
+    for (const auto& e : entries) argv.push_back(e.second);
     auto r = nodes_[0]->run({&present_script, std::move(argv)}, expired_.get_token());
     if (!r) return fail(r.error());
     if ((*r)->type != REDIS_REPLY_INTEGER)
       return fail(errc::protocol_error, cfg_.servers[0].where + ": malformed reply");
     if (auto missing = (*r)->integer; missing > 0) {
+      const auto& [lock, id] = entries.at(static_cast<std::size_t>(missing - 1));
+      bool still_ours = false;
+      {
+        std::lock_guard lk(mu_);
+        auto it = placed_.find(lock);
+        still_ours = it != placed_.end() && it->second.contains(id);
+      }
+      // Released by this session since the list was taken: no news (and a failover is
+      // checked again at the next renewal, as the entries after it were not).
+      if (!still_ours) return {};
+      if (failed_over) {
+        return fail(errc::session_expired,
+                    cfg_.servers[0].where + " failed over to " + nodes_[0]->master_address() +
+                        ", which lacks lock '" + lock + "' entry " + id +
+                        " (not replicated before the old master went; ?replicas=1 waits for "
+                        "that): the session's holds are lost");
+      }
       return fail(errc::session_expired,
-                  cfg_.servers[0].where + " failed over to " + nodes_[0]->master_address() +
-                      ", which lacks lock '" + ids[static_cast<std::size_t>(missing - 1)] +
-                      " (not replicated before the old master went; ?replicas=1 waits for "
-                      "that): the session's holds are lost");
+                  cfg_.servers[0].where + ": entry " + id + " of lock '" + lock +
+                      "' was deleted by another client, not released by this session: its lock "
+                      "may have been granted to another, so every hold of this session is lost");
     }
   }
-  verified_epoch_ = epoch;
+  if (failed_over) verified_epoch_ = epoch;
   return {};
 }
 

@@ -80,11 +80,12 @@ class session final : public backend_session {
     r.replica_timeout = cfg_.replica_timeout;
     return r;
   }
-  // redis-sentinel://: after the master changed, checks that every entry this session placed
-  // is on the new master; session_expired naming the first missing one if not (a failover to
-  // a replica that had not received it: the hold is lost, and must be said to be).
-  result<void> check_failover();
-  // Records or forgets an own entry that enqueue placed (what check_failover looks for).
+  // One master only, at each renewal: checks that every entry this session placed is still
+  // stored there; session_expired naming the first missing one if not (deleted by another
+  // client, or, with redis-sentinel://, a failover to a replica that had not received it: the
+  // hold is lost, and must be said to be). One script call, only while there are entries.
+  result<void> check_own_entries();
+  // Records or forgets an own entry that enqueue placed (what check_own_entries looks for).
   void placed(std::string_view lock, std::string_view id, bool add);
   std::size_t quorum() const noexcept { return nodes_.size() / 2 + 1; }
   bool redlock() const noexcept { return nodes_.size() > 1; }
@@ -205,8 +206,8 @@ class session final : public backend_session {
   // Breaks off enqueue and list calls in flight once the session has expired (removals and
   // close go on without it).
   std::stop_source expired_;
-  // redis-sentinel://: own entries enqueue placed (lock -> ids), and the master epoch
-  // (node::epoch) whose master was last checked to hold them.
+  // Own entries enqueue placed (lock -> ids; one master only), and, for redis-sentinel://,
+  // the master epoch (node::epoch) whose master was last checked to hold them.
   std::map<std::string, id_set, std::less<>> placed_;
   std::atomic<std::uint64_t> verified_epoch_{0};
   std::jthread retrier_;  // last: stopped and joined before the nodes go
