@@ -26,6 +26,34 @@ std::string url(const std::string& prefix) {
   return "etcd://" + shared_etcd().address() + "/" + prefix + "?ttl=9s&keepalive=1s";
 }
 
+// Not the lease but one key deleted by another client (etcdctl del, a clean-up): the next
+// contender is granted at once; the holder heard of it only at its release (a fault trial:
+// `dlock run` ran CMD on). Now each keep-alive round checks the session's keys too. Releases
+// racing that check are no such news: many short holds under the 1 s keep-alive stay live.
+TEST(etcd_lease, a_holder_whose_key_another_client_deletes_is_told_lost_at_its_next_keepalive) {
+  const auto prefix = "dk" + random_suffix();
+  auto a = dlock::session::open(url(prefix));
+  dlock::mutex held(a, "l");
+  held.lock();
+  auto h = held.current_hold();
+  auto keys = shared_etcd().keys(prefix + "/l/");
+  ASSERT_EQ(keys.size(), 1u);
+  auto [rc, out] = shared_etcd().etcdctl({"del", keys[0]});
+  ASSERT_EQ(rc, 0) << out;
+  auto b = dlock::session::open(url(prefix));
+  dlock::mutex next(b, "l");
+  ASSERT_TRUE(next.try_lock()) << "the deleted key still held the lock";
+  EXPECT_TRUE(poll_until([&] { return h.lost_token().stop_requested(); }, prompt))
+      << "the holder was not told within a keep-alive round of the delete";
+  next.unlock();
+  dlock::mutex m(b, "short");
+  for (int i = 0; i < 300; ++i) {
+    m.lock();
+    m.unlock();
+  }
+  EXPECT_EQ(b.state(), dlock::session_state::live);
+}
+
 TEST(etcd_lease, a_revoked_holder_is_told_lost_at_its_next_keepalive) {
   const auto prefix = "rv" + random_suffix();
   auto a = dlock::session::open(url(prefix));

@@ -245,7 +245,42 @@ class etcd_session final : public backend_session {
     }
     auto r = client_->keep_alive(leases);
     if (!r) return fail(r.error());
+    if (auto kept = own_keys_kept(); !kept) return fail(kept.error());
     return sent;
+  }
+
+  // A key of ours deleted by another client (etcdctl del, a clean-up) let the next contender
+  // in while its holder still held: each renewal checks, in one Txn per 64 keys (etcd allows
+  // 128 operations in one), that every key of ours is stored with the create revision we gave
+  // it, and ends the session when one is not, so its holders are told at this renewal rather
+  // than at their release.
+  result<void> own_keys_kept() {
+    const auto keys = own_.live_keys();
+    constexpr std::size_t per_txn = 64;
+    for (std::size_t at = 0; at < keys.size(); at += per_txn) {
+      const auto n = std::min(per_txn, keys.size() - at);
+      std::vector<etcd::txn_compare> same;
+      std::vector<etcd::txn_op> reads;  // on failure: which one
+      for (std::size_t i = at; i < at + n; ++i) {
+        same.push_back({keys[i].first, false, keys[i].second, {}});
+        reads.push_back(etcd::range_op(keys[i].first));
+      }
+      auto t = client_->txn(same, {}, reads);
+      if (!t) return fail(t.error());
+      if (t->succeeded) continue;
+      const auto live = own_.live_keys();  // our own deletes since the list was taken
+      for (std::size_t i = 0; i < n && i < t->ranges.size(); ++i) {
+        const auto& kvs = t->ranges[i].kvs;
+        const auto& mine = keys[at + i];
+        if (!kvs.empty() && kvs.front().create_revision == mine.second) continue;
+        if (std::find(live.begin(), live.end(), mine) == live.end()) continue;
+        return fail(errc::session_expired,
+                    "etcd key '" + mine.first +
+                        "' of this session was deleted or replaced by another client: its lock "
+                        "may have been granted to another, so every hold of this session is lost");
+      }
+    }
+    return {};
   }
 
   void close() noexcept override {

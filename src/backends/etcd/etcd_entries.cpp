@@ -49,6 +49,21 @@ void own_entries::mark_unsure(std::string_view lock, std::string_view id) {
   if (auto it = own_.find(key_of(lock, id)); it != own_.end()) it->second.remove_unsure = true;
 }
 
+void own_entries::begin_removal(std::string_view lock, std::string_view id) {
+  std::lock_guard g(mu_);
+  if (auto it = own_.find(key_of(lock, id)); it != own_.end()) it->second.removing = true;
+}
+
+std::vector<std::pair<std::string, std::int64_t>> own_entries::live_keys() {
+  std::lock_guard g(mu_);
+  std::vector<std::pair<std::string, std::int64_t>> out;
+  for (const auto& [k, e] : own_) {
+    if (e.create_revision > 0 && !e.removing && !e.remove_unsure)
+      out.emplace_back(e.key, e.create_revision);
+  }
+  return out;
+}
+
 void own_entries::forget(std::string_view lock, std::string_view id) {
   std::lock_guard g(mu_);
   const auto it = own_.find(key_of(lock, id));

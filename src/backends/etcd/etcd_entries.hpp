@@ -12,6 +12,7 @@
 #include <set>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "core/backend.hpp"
@@ -31,6 +32,7 @@ struct own_entry {
   // A removal of it was cut off, so a delete may still land late: the lease's key on this lock
   // is never used again (a later entry there could be deleted by it).
   bool remove_unsure{false};
+  bool removing{false};  // our delete of it has begun: its key's absence is no news
   bool candidate() const { return !meta_key.empty(); }
 };
 
@@ -47,6 +49,11 @@ class own_entries {
   void set_revision(std::string_view lock, std::string_view id, std::int64_t rev);
   // A removal was cut off: the lease's key on this lock stays retired after forget().
   void mark_unsure(std::string_view lock, std::string_view id);
+  // Our delete of the entry begins (before it is sent): a renewal's check skips it from now.
+  void begin_removal(std::string_view lock, std::string_view id);
+  // (key, create revision) of each entry whose key should be stored: its create revision
+  // known, and not being deleted by us. What each renewal checks (keep_alive).
+  std::vector<std::pair<std::string, std::int64_t>> live_keys();
   // The entry is gone: its lease's slot on the lock is free again, unless marked unsure.
   void forget(std::string_view lock, std::string_view id);
   std::vector<std::int64_t> leases();

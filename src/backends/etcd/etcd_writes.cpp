@@ -10,6 +10,7 @@ result<void> remove_own(client& c, own_entries& own_entries, std::string_view lo
   auto found = own_entries.find(lock, id);
   if (!found) return fail(errc::lock_lost, "etcd entry " + std::string(id) + " is gone");
   const auto& own = *found;
+  own_entries.begin_removal(lock, id);  // the renewal's check must not take it for another's
   // A lock's entry: its key is its lease's own and no later entry of this session uses it
   // while this one is listed (own_key), so a plain delete deletes only this entry -- Go's
   // Unlock, the floor's release.
