@@ -8,6 +8,7 @@
 #include <functional>
 #include <mutex>
 #include <thread>
+#include <vector>
 
 #include "sql/sql_admin.hpp"
 #include "support/net.hpp"
@@ -311,6 +312,51 @@ TEST_F(sql_faults, a_cut_off_advisory_poller_logging_in_anew_is_told_session_exp
   partition::contender_cut_off_is_told_promptly(through_proxy("mode=advisory&"),
                                                 name("poller-adv-new"), 2s,
                                                 partition::contender::polling_reconnecting);
+}
+
+// Another client deletes a holder's entry row (a DELETE by hand, a clean-up script): the next
+// contender is granted at once. The holder heard of it only at its release, seconds or hours
+// later (as on Redis, ZooKeeper, etcd and SQLite before; their fault trials let `dlock run` run
+// CMD on); each renewal now checks the session's own entries and ends the session when one is
+// gone. Releases racing that check are no such news: many short holds under a fast renewal
+// keep the session live.
+TEST_F(sql_faults, a_holder_whose_entry_another_client_deletes_is_told_it_lost) {
+  auto& a = admin();
+  auto holder = session::open(a.url("dlock", "secret", "ttl=3s"), patient());
+  auto lock = name("deleted");
+  mutex held(holder, lock);
+  held.lock();
+  auto hold = held.current_hold();
+  ASSERT_EQ(a.entry_rows(lock), 1u);
+  a.delete_entries(lock);
+  auto other_s = session::open(a.url("dlock", "secret", "ttl=3s"), patient());
+  mutex other(other_s, lock);
+  ASSERT_TRUE(other.try_lock_for(5s)) << "the deleted entry still held the lock";
+  EXPECT_TRUE(poll_until([&] { return hold.state() == hold_state::lost; }, 10s))
+      << "the holder whose entry was deleted still believes it holds";
+  EXPECT_TRUE(poll_until([&] { return holder.state() == session_state::expired; }, 10s));
+  other.unlock();
+
+  // Eight threads share the session's connection, so a renewal's look often queues behind
+  // releases of entries it set out to look for.
+  auto busy = session::open(a.url("dlock", "secret", "ttl=3s&keepalive=5ms"), patient());
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 8; ++t) {
+    threads.emplace_back([&, lock = name("short")] {
+      mutex m(busy, lock);
+      try {
+        for (int i = 0; i < 150; ++i) {
+          m.lock();
+          std::this_thread::sleep_for(1ms);
+          m.unlock();
+        }
+      } catch (const dlock::system_error&) {
+        // the session ended: the check below says so
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(busy.state(), session_state::live);
 }
 
 // A server aborts one of two transactions that wait for each other; the one it picks must try

@@ -87,6 +87,9 @@ class mysql_admin final : public sql_admin {
                   {lock})
             .at(0));
   }
+  void delete_entries(const std::string& lock) override {
+    db_.query("DELETE FROM dlock.dlock_entries WHERE name = CAST(? AS BINARY)", {lock});
+  }
   std::size_t session_rows() override {
     return std::stoul(db_.query("SELECT count(*) FROM dlock.dlock_sessions").at(0));
   }

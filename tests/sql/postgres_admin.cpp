@@ -83,6 +83,9 @@ class postgres_admin final : public sql_admin {
     return std::stoul(
         pg_.query("SELECT count(*) FROM dlock.entries WHERE name = $1", {lock}).at(0));
   }
+  void delete_entries(const std::string& lock) override {
+    pg_.query("DELETE FROM dlock.entries WHERE name = $1", {lock});
+  }
   std::size_t session_rows() override {
     return std::stoul(pg_.query("SELECT count(*) FROM dlock.sessions").at(0));
   }

@@ -45,6 +45,8 @@ class sql_admin {
   virtual std::vector<std::string> stored_names(const std::string& name) = 0;
   // Rows of the entries table for `lock`, lapsed ones included.
   virtual std::size_t entry_rows(const std::string& lock) = 0;
+  // Deletes every row of the entries table for `lock`, as a DELETE by hand would.
+  virtual void delete_entries(const std::string& lock) = 0;
   // Rows of the sessions table.
   virtual std::size_t session_rows() = 0;
   // For session `session_id` (dlock::session::id()); see deadlock_maker.

@@ -26,7 +26,8 @@
 //   bool idle_fine(conn&)                             -- session_conn's idle_check
 //   request enqueue(session, lock, id, kind), list(lock, session) (the session at index 1),
 //     set_value(lock, id, session, value), remove(lock, id, session), keep_alive(session,
-//     ttl), lock_names(prefix)
+//     ttl), lock_names(prefix), own_entries(session) (rows whose column 0 is an entry id of
+//     the session, released ones it has not deleted yet included)
 //   std::vector<request> goodbye(session)             -- this session's close, in order
 //   std::vector<request> end_session(session)         -- another session's end, in order
 //   void close_wakes() noexcept                       -- before the session's close
@@ -38,7 +39,10 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <map>
+#include <mutex>
 #include <optional>
+#include <set>
 #include <span>
 #include <string>
 #include <string_view>
@@ -84,6 +88,10 @@ class sql_lease_session final : public backend_session {
     auto sent = steady::now();
     auto r = run(db_.enqueue(info_.id, lock, id, kind), true);
     if (!r) return fail(r.error());
+    {
+      std::lock_guard lk(own_mu_);
+      own_.insert_or_assign(std::string(id), std::string(lock));
+    }
     return queue(*r, sent);
   }
 
@@ -112,6 +120,10 @@ class sql_lease_session final : public backend_session {
   }
 
   result<void> remove(std::string_view lock, std::string_view id) override {
+    {
+      std::lock_guard lk(own_mu_);  // no longer the renewal's to check, from now on
+      if (auto it = own_.find(id); it != own_.end()) own_.erase(it);
+    }
     // Rows of a lapsed lease are dead to every other client: not ours any more, and not worth
     // a request (nor a new connection from a remover thread that the host's exit could tear
     // OpenSSL down under: a fault-run worker crashed so).
@@ -157,6 +169,11 @@ class sql_lease_session final : public backend_session {
       return fail(errc::session_expired, link_.where() + ": session " + info_.id +
                                              " expired (lease lapsed or its connection ended)");
     }
+    // The lease is renewed whatever the check's fate: one the server could not answer is tried
+    // again next round (a lost connection ends the session through the check's bound request).
+    if (auto kept = own_entries_kept();
+        !kept && kept.error().code == make_error_code(errc::session_expired))
+      return fail(kept.error());
     return sent;
   }
 
@@ -214,6 +231,34 @@ class sql_lease_session final : public backend_session {
     return v;
   }
 
+  // An entry of this session deleted by anyone else (a DELETE by hand, a clean-up script): the
+  // next contender was granted at once, so every hold of the session is in doubt and the
+  // session ends, telling its holders within a renewal interval instead of at their release.
+  // Entries are snapshot before the look and re-checked after it: one enqueued since was not
+  // looked for, one released since was deleted by us.
+  result<void> own_entries_kept() {
+    std::vector<std::pair<std::string, std::string>> live;
+    {
+      std::lock_guard lk(own_mu_);
+      if (own_.empty()) return {};
+      live.assign(own_.begin(), own_.end());
+    }
+    auto r = run(db_.own_entries(info_.id), true);
+    if (!r) return fail(r.error());
+    std::set<std::string, std::less<>> stored;
+    for (std::size_t i = 0, n = Db::count(*r); i < n; ++i) stored.insert(r->text(i, 0));
+    std::lock_guard lk(own_mu_);
+    for (const auto& [id, lock] : live) {
+      if (stored.contains(id) || !own_.contains(id)) continue;
+      return fail(errc::session_expired,
+                  std::string(Db::name) + " entry " + id + " of '" + lock +
+                      "' was deleted by another client, not released by session " + info_.id +
+                      ": its lock may have been granted to another, so every hold of this "
+                      "session is lost");
+    }
+    return {};
+  }
+
   static std::unexpected<failure> gone(std::string_view lock, std::string_view id,
                                        std::string_view why) {
     return fail(errc::lock_lost, std::string(Db::name) + " entry " + std::string(id) + " of '" +
@@ -222,6 +267,9 @@ class sql_lease_session final : public backend_session {
 
   const session_info info_;
   Db db_;
+  std::mutex own_mu_;
+  std::map<std::string, std::string, std::less<>> own_;  // entry id -> lock, enqueued and not
+                                                         // yet released: what renewals check
   session_conn<conn> link_;  // last: its watch stops before the members above go
 };
 

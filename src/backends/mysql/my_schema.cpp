@@ -275,6 +275,8 @@ const std::string statements::keep_alive = "CALL dlock_renew(?, ?)";
 const std::string statements::close_entries =
     "DELETE e FROM dlock_entries e FORCE INDEX (by_session) WHERE e.session = ?";
 const std::string statements::close_session = "DELETE FROM dlock_sessions WHERE id = ?";
+const std::string statements::own_entries =
+    "SELECT e.id FROM dlock_entries e FORCE INDEX (by_session) WHERE e.session = ?";
 // As remove, and only on the session's own live connection (as keep_alive): a session
 // whose connection ended must not speak any more. LAST_INSERT_ID(expr) hands the new
 // version back in the reply to this statement, so no second statement can see another's.

@@ -41,6 +41,7 @@ struct statements {
   static const std::string keep_alive;     // (ttl_ms, session) -> one row: 0 or 1 renewed
   static const std::string close_entries;  // (session)
   static const std::string close_session;  // (session)
+  static const std::string own_entries;    // (session) -> ids of its rows, released ones too
   static const std::string lock_names;     // (prefix length, prefix) -> names
   static const std::string alive;          // (entry id) -> lease_ms, if alive and connected
   // (n entry ids) -> those of them that are alive and connected, in one round trip (the

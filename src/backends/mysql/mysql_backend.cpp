@@ -101,6 +101,7 @@ class my_lease {
   static request keep_alive(const std::string& session, milliseconds ttl) {
     return {stmts::keep_alive, {ttl.count(), session}};
   }
+  static request own_entries(const std::string& session) { return {stmts::own_entries, {session}}; }
   static request lock_names(std::string_view prefix) {
     return {stmts::lock_names, {static_cast<std::int64_t>(prefix.size()), std::string(prefix)}};
   }

@@ -56,6 +56,7 @@ struct statements {
   statement remove_lazy;
   statement keep_alive_lazy;
   statement close_lazy;
+  statement own_entries;  // (session) -> ids of the session's entries (by entries_session)
 };
 // Queue rows: id, kind, token, created_ms, owner, lease_ms, hex value, version -- live
 // entries in token order.

@@ -90,6 +90,7 @@ statements make_statements(const std::string& schema) {
         "WITH lazy AS (SELECT set_config('synchronous_commit', 'off', true) AS v),"
         " gone AS (DELETE FROM @S.entries WHERE session = $1)"
         " DELETE FROM @S.sessions USING lazy WHERE id = $1 AND lazy.v IS NOT NULL"),
+      s("own_entries", "SELECT id FROM @S.entries WHERE session = $1"),
   };
 }
 

@@ -115,6 +115,7 @@ class pg_lease {
   request lock_names(std::string_view prefix) const {
     return {stmts_.lock_names, {std::string(prefix)}};
   }
+  request own_entries(const std::string& session) const { return {stmts_.own_entries, {session}}; }
   std::vector<request> goodbye(const std::string& session) const {
     return {{direct_ ? stmts_.close_lazy : stmts_.close, {session}}};
   }
