@@ -192,6 +192,7 @@ void session_core::renew_loop(std::stop_token stop) {
       wake_.wait_until(lk, stop, next, [] { return false; });
     }
     if (stop.stop_requested() || ended_.stop_requested() || exit_guard::exiting()) return;
+    const auto started = steady::now();
     auto r = [&] {
       exit_guard::background_call during;
       return backend_->keep_alive();
@@ -200,7 +201,9 @@ void session_core::renew_loop(std::stop_token stop) {
     auto now = steady::now();
     if (r) {
       on_renewal(*r);
-      next = now + interval_;
+      // From the round's start: a slow round (a check after the renewal, a reply held up by an
+      // election) must not push the next one towards the lease's end.
+      next = started + interval_;
     } else if (r.error().code == make_error_code(errc::session_expired)) {
       // The holds' loss signal says that they ended; this says why (the backend knows).
       emit(options_.observer, [&](observer& o) { o.on_log(log_level::error, r.error().message); });

@@ -243,7 +243,11 @@ class etcd_session final : public backend_session {
       if (!r) return fail(r.error());
       return sent;
     }
-    auto r = client_->keep_alive(leases);
+    // A round cut off early is retried early: a keep-alive that a member holds while the
+    // cluster elects a leader would otherwise hold the renewals up for the whole request
+    // timeout (half the TTL), and after a leader kill the round after it came too late for
+    // the lease on our clock (holders told lost: fault_run_etcd-3, trial2 of 2026-12-05).
+    auto r = client_->keep_alive(leases, sent + check_budget());
     if (!r) return fail(r.error());
     // The lease is renewed whatever the check's fate: a check the cluster could not answer (a
     // leader election) is tried again next round, and must not cost the session its renewal
@@ -260,8 +264,20 @@ class etcd_session final : public backend_session {
   // 128 operations in one), that every key of ours is stored with the create revision we gave
   // it, and ends the session when one is not, so its holders are told at this renewal rather
   // than at their release.
+  // What one keep-alive request, and the check after it, may take: a sixth of the TTL (at
+  // least 100 ms, at most the request timeout), so that a round and a retry fit in half of it.
+  std::chrono::milliseconds check_budget() const {
+    return std::clamp<std::chrono::milliseconds>(
+        info_.ttl / 6, std::chrono::milliseconds{100},
+        std::max(info_.request_timeout, std::chrono::milliseconds{100}));
+  }
+
   result<void> own_keys_kept() {
     const auto keys = own_.live_keys();
+    // A check that takes longer (no leader: an election under way) is dropped, so that it does
+    // not hold back the next keep-alive round: after a leader kill, the rounds that waited for
+    // it lost a holder's lease on our clock (fault_run_etcd-3, 3.6 s to the next grant).
+    const auto deadline = steady::now() + check_budget();
     constexpr std::size_t per_txn = 64;
     for (std::size_t at = 0; at < keys.size(); at += per_txn) {
       const auto n = std::min(per_txn, keys.size() - at);
@@ -271,7 +287,7 @@ class etcd_session final : public backend_session {
         same.push_back({keys[i].first, false, keys[i].second, {}});
         reads.push_back(etcd::range_op(keys[i].first));
       }
-      auto t = client_->txn(same, {}, reads);
+      auto t = client_->txn(same, {}, reads, deadline);
       if (!t) return fail(t.error());
       if (t->succeeded) continue;
       const auto live = own_.live_keys();  // our own deletes since the list was taken

@@ -118,21 +118,23 @@ class grpc_client final : public client {
   // One short-lived stream per round: its deadline bounds the whole round, which a read on a
   // long-lived synchronous stream could not be. Keep-alives are no raft writes, so the cost is
   // one HTTP/2 stream on the open connection.
-  result<std::int64_t> keep_alive(std::span<const std::int64_t> leases) override {
+  result<std::int64_t> keep_alive(std::span<const std::int64_t> leases,
+                                  std::optional<steady::time_point> deadline) override {
+    const auto until = deadline.value_or(steady::now() + timeout_);
     std::string refused;
-    auto r = keep_alive_round(leases, refused);
+    auto r = keep_alive_round(leases, refused, until);
     if (!r && !refused.empty()) {
       if (auto l = log_in(refused); !l) return fail(l.error());
-      r = keep_alive_round(leases, refused);
+      r = keep_alive_round(leases, refused, until);
     }
     return r;
   }
 
   // `refused`: set to the token sent when the server refused it.
-  result<std::int64_t> keep_alive_round(std::span<const std::int64_t> leases,
-                                        std::string& refused) {
+  result<std::int64_t> keep_alive_round(std::span<const std::int64_t> leases, std::string& refused,
+                                        steady::time_point until) {
     grpc::ClientContext ctx;
-    ctx.set_deadline(wall_deadline(steady::now() + timeout_));
+    ctx.set_deadline(wall_deadline(until));
     auto reg = track(&ctx);
     if (!reg) return fail(reg.error());
     auto stream = lease_->LeaseKeepAlive(&ctx);

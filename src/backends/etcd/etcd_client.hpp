@@ -106,8 +106,11 @@ class client {
   virtual result<std::pair<std::int64_t, std::int64_t>> grant(std::int64_t ttl_seconds) = 0;
   virtual result<void> revoke(std::int64_t lease, steady::time_point deadline) = 0;
   // One LeaseKeepAlive round for each lease; session_expired if any is gone (answered with
-  // TTL <= 0). Returns the smallest TTL granted.
-  virtual result<std::int64_t> keep_alive(std::span<const std::int64_t> leases) = 0;
+  // TTL <= 0). Returns the smallest TTL granted. Given up at `deadline` (default: the config's
+  // request_timeout from now) with backend_unavailable.
+  virtual result<std::int64_t> keep_alive(
+      std::span<const std::int64_t> leases,
+      std::optional<steady::time_point> deadline = std::nullopt) = 0;
 
   // One Txn: if every comparison holds, `success`, else `failure`. The ranges' results come
   // back in the order of their ops (puts and deletes give none). Given up at `deadline`
