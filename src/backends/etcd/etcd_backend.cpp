@@ -30,6 +30,7 @@
 #include "backends/etcd/etcd_doctor.hpp"
 #include "backends/etcd/etcd_entries.hpp"
 #include "backends/etcd/etcd_keys.hpp"
+#include "backends/etcd/etcd_own_check.hpp"
 #include "backends/etcd/etcd_queue.hpp"
 #include "backends/etcd/etcd_writes.hpp"
 #include "core/verdict.hpp"
@@ -246,63 +247,25 @@ class etcd_session final : public backend_session {
     // A round cut off early is retried early: a keep-alive that a member holds while the
     // cluster elects a leader would otherwise hold the renewals up for the whole request
     // timeout (half the TTL), and after a leader kill the round after it came too late for
-    // the lease on our clock (holders told lost: fault_run_etcd-3, trial2 of 2026-12-05).
+    // the lease on our clock (holders told lost: etcd_cluster.holders_keep_their_holds_...).
     auto r = client_->keep_alive(leases, sent + check_budget());
     if (!r) return fail(r.error());
-    // The lease is renewed whatever the check's fate: a check the cluster could not answer (a
-    // leader election) is tried again next round, and must not cost the session its renewal
-    // (counted as failed, it once let the lease lapse on our clock while the server kept it,
-    // and the next grant waited for the server's: fault_run_etcd-3, 5.2 s against 3 s).
-    if (auto kept = own_keys_kept();
+    // The lease is renewed whatever the check's fate: one the cluster cannot answer within its
+    // budget (an election under way) is dropped and made again next round, without holding the
+    // next round back or costing this one (counted as failed, it let the lease lapse on our
+    // clock while the cluster kept it: fault_run_etcd-3, 5.2 s to the next grant against 3 s).
+    if (auto kept = etcd::own_keys_kept(*client_, own_, steady::now() + check_budget());
         !kept && kept.error().code == make_error_code(errc::session_expired))
       return fail(kept.error());
     return sent;
   }
 
-  // A key of ours deleted by another client (etcdctl del, a clean-up) let the next contender
-  // in while its holder still held: each renewal checks, in one Txn per 64 keys (etcd allows
-  // 128 operations in one), that every key of ours is stored with the create revision we gave
-  // it, and ends the session when one is not, so its holders are told at this renewal rather
-  // than at their release.
   // What one keep-alive request, and the check after it, may take: a sixth of the TTL (at
   // least 100 ms, at most the request timeout), so that a round and a retry fit in half of it.
   std::chrono::milliseconds check_budget() const {
     return std::clamp<std::chrono::milliseconds>(
         info_.ttl / 6, std::chrono::milliseconds{100},
         std::max(info_.request_timeout, std::chrono::milliseconds{100}));
-  }
-
-  result<void> own_keys_kept() {
-    const auto keys = own_.live_keys();
-    // A check that takes longer (no leader: an election under way) is dropped, so that it does
-    // not hold back the next keep-alive round: after a leader kill, the rounds that waited for
-    // it lost a holder's lease on our clock (fault_run_etcd-3, 3.6 s to the next grant).
-    const auto deadline = steady::now() + check_budget();
-    constexpr std::size_t per_txn = 64;
-    for (std::size_t at = 0; at < keys.size(); at += per_txn) {
-      const auto n = std::min(per_txn, keys.size() - at);
-      std::vector<etcd::txn_compare> same;
-      std::vector<etcd::txn_op> reads;  // on failure: which one
-      for (std::size_t i = at; i < at + n; ++i) {
-        same.push_back({keys[i].first, false, keys[i].second, {}});
-        reads.push_back(etcd::range_op(keys[i].first));
-      }
-      auto t = client_->txn(same, {}, reads, deadline);
-      if (!t) return fail(t.error());
-      if (t->succeeded) continue;
-      const auto live = own_.live_keys();  // our own deletes since the list was taken
-      for (std::size_t i = 0; i < n && i < t->ranges.size(); ++i) {
-        const auto& kvs = t->ranges[i].kvs;
-        const auto& mine = keys[at + i];
-        if (!kvs.empty() && kvs.front().create_revision == mine.second) continue;
-        if (std::find(live.begin(), live.end(), mine) == live.end()) continue;
-        return fail(errc::session_expired,
-                    "etcd key '" + mine.first +
-                        "' of this session was deleted or replaced by another client: its lock "
-                        "may have been granted to another, so every hold of this session is lost");
-      }
-    }
-    return {};
   }
 
   void close() noexcept override {
