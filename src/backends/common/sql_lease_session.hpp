@@ -169,11 +169,8 @@ class sql_lease_session final : public backend_session {
       return fail(errc::session_expired, link_.where() + ": session " + info_.id +
                                              " expired (lease lapsed or its connection ended)");
     }
-    // The lease is renewed whatever the check's fate: one the server could not answer is tried
-    // again next round (a lost connection ends the session through the check's bound request).
-    if (auto kept = own_entries_kept();
-        !kept && kept.error().code == make_error_code(errc::session_expired))
-      return fail(kept.error());
+    // A lost connection ends the session through the check's bound request.
+    if (auto kept = entries_check_verdict(own_entries_kept()); !kept) return fail(kept.error());
     return sent;
   }
 

@@ -250,12 +250,11 @@ class etcd_session final : public backend_session {
     // the lease on our clock (holders told lost: etcd_cluster.holders_keep_their_holds_...).
     auto r = client_->keep_alive(leases, sent + check_budget());
     if (!r) return fail(r.error());
-    // The lease is renewed whatever the check's fate: one the cluster cannot answer within its
-    // budget (an election under way) is dropped and made again next round, without holding the
-    // next round back or costing this one (counted as failed, it let the lease lapse on our
-    // clock while the cluster kept it: fault_run_etcd-3, 5.2 s to the next grant against 3 s).
-    if (auto kept = etcd::own_keys_kept(*client_, own_, steady::now() + check_budget());
-        !kept && kept.error().code == make_error_code(errc::session_expired))
+    // One the cluster cannot answer within its budget (an election under way) is dropped, so
+    // that it does not hold the next round back either.
+    if (auto kept = entries_check_verdict(
+            etcd::own_keys_kept(*client_, own_, steady::now() + check_budget()));
+        !kept)
       return fail(kept.error());
     return sent;
   }

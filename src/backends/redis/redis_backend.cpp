@@ -120,12 +120,7 @@ result<steady::time_point> session::keep_alive() {
     if (gone)
       return fail(errc::session_expired,
                   cfg_.servers[0].where + ": session " + info_.id + " expired (its key is gone)");
-    // The lease is renewed whatever the check's fate: a check the server could not answer is
-    // made again next round and must not cost the renewal (etcd's fault run showed what that
-    // costs: the lease lapsed on our clock while the server kept it).
-    if (auto f = check_own_entries();
-        !f && f.error().code == make_error_code(errc::session_expired))
-      return fail(f.error());
+    if (auto f = entries_check_verdict(check_own_entries()); !f) return fail(f.error());
     return sent;
   }
   if (renewed >= quorum()) return sent;

@@ -273,11 +273,7 @@ result<steady::time_point> session::keep_alive() {
   auto renewed = sqlite::renew_session(db_, info_.id, boot_, now, now + info_.ttl.count());
   if (!renewed) return fail(renewed.error());
   if (!*renewed) return fail(errc::session_expired, "sqlite session " + info_.id + " expired");
-  // Renewed whatever the check's fate: one the file could not answer (busy) is made again next
-  // round and must not cost the renewal.
-  if (auto kept = own_entries_kept();
-      !kept && kept.error().code == make_error_code(errc::session_expired))
-    return fail(kept.error());
+  if (auto kept = entries_check_verdict(own_entries_kept()); !kept) return fail(kept.error());
   return sent;
 }
 
