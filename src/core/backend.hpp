@@ -26,6 +26,7 @@
 //    errc::backend_unavailable, which the engine retries with backoff; everything else is
 //    final. A lost lease is errc::session_expired.
 
+#include <algorithm>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -144,6 +145,15 @@ enum class session_event { suspended, reconnected, expired };
 inline result<void> entries_check_verdict(result<void> checked) {
   if (!checked && checked.error().code == make_error_code(errc::session_expired)) return checked;
   return {};
+}
+
+// What the check may take: a sixth of the TTL (at least 100 ms, at most the request timeout).
+// A check held up (an etcd election; a DBA's lock on a SQL server's entries table) must not
+// hold the next renewal back: a round and a retry then still fit in half the TTL.
+inline std::chrono::milliseconds entries_check_budget(const session_info& info) {
+  return std::clamp<std::chrono::milliseconds>(
+      info.ttl / 6, std::chrono::milliseconds{100},
+      std::max(info.request_timeout, std::chrono::milliseconds{100}));
 }
 
 class backend_session {

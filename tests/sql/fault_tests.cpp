@@ -359,6 +359,37 @@ TEST_F(sql_faults, a_holder_whose_entry_another_client_deletes_is_told_it_lost) 
   EXPECT_EQ(busy.state(), session_state::live);
 }
 
+// A renewal also looks up the session's own entries (the test above). A DBA's lock on the
+// entries table (`LOCK TABLE`, a schema change queued behind a long query) makes that look
+// wait, while the renewal itself, a write to the sessions table, goes through: the holder
+// must keep its hold through the wait, which only delays the look.
+TEST_F(sql_faults, a_holder_keeps_its_hold_while_the_entries_table_is_locked) {
+  auto& a = admin();
+  auto holder = session::open(a.url("dlock", "secret", "ttl=3s"), patient());
+  auto lock = name("table-locked");
+  mutex held(holder, lock);
+  held.lock();
+  auto hold = held.current_hold();
+  std::vector<hold_state> seen;
+  {
+    auto locked = a.lock_entries_table();
+    auto until = std::chrono::steady_clock::now() + 10s;  // over three TTLs
+    while (std::chrono::steady_clock::now() < until) {
+      if (auto s = hold.state(); seen.empty() || seen.back() != s) seen.push_back(s);
+      std::this_thread::sleep_for(50ms);
+    }
+  }
+  EXPECT_EQ(seen, std::vector<hold_state>{hold_state::held})
+      << "the hold changed state while only the entries table was locked";
+  EXPECT_EQ(holder.state(), session_state::live);
+  EXPECT_EQ(hold.state(), hold_state::held);
+  held.unlock();
+  // The renewals go on tidying (MySQL: the rows of released entries) with the table free.
+  EXPECT_TRUE(poll_until([&] { return a.stored_rows(lock) == 0; }, 5s))
+      << a.stored_rows(lock) << " rows of released entries stayed in a session that renews";
+  EXPECT_EQ(holder.state(), session_state::live);
+}
+
 // A server aborts one of two transactions that wait for each other; the one it picks must try
 // again (MySQL's manual: "always be prepared to re-issue a transaction if it fails due to
 // deadlock"). An operator's force unlock racing the holder's own statements was picked in a

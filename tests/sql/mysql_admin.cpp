@@ -51,6 +51,26 @@ class mysql_deadlock_maker final : public deadlock_maker {
   std::string id_;
 };
 
+class mysql_table_lock final : public table_lock {
+ public:
+  explicit mysql_table_lock(std::uint16_t port) {
+    m_ = mysql_init(nullptr);
+    if (!mysql_real_connect(m_, "127.0.0.1", "dlock", "secret", "dlock", port, nullptr, 0) ||
+        mysql_query(m_, "LOCK TABLES dlock_entries WRITE") != 0) {
+      std::string msg = mysql_error(m_);
+      mysql_close(m_);
+      throw std::runtime_error("table lock: " + msg);
+    }
+  }
+  ~mysql_table_lock() override {
+    mysql_query(m_, "UNLOCK TABLES");
+    mysql_close(m_);
+  }
+
+ private:
+  MYSQL* m_;
+};
+
 class mysql_admin final : public sql_admin {
  public:
   std::string url(const std::string& user, const std::string& password,
@@ -87,8 +107,16 @@ class mysql_admin final : public sql_admin {
                   {lock})
             .at(0));
   }
+  std::size_t stored_rows(const std::string& lock) override {
+    return std::stoul(
+        db_.query("SELECT count(*) FROM dlock.dlock_entries WHERE name = CAST(? AS BINARY)", {lock})
+            .at(0));
+  }
   void delete_entries(const std::string& lock) override {
     db_.query("DELETE FROM dlock.dlock_entries WHERE name = CAST(? AS BINARY)", {lock});
+  }
+  std::unique_ptr<table_lock> lock_entries_table() override {
+    return std::make_unique<mysql_table_lock>(db_.port());
   }
   std::size_t session_rows() override {
     return std::stoul(db_.query("SELECT count(*) FROM dlock.dlock_sessions").at(0));

@@ -51,6 +51,40 @@ class postgres_deadlock_maker final : public deadlock_maker {
   std::string id_;
 };
 
+class postgres_table_lock final : public table_lock {
+ public:
+  explicit postgres_table_lock(std::uint16_t port) {
+    auto info = "host=127.0.0.1 port=" + std::to_string(port) +
+                " user=dlock password=secret dbname=dlock connect_timeout=10";
+    c_ = PQconnectdb(info.c_str());
+    if (PQstatus(c_) != CONNECTION_OK) {
+      std::string msg = PQerrorMessage(c_);
+      PQfinish(c_);
+      throw std::runtime_error("table lock: connect: " + msg);
+    }
+    exec("BEGIN");
+    exec("LOCK TABLE dlock.entries IN ACCESS EXCLUSIVE MODE");
+  }
+  ~postgres_table_lock() override {
+    PQclear(PQexec(c_, "COMMIT"));
+    PQfinish(c_);
+  }
+
+ private:
+  void exec(const std::string& sql) {
+    PGresult* r = PQexec(c_, sql.c_str());
+    auto st = PQresultStatus(r);
+    std::string msg = PQresultErrorMessage(r);
+    PQclear(r);
+    if (st != PGRES_COMMAND_OK) {
+      PQfinish(c_);
+      throw std::runtime_error("table lock: " + sql + ": " + msg);
+    }
+  }
+
+  PGconn* c_;
+};
+
 class postgres_admin final : public sql_admin {
  public:
   std::string url(const std::string& user, const std::string& password,
@@ -83,8 +117,12 @@ class postgres_admin final : public sql_admin {
     return std::stoul(
         pg_.query("SELECT count(*) FROM dlock.entries WHERE name = $1", {lock}).at(0));
   }
+  std::size_t stored_rows(const std::string& lock) override { return entry_rows(lock); }
   void delete_entries(const std::string& lock) override {
     pg_.query("DELETE FROM dlock.entries WHERE name = $1", {lock});
+  }
+  std::unique_ptr<table_lock> lock_entries_table() override {
+    return std::make_unique<postgres_table_lock>(pg_.port());
   }
   std::size_t session_rows() override {
     return std::stoul(pg_.query("SELECT count(*) FROM dlock.sessions").at(0));

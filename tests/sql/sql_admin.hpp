@@ -24,6 +24,14 @@ class deadlock_maker {
   virtual void close_cycle() = 0;
 };
 
+// An exclusive lock on dlock's entries table, taken on its own connection (a DBA's
+// `LOCK TABLE`, or a schema change waiting for it): every statement reading the table waits
+// until it is destroyed.
+class table_lock {
+ public:
+  virtual ~table_lock() = default;
+};
+
 class sql_admin {
  public:
   virtual ~sql_admin() = default;
@@ -45,8 +53,14 @@ class sql_admin {
   virtual std::vector<std::string> stored_names(const std::string& name) = 0;
   // Rows of the entries table for `lock`, lapsed ones included.
   virtual std::size_t entry_rows(const std::string& lock) = 0;
+  // Rows of the entries table for `lock` as stored, released entries whose rows wait for
+  // their session to delete them included (MySQL).
+  virtual std::size_t stored_rows(const std::string& lock) = 0;
   // Deletes every row of the entries table for `lock`, as a DELETE by hand would.
   virtual void delete_entries(const std::string& lock) = 0;
+  // Locks the entries table against every other connection, readers included, until the
+  // returned object is destroyed.
+  virtual std::unique_ptr<table_lock> lock_entries_table() = 0;
   // Rows of the sessions table.
   virtual std::size_t session_rows() = 0;
   // For session `session_id` (dlock::session::id()); see deadlock_maker.

@@ -26,8 +26,11 @@
 //   bool idle_fine(conn&)                             -- session_conn's idle_check
 //   request enqueue(session, lock, id, kind), list(lock, session) (the session at index 1),
 //     set_value(lock, id, session, value), remove(lock, id, session), keep_alive(session,
-//     ttl), lock_names(prefix), own_entries(session) (rows whose column 0 is an entry id of
-//     the session, released ones it has not deleted yet included)
+//     ttl), lock_names(prefix)
+//   result<rows> own_entries(conn&, session, budget)  -- rows whose column 0 is an entry id of
+//     the session, released ones it has not deleted yet included; a wait for a lock on the
+//     table ends within `budget` (an error, not a lost connection)
+//   optional: result<rows> tidy(conn&, session, budget) -- after each renewal, bounded alike
 //   std::vector<request> goodbye(session)             -- this session's close, in order
 //   std::vector<request> end_session(session)         -- another session's end, in order
 //   void close_wakes() noexcept                       -- before the session's close
@@ -169,6 +172,11 @@ class sql_lease_session final : public backend_session {
       return fail(errc::session_expired, link_.where() + ": session " + info_.id +
                                              " expired (lease lapsed or its connection ended)");
     }
+    if constexpr (requires(conn & c) { db_.tidy(c, info_.id, info_.ttl); }) {
+      // Housekeeping after the renewal (MySQL: released entries' rows); it fails harmlessly.
+      (void)link_.run(
+          true, [&](conn& c, bool) { return db_.tidy(c, info_.id, entries_check_budget(info_)); });
+    }
     // A lost connection ends the session through the check's bound request.
     if (auto kept = entries_check_verdict(own_entries_kept()); !kept) return fail(kept.error());
     return sent;
@@ -240,7 +248,11 @@ class sql_lease_session final : public backend_session {
       if (own_.empty()) return {};
       live.assign(own_.begin(), own_.end());
     }
-    auto r = run(db_.own_entries(info_.id), true);
+    // Within its budget: a DBA's lock on the entries table holds the look up, not the
+    // renewals after it (sql_faults.a_holder_keeps_its_hold_while_the_entries_table_is_locked).
+    auto r = link_.run(true, [&](conn& c, bool) {
+      return db_.own_entries(c, info_.id, entries_check_budget(info_));
+    });
     if (!r) return fail(r.error());
     std::set<std::string, std::less<>> stored;
     for (std::size_t i = 0, n = Db::count(*r); i < n; ++i) stored.insert(r->text(i, 0));

@@ -248,23 +248,15 @@ class etcd_session final : public backend_session {
     // cluster elects a leader would otherwise hold the renewals up for the whole request
     // timeout (half the TTL), and after a leader kill the round after it came too late for
     // the lease on our clock (holders told lost: etcd_cluster.holders_keep_their_holds_...).
-    auto r = client_->keep_alive(leases, sent + check_budget());
+    auto r = client_->keep_alive(leases, sent + entries_check_budget(info_));
     if (!r) return fail(r.error());
     // One the cluster cannot answer within its budget (an election under way) is dropped, so
     // that it does not hold the next round back either.
     if (auto kept = entries_check_verdict(
-            etcd::own_keys_kept(*client_, own_, steady::now() + check_budget()));
+            etcd::own_keys_kept(*client_, own_, steady::now() + entries_check_budget(info_)));
         !kept)
       return fail(kept.error());
     return sent;
-  }
-
-  // What one keep-alive request, and the check after it, may take: a sixth of the TTL (at
-  // least 100 ms, at most the request timeout), so that a round and a retry fit in half of it.
-  std::chrono::milliseconds check_budget() const {
-    return std::clamp<std::chrono::milliseconds>(
-        info_.ttl / 6, std::chrono::milliseconds{100},
-        std::max(info_.request_timeout, std::chrono::milliseconds{100}));
   }
 
   void close() noexcept override {

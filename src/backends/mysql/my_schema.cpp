@@ -191,8 +191,8 @@ const char* const ddl[] = {
     "  SELECT n;\n"
     "END",
     "DROP PROCEDURE IF EXISTS dlock_renew",
-    // keep_alive, and the session's released entries deleted in the same commit, so that a
-    // session that stops acquiring leaves no rows behind for longer than a renewal interval.
+    // Older versions' renewal, and the session's released entries deleted in the same commit
+    // (statements::keep_alive and drop_released now, one statement each).
     "CREATE PROCEDURE dlock_renew(IN p_ttl BIGINT, IN p_session VARBINARY(64))\n"
     "BEGIN\n"
     "  DECLARE n BIGINT;\n"
@@ -267,8 +267,17 @@ const std::string statements::remove =
 // (RELEASE_LOCK of a doorbell this connection did not get is 0 and changes nothing).
 const std::string statements::ring =
     "SELECT GET_LOCK(" DLOCK_BELL("?") ", ?), RELEASE_LOCK(" DLOCK_BELL("?") ")";
-// (dlock_renew: the lease only on the session's own live connection; its released entries go.)
-const std::string statements::keep_alive = "CALL dlock_renew(?, ?)";
+// The lease only on the session's own live connection.
+// A renewal touches the sessions table only, so a lock on the entries table (a DBA's LOCK
+// TABLES, an ALTER waiting for one) does not hold it up; dlock_renew, which older versions
+// call, also deletes the released entries' rows, which drop_released does on its own now.
+const std::string statements::keep_alive =
+    "UPDATE dlock_sessions SET expires_ms = " DLOCK_NOW
+    " + ? WHERE id = ? AND expires_ms > " DLOCK_NOW
+    " AND conn = CONNECTION_ID() AND " DLOCK_CONNECTED("dlock_sessions");
+const std::string statements::drop_released =
+    "DELETE e FROM dlock_entries e FORCE INDEX (by_session)"
+    " WHERE e.session = ? AND NOT " DLOCK_QUEUED("e");
 // A session's rows by its index, whatever the optimizer estimates: a DELETE run as a scan
 // locks every row it reads (InnoDB gives DELETE no semi-consistent read), and two such scans
 // deadlocked (a session's goodbye and another's enqueue).
@@ -372,5 +381,12 @@ result<void> ensure_schema(conn& c) {
 #undef DLOCK_READ_COMMITTED
 #undef DLOCK_CONNECTED
 #undef DLOCK_NOW
+
+std::string bounded(const std::string& sql, std::chrono::milliseconds budget) {
+  auto ms = budget.count();
+  auto frac = std::to_string(1000 + ms % 1000).substr(1);
+  return "SET STATEMENT max_statement_time = " + std::to_string(ms / 1000) + "." + frac + " FOR " +
+         sql;
+}
 
 }  // namespace dlock::detail::my

@@ -14,6 +14,7 @@
 // reuses the id), only that connection may renew the lease, and the entries of a session
 // whose connection no longer holds that lock are dead to everyone.
 
+#include <chrono>
 #include <string>
 
 #include "backends/mysql/my_conn.hpp"
@@ -38,7 +39,8 @@ struct statements {
   // (awaited entry id, own session, lock, awaited token) -> its fate after its doorbell was
   // got: it rang, our session lives, none is ahead of it (1 or 0 each).
   static const std::string fate;
-  static const std::string keep_alive;     // (ttl_ms, session) -> one row: 0 or 1 renewed
+  static const std::string keep_alive;     // (ttl_ms, session) -> affected: 0 or 1 renewed
+  static const std::string drop_released;  // (session): its released entries' rows
   static const std::string close_entries;  // (session)
   static const std::string close_session;  // (session)
   static const std::string own_entries;    // (session) -> ids of its rows, released ones too
@@ -53,6 +55,10 @@ struct statements {
   // their versions: what an election observer polls (see mysql_backend.cpp's wait_change).
   static const std::string change_mark;
 };
+
+// `sql`, one statement, ended by MariaDB after `budget` (max_statement_time), even while it
+// waits for a lock on a table: an error for the caller, the connection kept.
+std::string bounded(const std::string& sql, std::chrono::milliseconds budget);
 // Queue rows: id, kind, token, created_ms, owner, lease_ms, value, version -- live entries in
 // token order.
 

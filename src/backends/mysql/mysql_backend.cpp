@@ -101,7 +101,23 @@ class my_lease {
   static request keep_alive(const std::string& session, milliseconds ttl) {
     return {stmts::keep_alive, {ttl.count(), session}};
   }
-  static request own_entries(const std::string& session) { return {stmts::own_entries, {session}}; }
+  // The statement ends after `budget` even while it waits for a lock on the table (MariaDB's
+  // max_statement_time; MySQL's MAX_EXECUTION_TIME, for a SELECT).
+  static result<rows> own_entries(conn& c, const std::string& session,
+                                  std::chrono::milliseconds budget) {
+    return c.run(c.mariadb() ? my::bounded(stmts::own_entries, budget)
+                             : "SELECT /*+ MAX_EXECUTION_TIME(" + std::to_string(budget.count()) +
+                                   ") */" + stmts::own_entries.substr(6),
+                 {session});
+  }
+  // After each renewal: the rows of entries released since (released by letting their
+  // doorbells go, their rows wait), so that a session that stops acquiring leaves none behind
+  // for longer than a renewal interval. Not in the renewal's own statement: a lock on the
+  // entries table must not hold the renewal up.
+  static result<rows> tidy(conn& c, const std::string& session, std::chrono::milliseconds budget) {
+    return c.run(c.mariadb() ? my::bounded(stmts::drop_released, budget) : stmts::drop_released,
+                 {session});
+  }
   static request lock_names(std::string_view prefix) {
     return {stmts::lock_names, {static_cast<std::int64_t>(prefix.size()), std::string(prefix)}};
   }
@@ -121,7 +137,7 @@ class my_lease {
     return r.insert_id;
   }
   static bool removed(const rows& r) { return !r.rows.empty() && r.i64(0, 0) != 0; }
-  static bool renewed(const rows& r) { return !r.rows.empty() && r.i64(0, 0) != 0; }
+  static bool renewed(const rows& r) { return r.affected != 0; }
 
   void close_wakes() noexcept { bells_.close(); }
 

@@ -9,6 +9,7 @@
 #include "backends/postgres/postgres_backend.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <functional>
 #include <span>
 #include <vector>
@@ -115,7 +116,18 @@ class pg_lease {
   request lock_names(std::string_view prefix) const {
     return {stmts_.lock_names, {std::string(prefix)}};
   }
-  request own_entries(const std::string& session) const { return {stmts_.own_entries, {session}}; }
+  // One round trip: the lock timeout is local to the two statements' implicit transaction. A
+  // statement's tables are locked before it runs, so it cannot set its own.
+  result<rows> own_entries(conn& c, const std::string& session,
+                           std::chrono::milliseconds budget) const {
+    if (!std::ranges::all_of(session, [](char ch) { return std::isxdigit((unsigned char)ch); })) {
+      return c.run(stmts_.own_entries, {session});  // not a literal we can write safely
+    }
+    return c.exec(pg::with_schema(
+        "SELECT set_config('lock_timeout', '" + std::to_string(budget.count()) +
+            "ms', true); SELECT id FROM @S.entries WHERE session = '" + session + "'",
+        schema_));
+  }
   std::vector<request> goodbye(const std::string& session) const {
     return {{direct_ ? stmts_.close_lazy : stmts_.close, {session}}};
   }
