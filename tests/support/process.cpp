@@ -12,6 +12,8 @@
 #include <stdexcept>
 #include <thread>
 
+#include "support/reaper.hpp"
+
 extern char** environ;
 
 namespace dlock::test {
@@ -48,7 +50,8 @@ std::vector<std::string> proc_stat_fields(pid_t pid) {
   return fields;
 }
 
-child_process::child_process(const std::vector<std::string>& argv, const options& opt) {
+child_process::child_process(const std::vector<std::string>& argv, const options& opt)
+    : reaper_(opt.reaped_by) {
   int out[2];
   int in[2];
   if (pipe2(out, O_CLOEXEC) != 0 || pipe2(in, O_CLOEXEC) != 0) {
@@ -95,10 +98,12 @@ child_process::child_process(const std::vector<std::string>& argv, const options
   if (log_fd >= 0) ::close(log_fd);
   out_fd_ = out[0];
   in_fd_ = in[1];
+  if (reaper_) reaper_->watch(pid_);
 }
 
 child_process::child_process(child_process&& o) noexcept
-    : pid_(o.pid_),
+    : reaper_(o.reaper_),
+      pid_(o.pid_),
       out_fd_(o.out_fd_),
       in_fd_(o.in_fd_),
       buffer_(std::move(o.buffer_)),
@@ -125,11 +130,25 @@ child_process::~child_process() {
   if (in_fd_ >= 0) ::close(in_fd_);
 }
 
-void child_process::reap_blocking() {
+void child_process::reap_blocking() { (void)reap(true); }
+
+// Sees the exit first and reaps after: until reaped, the pid cannot name another process, so
+// the reaper, told in between, never kills a stranger that got it.
+bool child_process::reap(bool block) {
+  siginfo_t info{};
+  int r;
+  while ((r = waitid(P_PID, static_cast<id_t>(pid_), &info,
+                     WEXITED | WNOWAIT | (block ? 0 : WNOHANG))) < 0 &&
+         errno == EINTR) {
+  }
+  if (r == 0 && info.si_pid != pid_) return false;  // still running
+  if (r < 0 && !block) return false;
+  if (reaper_) reaper_->forget(pid_);
   int st = 0;
   while (waitpid(pid_, &st, 0) < 0 && errno == EINTR) {
   }
   status_ = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+  return true;
 }
 
 std::optional<std::string> child_process::read_line(std::chrono::milliseconds timeout) {
@@ -185,12 +204,7 @@ std::optional<int> child_process::wait(std::chrono::milliseconds timeout) {
   if (status_) return status_;
   auto deadline = std::chrono::steady_clock::now() + timeout;
   for (;;) {
-    int st = 0;
-    auto r = waitpid(pid_, &st, WNOHANG);
-    if (r == pid_) {
-      status_ = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-      return status_;
-    }
+    if (reap(false)) return status_;
     if (std::chrono::steady_clock::now() >= deadline) return std::nullopt;
     std::this_thread::sleep_for(std::chrono::milliseconds{5});
   }

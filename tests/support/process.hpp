@@ -12,6 +12,8 @@
 
 namespace dlock::test {
 
+class reaper;
+
 // The fields of /proc/PID/stat from the third on (state, ppid, ...: `man 5 proc`; field N is
 // [N - 3]), read past the command name, which may hold spaces; empty if there is no such process.
 std::vector<std::string> proc_stat_fields(pid_t pid);
@@ -29,6 +31,8 @@ class child_process {
     std::string log_file;                    // stdout+stderr go here instead of a pipe
     bool new_process_group{true};
     bool merge_stderr{false};  // stderr into the stdout pipe (else inherited)
+    // Kills the child if the test process dies first (support/reaper.hpp); must outlive it.
+    reaper* reaped_by{nullptr};
   };
 
   // Starts argv[0] (searched in PATH) with argv. Throws std::runtime_error on failure.
@@ -56,6 +60,8 @@ class child_process {
 
  private:
   void reap_blocking();
+  bool reap(bool block);
+  reaper* reaper_{nullptr};
   pid_t pid_{-1};
   int out_fd_{-1};
   int in_fd_{-1};
