@@ -83,6 +83,7 @@ etcd_cluster::etcd_cluster(std::size_t n) : dir_(make_cluster_dir()), members_(n
   for (std::size_t i = 0; i < n; ++i) {
     child_process::options po;
     po.log_file = dir_ + "/" + members_[i].name + ".log";
+    po.reaped_by = &reaper_;
     members_[i].proc = std::make_unique<child_process>(members_[i].argv, po);
   }
   for (std::size_t i = 0; i < n; ++i) wait_healthy(i);
@@ -137,6 +138,7 @@ void etcd_cluster::start(std::size_t i) {
   if (m.proc) return;
   child_process::options po;
   po.log_file = dir_ + "/" + m.name + ".log.restarted";
+  po.reaped_by = &reaper_;
   m.proc = std::make_unique<child_process>(m.argv, po);
   wait_healthy(i);
 }

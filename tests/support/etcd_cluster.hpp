@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "support/process.hpp"
+#include "support/reaper.hpp"
 
 namespace dlock::test {
 
@@ -53,6 +54,7 @@ class etcd_cluster {
   std::optional<std::pair<std::uint64_t, std::uint64_t>> status(std::size_t i) const;
 
   std::string dir_;
+  reaper reaper_{dir_};
   std::vector<member> members_;
 };
 

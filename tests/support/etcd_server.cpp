@@ -81,6 +81,7 @@ void etcd_server::start() {
   if (proc_) return;
   child_process::options po;
   po.log_file = dir_ + "/etcd.log";
+  po.reaped_by = &reaper_;
   proc_ = std::make_unique<child_process>(argv_, po);
   auto until = std::chrono::steady_clock::now() + 30s;
   for (;;) {

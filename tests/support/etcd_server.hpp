@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "support/process.hpp"
+#include "support/reaper.hpp"
 
 namespace dlock::test {
 
@@ -56,6 +57,7 @@ class etcd_server {
   std::optional<etcd_tls> tls_;
   std::vector<std::string> ctl_flags_;
   std::string dir_;
+  reaper reaper_{dir_};
   std::uint16_t client_port_{0}, peer_port_{0};
   std::unique_ptr<child_process> proc_;
 };

@@ -81,6 +81,7 @@ void mariadb_server::start() {
   argv.insert(argv.end(), server_args_.begin(), server_args_.end());
   child_process::options o;
   o.log_file = dir_.path() + "/server.log";
+  o.reaped_by = &reaper_;
   server_.emplace(argv, o);
   auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds{60};
   while (std::chrono::steady_clock::now() < deadline) {

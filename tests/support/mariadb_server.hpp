@@ -11,6 +11,7 @@
 
 #include "support/net.hpp"
 #include "support/process.hpp"
+#include "support/reaper.hpp"
 
 namespace dlock::test {
 
@@ -42,6 +43,7 @@ class mariadb_server {
   std::string log() const;
 
   temp_dir dir_{"dlock-mariadb", temp_kind::server};
+  reaper reaper_{dir_.path()};
   std::vector<std::string> server_args_;
   std::uint16_t port_{0};
   std::optional<child_process> server_;

@@ -53,6 +53,7 @@ pgbouncer::pgbouncer(const postgres_server& server, const std::string& pool_mode
   argv.push_back(d + "/pgbouncer.ini");
   child_process::options opt;
   opt.log_file = d + "/stdout.log";
+  opt.reaped_by = &reaper_;
   proc_ = std::make_unique<child_process>(argv, opt);
   if (!wait_for_port(port_, 20s)) {
     auto l = log();

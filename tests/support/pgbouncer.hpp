@@ -13,6 +13,7 @@
 #include "support/net.hpp"
 #include "support/postgres_server.hpp"
 #include "support/process.hpp"
+#include "support/reaper.hpp"
 
 namespace dlock::test {
 
@@ -33,6 +34,7 @@ class pgbouncer {
 
  private:
   temp_dir dir_{"dlock-pgbouncer"};
+  reaper reaper_{dir_.path()};
   std::uint16_t port_{0};
   std::unique_ptr<child_process> proc_;
 };

@@ -56,9 +56,10 @@ postgres_server::postgres_server() {
 
 postgres_server::~postgres_server() {
   if (running_) {
-    (void)run_command(
+    auto r = run_command(
         as_postgres({bin + "pg_ctl", "-D", dir_.path() + "/data", "-m", "immediate", "-w", "stop"}),
         std::chrono::seconds{30});
+    if (r.first == 0) forget_postmaster();  // else the reaper kills it as it quits
   }
 }
 
@@ -74,6 +75,23 @@ void postgres_server::start() {
                   std::chrono::seconds{90});
   if (r.first != 0) throw std::runtime_error("pg_ctl start failed:\n" + r.second + log());
   running_ = true;
+  watch_postmaster();
+}
+
+// The postmaster is pg_ctl's child, not ours: only its pid file names it. Read right after
+// pg_ctl start succeeded, so the file is the running server's and not a stale one.
+void postgres_server::watch_postmaster() {
+  std::ifstream f(dir_.path() + "/data/postmaster.pid");
+  long pid = 0;
+  if (!(f >> pid) || pid <= 0) throw std::runtime_error("postgres: no pid in postmaster.pid");
+  postmaster_ = static_cast<pid_t>(pid);
+  reaper_.watch(postmaster_);
+}
+
+// Right after pg_ctl stop: the pid may be reused once the postmaster is gone.
+void postgres_server::forget_postmaster() {
+  if (postmaster_ > 0) reaper_.forget(postmaster_);
+  postmaster_ = -1;
 }
 
 void postgres_server::stop() {
@@ -82,6 +100,7 @@ void postgres_server::stop() {
                     std::chrono::seconds{90}),
         "pg_ctl stop");
   running_ = false;
+  forget_postmaster();
 }
 
 void postgres_server::crash() {
@@ -90,6 +109,7 @@ void postgres_server::crash() {
                     std::chrono::seconds{90}),
         "pg_ctl stop -m immediate");
   running_ = false;
+  forget_postmaster();
 }
 
 std::string postgres_server::url(const std::string& query) const {

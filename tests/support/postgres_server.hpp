@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "support/net.hpp"
+#include "support/reaper.hpp"
 
 namespace dlock::test {
 
@@ -32,6 +33,9 @@ class postgres_server {
   void crash();
   void start();
   bool running() const { return running_; }
+  // The postmaster's pid while running (its own process group: pg_ctl starts it with setsid).
+  pid_t postmaster_pid() const { return postmaster_; }
+  const std::string& dir() const noexcept { return dir_.path(); }
 
   // Runs SQL as the superuser over the socket; returns the first column of each row.
   // Throws on error.
@@ -42,10 +46,14 @@ class postgres_server {
  private:
   std::vector<std::string> as_postgres(std::vector<std::string> argv) const;
   std::string log() const;
+  void watch_postmaster();
+  void forget_postmaster();
 
   temp_dir dir_{"dlock-pg", temp_kind::server};
+  reaper reaper_{dir_.path()};
   std::uint16_t port_{0};
   bool running_{false};
+  pid_t postmaster_{-1};
 };
 
 }  // namespace dlock::test

@@ -50,6 +50,7 @@ sentinel_cluster::sentinel_cluster() {
                         << "sentinel failover-timeout " << name << " 3000\n";
     child_process::options po;
     po.log_file = dir_.path() + "/sentinel-" + std::to_string(port) + ".log";
+    po.reaped_by = &reaper_;
     sentinels_.push_back(
         std::make_unique<child_process>(std::vector<std::string>{"redis-sentinel", conf}, po));
     sentinel_ports_.push_back(port);

@@ -13,6 +13,7 @@
 
 #include "support/net.hpp"
 #include "support/process.hpp"
+#include "support/reaper.hpp"
 #include "support/redis_server.hpp"
 
 namespace dlock::test {
@@ -47,6 +48,7 @@ class sentinel_cluster {
 
   std::vector<std::unique_ptr<redis_server>> servers_;
   temp_dir dir_{"dlock-sentinel", temp_kind::server};
+  reaper reaper_{dir_.path()};
   std::vector<std::uint16_t> sentinel_ports_;
   std::vector<std::unique_ptr<child_process>> sentinels_;
 };

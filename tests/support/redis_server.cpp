@@ -53,6 +53,7 @@ void redis_server::start() {
   argv.insert(argv.end(), opt_.extra_args.begin(), opt_.extra_args.end());
   child_process::options po;
   po.log_file = dir_.path() + "/redis.log";
+  po.reaped_by = &reaper_;
   proc_ = std::make_unique<child_process>(argv, po);
   auto until = std::chrono::steady_clock::now() + 20s;
   for (;;) {

@@ -12,6 +12,7 @@
 
 #include "support/net.hpp"
 #include "support/process.hpp"
+#include "support/reaper.hpp"
 
 namespace dlock::test {
 
@@ -29,6 +30,9 @@ class redis_server {
   std::uint16_t port() const noexcept { return port_; }
   std::string address() const { return "127.0.0.1:" + std::to_string(port_); }
   bool running() const noexcept { return proc_ != nullptr; }
+  // The running server's pid (-1 if stopped) and its directory.
+  pid_t pid() const noexcept { return proc_ ? proc_->pid() : -1; }
+  const std::string& dir() const noexcept { return dir_.path(); }
 
   // Starts (again) on the same port and directory; waits until it answers PING.
   void start();
@@ -56,6 +60,7 @@ class redis_server {
  private:
   options opt_;
   temp_dir dir_{"dlock-redis", temp_kind::server};
+  reaper reaper_{dir_.path()};
   std::uint16_t port_;
   std::unique_ptr<child_process> proc_;
 };

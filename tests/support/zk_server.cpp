@@ -68,8 +68,8 @@ std::string zk_four_letter(std::uint16_t port, const std::string& command,
   return out;
 }
 
-zk_process::zk_process(std::string dir, std::uint16_t client_port)
-    : dir_(std::move(dir)), port_(client_port) {}
+zk_process::zk_process(std::string dir, std::uint16_t client_port, reaper& watchdog)
+    : dir_(std::move(dir)), port_(client_port), reaper_(&watchdog) {}
 
 zk_process::~zk_process() { kill(); }
 
@@ -80,6 +80,7 @@ void zk_process::start(const std::string& expected_mode) {
   }
   child_process::options opt;
   opt.log_file = dir_ + "/server.log";
+  opt.reaped_by = reaper_;
   proc_.emplace(
       std::vector<std::string>{
           "java", "-Xmx256m", "-XX:+UseSerialGC", "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",
@@ -121,7 +122,7 @@ zk_server::zk_server() {
   auto port = free_port();
   std::filesystem::create_directories(dir_.path() + "/data");
   write_file(dir_.path() + "/zoo.cfg", common_config(dir_.path() + "/data", port));
-  proc_ = std::make_unique<zk_process>(dir_.path(), port);
+  proc_ = std::make_unique<zk_process>(dir_.path(), port, reaper_);
   proc_->start("standalone");
 }
 
@@ -141,7 +142,7 @@ zk_ensemble::zk_ensemble(int size) {
     std::filesystem::create_directories(dir + "/data");
     write_file(dir + "/data/myid", std::to_string(i + 1) + "\n");
     write_file(dir + "/zoo.cfg", common_config(dir + "/data", p[i].client) + servers);
-    members_.push_back(std::make_unique<zk_process>(dir, p[i].client));
+    members_.push_back(std::make_unique<zk_process>(dir, p[i].client, reaper_));
   }
   // Members wait for each other: start the JVMs together, then wait until each serves.
   std::vector<std::thread> starters;

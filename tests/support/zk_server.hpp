@@ -13,6 +13,7 @@
 
 #include "support/net.hpp"
 #include "support/process.hpp"
+#include "support/reaper.hpp"
 
 namespace dlock::test {
 
@@ -24,7 +25,7 @@ std::string zk_four_letter(std::uint16_t port, const std::string& command,
 // One ZooKeeper server process (a standalone server or an ensemble member).
 class zk_process {
  public:
-  zk_process(std::string dir, std::uint16_t client_port);
+  zk_process(std::string dir, std::uint16_t client_port, reaper& watchdog);
   zk_process(const zk_process&) = delete;
   ~zk_process();
   // Starts the JVM with <dir>/zoo.cfg (written by the owner); throws if java or the jar is
@@ -40,6 +41,7 @@ class zk_process {
  private:
   std::string dir_;
   std::uint16_t port_;
+  reaper* reaper_;
   std::optional<child_process> proc_;
 };
 
@@ -55,6 +57,7 @@ class zk_server {
 
  private:
   temp_dir dir_{"dlock-zk", temp_kind::server};
+  reaper reaper_{dir_.path()};
   std::unique_ptr<zk_process> proc_;
 };
 
@@ -72,6 +75,7 @@ class zk_ensemble {
 
  private:
   temp_dir dir_{"dlock-zk-ensemble", temp_kind::server};
+  reaper reaper_{dir_.path()};
   std::vector<std::unique_ptr<zk_process>> members_;
 };
 
