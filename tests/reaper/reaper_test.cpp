@@ -24,15 +24,19 @@ struct orphan {
   std::string dir;
 };
 
-// Processes of group `pgid` that still run. A zombie counts as gone: the orphaned server is
+// Live processes of group `pgid` or working in `dir` (PostgreSQL's children lead groups of
+// their own, and run in the data directory). A zombie counts as gone: the orphaned server is
 // not our child, and PID 1 of a container may never reap it.
-int live_members(pid_t pgid) {
+int live_members(pid_t pgid, const std::string& dir) {
   int n = 0;
   for (const auto& e : std::filesystem::directory_iterator("/proc")) {
     const auto name = e.path().filename().string();
     if (name.find_first_not_of("0123456789") != std::string::npos) continue;
     auto f = proc_stat_fields(static_cast<pid_t>(std::stol(name)));
-    if (f.size() > 2 && f[2] == std::to_string(pgid) && f[0] != "Z") ++n;
+    if (f.empty() || f[0] == "Z") continue;
+    std::error_code ec;
+    auto cwd = std::filesystem::read_symlink(e.path() / "cwd", ec).string();
+    if ((f.size() > 2 && f[2] == std::to_string(pgid)) || cwd.starts_with(dir + "/")) ++n;
   }
   return n;
 }
@@ -55,7 +59,8 @@ orphan start_orphan(child_process& helper) {
 bool cleaned_up(const orphan& o, std::chrono::milliseconds timeout) {
   const auto until = std::chrono::steady_clock::now() + timeout;
   for (;;) {
-    if (!running(o.pid) && live_members(o.pid) == 0 && !std::filesystem::exists(o.dir)) return true;
+    if (!running(o.pid) && live_members(o.pid, o.dir) == 0 && !std::filesystem::exists(o.dir))
+      return true;
     if (std::chrono::steady_clock::now() > until) return false;
     std::this_thread::sleep_for(50ms);
   }

@@ -17,7 +17,8 @@ namespace dlock::test {
 namespace {
 
 // The watchdog. Lines on stdin: "watch PID STARTTIME", "forget PID", "quit". EOF before quit
-// means the test process is gone: kill, then remove the directory. On quit the fixture is
+// means the test process is gone: kill, then remove the directory. Children are killed by pid
+// as well as by group: PostgreSQL's put themselves in groups of their own. On quit the fixture is
 // ending normally and owns its directory still, but a process it never stopped (a constructor
 // that threw after the start) is killed all the same. A watched process is killed only if its start
 // time (field 22 of /proc/PID/stat) is the one it was told: else the pid names another process now.
@@ -37,24 +38,35 @@ while read -r verb pid start; do
   quit) dir= && break ;;
   esac
 done
-stat_field() {
-  n=$(($2 - 2)) s=$(cat /proc/$1/stat 2>/dev/null)
-  [ -n "$s" ] || return 0
+field() {
+  s= n=$(($2 - 2))
+  read -r s < /proc/$1/stat || return 0
   set -- ${s##*) }
   eval "echo \${$n}"
-}
+} 2>/dev/null
+children() {
+  kids= parent=$1
+  for f in /proc/[0-9]*/stat; do
+    s=
+    read -r s < $f || continue
+    set -- ${s##*) }
+    [ "$2" != "$parent" ] || { f=${f#/proc/} && kids="$kids ${f%/stat}"; }
+  done
+} 2>/dev/null
 killed=
 for w in $watched; do
-  pid=${w%%:*} start=$(stat_field ${w%%:*} 22)
+  pid=${w%%:*} start=$(field ${w%%:*} 22)
   [ -z "$start" ] || [ "$start" = "${w#*:}" ] || continue
+  children $pid
   kill -KILL -$pid 2>/dev/null
+  for k in $kids; do kill -KILL $k 2>/dev/null; done
   kill -KILL $pid 2>/dev/null
-  killed="$killed $pid"
+  killed="$killed $pid $kids"
 done
 for pid in $killed; do
   n=0
   while [ $n -lt 100 ]; do
-    case $(stat_field $pid 3) in '' | Z | X) break ;; esac
+    case $(field $pid 3) in '' | Z | X) break ;; esac
     sleep 0.05
     n=$((n + 1))
   done
