@@ -105,7 +105,7 @@ pid_t spawn_watchdog(int stdin_fd, std::string& dir) {
   posix_spawnattr_destroy(&attr);
   posix_spawn_file_actions_destroy(&files);
   if (rc != 0)
-    throw std::runtime_error("reaper: posix_spawn /bin/sh: " + std::string(strerror(rc)));
+    throw std::runtime_error("reaper: posix_spawn /bin/sh: " + std::string(std::strerror(rc)));
   return pid;
 }
 

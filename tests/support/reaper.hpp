@@ -5,9 +5,11 @@
 //
 // A reaper is a watchdog process (/bin/sh) per fixture. Its stdin is a socket whose other end
 // only the test process holds (close-on-exec, so no server inherits it): when the test process
-// ends in any way, the watchdog reads EOF, SIGKILLs each process still watched -- and its
-// process group, so that a server's own children go too -- and removes the fixture's
-// directory. A fixture that ends normally tells it to quit without doing either.
+// ends in any way, the watchdog reads EOF, SIGKILLs each process still watched, with its process
+// group and its children (PostgreSQL's lead groups of their own), and removes the fixture's
+// directory. A fixture that ends normally tells it to quit: then it removes nothing, and kills
+// only what the fixture failed to stop. Not PR_SET_PDEATHSIG: that fires when the thread that
+// forked ends, and fixtures start servers from short-lived threads (zk_ensemble).
 //
 // Pid reuse: a child is forgotten before it is reaped (child_process does so), so its pid
 // cannot name another process while the watchdog still watches it; a process that is not our
@@ -32,8 +34,8 @@ class reaper {
   // watched (a server whose fixture's constructor threw before it could stop it).
   ~reaper();
 
-  // Kills `pid` (and the process group it leads, if any) when the test process dies. Safe to
-  // call from several threads at once.
+  // Kills `pid`, the process group it leads (if any) and its children when the test process
+  // dies. Safe to call from several threads at once.
   void watch(pid_t pid);
   // No longer: call while `pid` cannot yet have been reused (before reaping it).
   void forget(pid_t pid);
