@@ -25,9 +25,9 @@ std::vector<pid_t> parse_pids(const std::optional<std::string>& line) {
 }
 
 // Kills what a failed test would otherwise leave running.
-struct reaper {
+struct group_cleanup {
   std::vector<pid_t> pids;
-  ~reaper() {
+  ~group_cleanup() {
     for (pid_t p : pids) {
       if (running(p)) ::kill(p, SIGKILL);
     }
@@ -56,7 +56,7 @@ TEST_P(CliRunDeath, TakesTheWholeCommandGroupWithIt) {
       box.start({"run", "k", "--", "sh", "-c", "sleep 30 & echo \"pids $$ $!\"; wait; echo done"});
   auto pids = parse_pids(holder.wait_for_line("pids ", 30s));
   ASSERT_EQ(pids.size(), 2u);
-  reaper cleanup{pids};
+  group_cleanup cleanup{pids};
   ASSERT_TRUE(running(pids[0]) && running(pids[1]));
 
   holder.signal(sig);
@@ -99,7 +99,7 @@ TEST(CliRunLost, TheWholeGroupGetsSigterm) {
       {"run", "--url", box.url() + "?ttl=1s", "--grace", "10s", "lost", "--", "sh", "-c", script});
   auto pids = parse_pids(holder.wait_for_line("pids ", 30s));
   ASSERT_EQ(pids.size(), 2u);
-  reaper cleanup{pids};
+  group_cleanup cleanup{pids};
   holder.signal(SIGSTOP);
   auto other = box.run(
       {"run", "--url", box.url() + "?ttl=1s", "-w", "30s", "lost", "--", "echo", "other-ran"});
