@@ -93,7 +93,7 @@ std::string not_memory(std::string url) {
   for (auto& c : scheme) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   if (scheme == "memory") {
     throw cli_error(exit_usage,
-                    "URL '" + url +
+                    "URL '" + dlock::detail::redact_url_text(url) +
                         "': memory:// locks threads of one process; dlock's commands are "
                         "separate processes (use sqlite:// or a server)");
   }
@@ -167,7 +167,7 @@ bool sqlite_file_missing(const std::string& url) {
   std::error_code ec;
   if (!dir.empty() && !std::filesystem::exists(dir, ec) && !ec &&
       dir.lexically_normal() != std::filesystem::path(default_state_dir()).lexically_normal()) {
-    throw cli_error(exit_usage, "URL '" + url + "': directory '" + dir.string() +
+    throw cli_error(exit_usage, "URL '" + u->redacted + "': directory '" + dir.string() +
                                     "' does not exist (no lock database can be there)");
   }
   return true;

@@ -1,6 +1,7 @@
 #include "core/url.hpp"
 
 #include <charconv>
+#include <utility>
 
 namespace dlock::detail {
 namespace {
@@ -68,7 +69,40 @@ result<host_port> parse_host(std::string_view text, std::string_view whole) {
   return hp;
 }
 
+// Where a password may be in `text`, as [begin, end) (empty if none): after the first ':'
+// following "scheme://" and before any '/', '?' or '#', up to the last '@'. A ':' followed by
+// digits and then the end, '/',
+// '?', '#' or ',' is a port (host:6379?owner=a@b has no password).
+std::pair<std::size_t, std::size_t> password_span(std::string_view text) {
+  auto sep = text.find("://");
+  if (sep == std::string_view::npos) return {0, 0};
+  auto start = sep + 3;
+  auto at = text.rfind('@');
+  if (at == std::string_view::npos || at < start) return {0, 0};
+  // The user name ends the authority's first part: a ':' after a '/', '?' or '#' is a path's
+  // or a query's (sqlite:///a:b/c@d.db; ?description=a:b@c).
+  auto colon = text.find(':', start);
+  if (colon == std::string_view::npos || colon > at || text.find_first_of("/?#", start) < colon) {
+    return {0, 0};
+  }
+  auto digits_end = colon + 1;
+  while (digits_end < text.size() && text[digits_end] >= '0' && text[digits_end] <= '9') {
+    ++digits_end;
+  }
+  const bool port = digits_end > colon + 1 &&
+                    (digits_end == text.size() ||
+                     std::string_view("/?#,").find(text[digits_end]) != std::string_view::npos);
+  if (port) return {0, 0};
+  return {colon + 1, at};
+}
+
 }  // namespace
+
+std::string redact_url_text(std::string_view text) {
+  auto [begin, end] = password_span(text);
+  if (begin == end) return std::string(text);
+  return std::string(text.substr(0, begin)) + "***" + std::string(text.substr(end));
+}
 
 std::string url::param(std::string_view key, std::string_view fallback) const {
   auto it = query.find(key);
@@ -112,8 +146,9 @@ result<std::string> percent_decode(std::string_view s) {
 
 result<url> parse_url(std::string_view text) {
   url u;
+  const std::string shown = redact_url_text(text);
   auto bad = [&](const std::string& what) {
-    return fail(errc::invalid_argument, "URL '" + std::string(text) + "': " + what);
+    return fail(errc::invalid_argument, "URL '" + shown + "': " + what);
   };
   for (char c : text) {
     if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) return bad("control character");
@@ -123,6 +158,12 @@ result<url> parse_url(std::string_view text) {
   u.scheme = lower_scheme(text.substr(0, sep));
   if (!valid_scheme(u.scheme)) return bad("bad scheme '" + std::string(text.substr(0, sep)) + "'");
   std::string_view rest = text.substr(sep + 3);
+  if (auto [begin, end] = password_span(text);
+      text.substr(begin, end - begin).find_first_of("/?#") != std::string_view::npos) {
+    return bad(
+        "the password holds '/', '?' or '#': percent-encode them (%2F, %3F, %23; and '@' "
+        "as %40)");
+  }
 
   std::string_view query;
   if (auto q = rest.find('?'); q != std::string_view::npos) {
@@ -158,7 +199,7 @@ result<url> parse_url(std::string_view text) {
       auto comma = authority.find(',', start);
       auto part = authority.substr(
           start, comma == std::string_view::npos ? std::string_view::npos : comma - start);
-      auto hp = parse_host(part, text);
+      auto hp = parse_host(part, shown);
       if (!hp) return fail(hp.error());
       u.hosts.push_back(std::move(*hp));
       if (comma == std::string_view::npos) break;

@@ -32,8 +32,15 @@ struct url {
   std::string param(std::string_view key, std::string_view fallback = {}) const;
 };
 
-// Errors: invalid_argument naming the part that is wrong.
+// Errors: invalid_argument naming the part that is wrong, quoting the URL as
+// redact_url_text shows it. A password that holds '/', '?' or '#' unencoded is refused: the
+// URL's syntax would cut it, and parts of it would be quoted as a host, path or query.
 result<url> parse_url(std::string_view text);
+
+// `text`, a URL as typed, valid or not, with what may be a password replaced by "***": from
+// the first ':' after "scheme://" (unless a port follows it) to the last '@'. Errs toward
+// hiding more: for every message that quotes a URL the parser could not read.
+std::string redact_url_text(std::string_view text);
 
 // Percent-decoding of one URL component.
 result<std::string> percent_decode(std::string_view s);

@@ -1,5 +1,5 @@
-// libFuzzer target: URL parsing must never crash, and a parsed URL's redacted form never
-// carries the password.
+// libFuzzer target: URL parsing must never crash, and neither a parsed URL's redacted form
+// nor a failed parse's message carries the password.
 #include <cstdint>
 #include <cstdlib>
 #include <string_view>
@@ -12,6 +12,18 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   if (u && u->password.size() >= 6 && u->redacted.find(u->password) != std::string::npos &&
       u->redacted.find(":***@") == std::string::npos) {
     std::abort();  // a password leaked into the text we print
+  }
+  // Nor does a failed parse's message: whatever stands where a password may be.
+  if (!u) {
+    auto shown = dlock::detail::redact_url_text(text);
+    auto sep = text.find("://");
+    auto at = text.rfind('@');
+    auto colon = sep == std::string_view::npos ? sep : text.find(':', sep + 3);
+    if (shown != text && colon != std::string_view::npos && at != std::string_view::npos &&
+        at > colon + 6 &&
+        u.error().message.find(text.substr(colon + 1, at - colon - 1)) != std::string::npos) {
+      std::abort();
+    }
   }
   (void)dlock::detail::percent_decode(text);
   return 0;

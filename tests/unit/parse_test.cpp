@@ -57,6 +57,49 @@ TEST(url, malformed_urls_name_what_is_wrong) {
   }
 }
 
+// Every message about a URL quotes it, and a URL that does not parse still holds its
+// password: no message may show it, whatever is wrong with the rest (a user's report: three
+// of these printed "s3cret").
+TEST(url, no_error_message_shows_the_password) {
+  const std::string secret = "s3cret";
+  for (std::string scheme : {"redis", "redlock", "redis-sentinel", "postgres", "postgresql",
+                             "mysql", "mariadb", "etcd", "zk", "sqlite"}) {
+    for (std::string tail : {"?ttl=", "?ttl=1s&ttl=2s", "?foo", "?ttl=1s&=x", ":99999", ":abc",
+                             "/%zz", "/x?%zz=1", "?a=%zz"}) {
+      for (std::string pw : {secret, secret + "%40x", "p@" + secret, secret + ":more"}) {
+        auto text = scheme + "://default:" + pw + "@127.0.0.1" + tail;
+        auto u = parse_url(text);
+        ASSERT_FALSE(u) << text;
+        EXPECT_EQ(u.error().message.find(secret), std::string::npos)
+            << text << " -> " << u.error().message;
+        EXPECT_NE(u.error().message.find("default:***@"), std::string::npos)
+            << text << " -> " << u.error().message;
+      }
+    }
+  }
+  // A password the URL's syntax would cut ('/', '?', '#' unencoded) is refused as such.
+  for (std::string text : {"redis://default:p@ss:w/rd" + secret + "@127.0.0.1:6379",
+                           "redis://default:a?" + secret + "@127.0.0.1",
+                           "redis://default:a#" + secret + "@127.0.0.1"}) {
+    auto u = parse_url(text);
+    ASSERT_FALSE(u) << text;
+    EXPECT_EQ(u.error().message.find(secret), std::string::npos) << u.error().message;
+    EXPECT_NE(u.error().message.find("percent-encode"), std::string::npos) << u.error().message;
+  }
+}
+
+TEST(url, what_looks_like_a_password_elsewhere_is_kept) {
+  for (std::string text : {"redis://h:6379?description=a:b@c", "redis://h?description=a:b/c@d",
+                           "sqlite:///tmp/a:b/c@d.db", "redis://[::1]:6379/0"}) {
+    auto u = parse_url(text);
+    ASSERT_TRUE(u) << text << ": " << u.error().message;
+    EXPECT_EQ(u->redacted, text);
+    EXPECT_EQ(redact_url_text(text), text);
+  }
+  EXPECT_EQ(redact_url_text("redis://u:1234@h"), "redis://u:***@h");
+  EXPECT_EQ(redact_url_text("redis://u@h:1"), "redis://u@h:1");
+}
+
 TEST(url, scheme_is_case_insensitive) {
   auto u = parse_url("REDIS://h:1?ttl=5s");
   ASSERT_TRUE(u) << u.error().message;
