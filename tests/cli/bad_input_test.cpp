@@ -274,5 +274,24 @@ TEST(CliBadInput, UnusableStateDirectoryExits77) {
   EXPECT_EQ(out.find("CMD-RAN"), std::string::npos);
 }
 
+// HOME=/nonexistent is how Debian marks a system user without a home: the default lock file
+// must not create one (a user's report: /nonexistent/.local/state/dlock/locks.db).
+TEST(CliBadInput, AMissingHomeIsNotCreatedForTheDefault) {
+  cli_sandbox box;
+  std::string home = box.dir() + "/no-such-home";
+  child_process::options o;
+  o.env = box.env();
+  o.env["XDG_STATE_HOME"] = "";
+  o.env["HOME"] = home;
+  o.merge_stderr = true;
+  child_process p({DLOCK_CLI_PATH, "run", "x", "--", "echo", "CMD-RAN"}, o);
+  std::string out;
+  while (auto l = p.read_line(std::chrono::seconds{30})) out += *l + "\n";
+  EXPECT_EQ(p.wait(std::chrono::seconds{30}), 64) << out;
+  EXPECT_NE(out.find("home directory '" + home + "' does not exist"), std::string::npos) << out;
+  EXPECT_EQ(out.find("CMD-RAN"), std::string::npos);
+  EXPECT_FALSE(std::filesystem::exists(home)) << "dlock created the missing home directory";
+}
+
 }  // namespace
 }  // namespace dlock::test
