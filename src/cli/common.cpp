@@ -235,7 +235,17 @@ void print_error(std::string_view message) {
   for (auto& c : line) {
     if (c == '\n' || c == '\r') c = ' ';
   }
-  std::cerr << "dlock: " << line << '\n';
+  // One write(2) per line: stderr is unbuffered, so three inserts were three writes, and the
+  // lines of a run's main process and its guard, or of jobs sharing one log, interleaved
+  // mid-line ("dlock: dlock: lock ... lost").
+  line = "dlock: " + line + "\n";
+  std::cerr.flush();
+  for (std::string_view rest = line; !rest.empty();) {
+    auto n = ::write(STDERR_FILENO, rest.data(), rest.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;  // nowhere to say it; the exit status still does
+    rest.remove_prefix(static_cast<std::size_t>(n));
+  }
 }
 
 }  // namespace dlock::cli
