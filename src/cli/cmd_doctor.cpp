@@ -171,9 +171,15 @@ void add_doctor_command(CLI::App& app, int& status) {
   cmd->add_option("URL", o->url_arg, "The backend (else --url, $DLOCK_URL or the default)");
   add_url_option(cmd, o->url);
   cmd->add_flag("--json", o->json, "Print JSON for scripts");
+  // An empty value (an unset variable: --require "$GUARANTEES") is refused, as for durations:
+  // a check that requires nothing passes whatever the backend guarantees.
   cmd->add_option("--require", o->require,
                   "Guarantees that must hold, comma-separated: exclusion, fencing, failover, "
-                  "loss-signal, fifo, shared, semaphores, elections, interop, or all");
+                  "loss-signal, fifo, shared, semaphores, elections, interop, or all")
+      ->check([](const std::string& v) {
+        return v.empty() ? std::string("an empty value names no guarantee (want names, or all)")
+                         : std::string();
+      });
   cmd->footer(
       "Exit status: 0 every --require'd guarantee holds, 1 one does not (or the set-up is\n"
       "refused at open), 64 usage, 69 backend unavailable, 77 permission denied.");

@@ -274,6 +274,14 @@ TEST(CliBadInput, UnusableStateDirectoryExits77) {
   EXPECT_EQ(out.find("CMD-RAN"), std::string::npos);
 }
 
+// An unset variable (--require "$NEEDED") must not make a check that requires nothing.
+TEST(CliBadInput, AnEmptyRequireIsRefused) {
+  cli_sandbox box;
+  auto r = box.run({"doctor", "sqlite://" + box.dir() + "/locks.db", "--require", ""});
+  EXPECT_EQ(r.status, 64) << r.output;
+  EXPECT_NE(r.output.find("--require"), std::string::npos) << r.output;
+}
+
 // HOME=/nonexistent is how Debian marks a system user without a home: the default lock file
 // must not create one (a user's report: /nonexistent/.local/state/dlock/locks.db).
 TEST(CliBadInput, AMissingHomeIsNotCreatedForTheDefault) {
