@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <thread>
 
+#include "backends/sqlite/file_system.hpp"
 #include "backends/sqlite/sqlite_doctor.hpp"
 #include "backends/sqlite/sqlite_schema.hpp"
 #include "backends/sqlite/sqlite_sessions.hpp"
@@ -35,6 +36,9 @@ result<void> session::start() {
                 "cannot read this boot's id (/proc/sys/kernel/random/boot_id), which dates "
                 "every lease");
   }
+  // Before the first read, which makes the -wal and -shm beside the name opened; observers
+  // too: they would read a file whose last commits are in another name's WAL.
+  if (auto r = check_single_name(db_.path()); !r) return r;
   // Observers too: `dlock status` on another application's file would call every lock free.
   if (auto r = sqlite::refuse_foreign_file(db_); !r) return r;
   if (info_.observe_only) return {};  // writes nothing: no schema, no session row
