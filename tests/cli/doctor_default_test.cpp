@@ -67,5 +67,31 @@ TEST(CliDoctorDefault, AFileThisUserCannotLockInIsUnusable) {
   }
 }
 
+// A user's trial: `dlock run` through a hard link to the lock file ran its command while another
+// `dlock run` held the lock through the file's first name, and doctor said all was well.
+TEST(CliDoctorDefault, AFileWithASecondHardLinkIsRefusedAndItsHolderLosesTheLock) {
+  cli_sandbox box;
+  const std::string db = box.dir() + "/locks.db", hard = box.dir() + "/hard.db";
+  auto holder = box.start({"run", "--url", "sqlite://" + db, "--ttl", "1s", "s", "--", "sh", "-c",
+                           "echo held; exec sleep 60"});
+  ASSERT_TRUE(holder.wait_for_line("held", std::chrono::seconds{30}));
+  ASSERT_EQ(::link(db.c_str(), hard.c_str()), 0);
+
+  auto second = box.run({"run", "--url", "sqlite://" + hard, "s", "-n", "--", "echo", "GOT"});
+  EXPECT_EQ(second.status, 64) << second.output;
+  EXPECT_EQ(second.output.find("GOT"), std::string::npos) << second.output;
+  EXPECT_NE(second.output.find("2 hard links"), std::string::npos) << second.output;
+
+  auto doctor = box.run({"doctor", "--url", "sqlite://" + hard});
+  EXPECT_EQ(doctor.status, 1) << doctor.output;
+  EXPECT_NE(doctor.output.find("REFUSED at open"), std::string::npos) << doctor.output;
+  EXPECT_NE(doctor.output.find("hard links"), std::string::npos) << doctor.output;
+
+  // Its holds are in doubt from the link on: it says why, stops CMD and exits 70 (lost).
+  EXPECT_TRUE(holder.wait_for_line("dlock: the lock file " + db + " has 2 hard links",
+                                   std::chrono::seconds{20}));
+  EXPECT_EQ(holder.wait(std::chrono::seconds{20}), 70);
+}
+
 }  // namespace
 }  // namespace dlock::test

@@ -1,8 +1,10 @@
 #include "backends/sqlite/file_system.hpp"
 
+#include <sys/stat.h>
 #include <sys/vfs.h>
 
 #include <cstdint>
+#include <filesystem>
 
 namespace dlock::detail::sqlite {
 namespace {
@@ -43,6 +45,47 @@ result<void> check_local_file_system(const std::string& path) {
               "sqlite database '" + path + "' is on a " + fs +
                   " file system, whose file locking SQLite cannot rely on (two holders could "
                   "result): put it on a local file system, or use a server backend");
+}
+
+namespace {
+
+// Where `find -xdev -samefile` must start: every name of a file is on its file system, so the
+// topmost directory of that file system above it.
+std::string mount_point(const std::string& path) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  fs::path p = fs::canonical(path, ec);
+  struct stat st {};
+  if (ec || ::stat(p.c_str(), &st) != 0) return "/";
+  const auto dev = st.st_dev;
+  while (p.has_relative_path()) {
+    auto up = p.parent_path();
+    if (::stat(up.c_str(), &st) != 0 || st.st_dev != dev) break;
+    p = std::move(up);
+  }
+  return p.string();
+}
+
+}  // namespace
+
+std::uint64_t hard_links(const std::string& path) {
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0 ? static_cast<std::uint64_t>(st.st_nlink) : 0;
+}
+
+std::string hard_links_problem(const std::string& path, std::uint64_t links) {
+  return "has " + std::to_string(links) +
+         " hard links: SQLite keeps its WAL and shared-memory index per name (NAME-wal, "
+         "NAME-shm), so processes that open it by different names do not see each other's "
+         "locks (two can hold one lock) and corrupt the file; remove every other link (find " +
+         mount_point(path) + " -xdev -samefile " + path + " lists them) and use one name";
+}
+
+result<void> check_single_name(const std::string& path) {
+  auto links = hard_links(path);
+  if (links <= 1) return {};
+  return fail(errc::unsupported,
+              "sqlite database '" + path + "' " + hard_links_problem(path, links));
 }
 
 }  // namespace dlock::detail::sqlite

@@ -36,6 +36,8 @@ result<std::unique_ptr<backend_session>> open_sqlite(const url& u, const session
                                             "sqlite://" + encode_path(dir + "/locks.db") + ")");
   }
   if (auto r = sqlite::check_local_file_system(u.path); !r) return fail(r.error());
+  // Before anything is made beside this name (session::start checks again, once it is open).
+  if (auto r = sqlite::check_single_name(u.path); !r) return fail(r.error());
   auto busy_ms = static_cast<int>(info.request_timeout.count());
   if (!info.observe_only) sqlite::create_group_shared(u.path);
   auto d = info.observe_only ? db::open_read_only(u.path, busy_ms) : db::open(u.path, busy_ms);

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <thread>
 
+#include "backends/sqlite/file_system.hpp"
 #include "backends/sqlite/sqlite_doctor.hpp"
 #include "backends/sqlite/sqlite_schema.hpp"
 #include "backends/sqlite/sqlite_sessions.hpp"
@@ -35,6 +36,9 @@ result<void> session::start() {
                 "cannot read this boot's id (/proc/sys/kernel/random/boot_id), which dates "
                 "every lease");
   }
+  // Before the first read, which makes the -wal and -shm beside the name opened; observers
+  // too: they would read a file whose last commits are in another name's WAL.
+  if (auto r = check_single_name(db_.path()); !r) return r;
   // Observers too: `dlock status` on another application's file would call every lock free.
   if (auto r = sqlite::refuse_foreign_file(db_); !r) return r;
   if (info_.observe_only) return {};  // writes nothing: no schema, no session row
@@ -322,12 +326,25 @@ result<std::vector<std::string>> session::lock_names(std::string_view prefix) {
 
 result<void> session::same_file() {
   if (info_.observe_only) return {};  // holds nothing; opened afresh by each command
-  if (!moved_ && !db_.moved()) return {};
-  moved_ = true;
-  return fail(errc::session_expired,
-              "the lock file " + db_.path() +
-                  " was deleted, renamed or replaced while sqlite session " + info_.id +
-                  " used it: its holds are lost (a new file starts its fencing tokens again)");
+  if (lost_.empty()) lost_ = file_trouble();
+  if (lost_.empty()) return {};
+  return fail(errc::session_expired, lost_);
+}
+
+std::string session::file_trouble() const {
+  if (db_.moved()) {
+    return "the lock file " + db_.path() +
+           " was deleted, renamed or replaced while sqlite session " + info_.id +
+           " used it: its holds are lost (a new file starts its fencing tokens again)";
+  }
+  // Of the file SQLite has open: not moved, so the name it opened is still that file's.
+  if (auto links = hard_links(file_); links > 1) {
+    return "the lock file " + db_.path() + " " + hard_links_problem(db_.path(), links) +
+           "; sqlite session " + info_.id +
+           " used it meanwhile, so its holds are lost (a process that opened another name may "
+           "have been granted its locks)";
+  }
+  return {};
 }
 
 result<void> session::own_entries_kept() {

@@ -101,7 +101,12 @@ class session final : public backend_session {
   // (rm, mv over it), it is not the file anyone who starts now will use: they take its locks
   // afresh, from token 1. So from then on this session fails as expired, and its holders get
   // their loss signal at the next renewal or request. Sticky: the file does not come back.
+  // Likewise when the file gets a second name (a hard link): a process that opened that name
+  // kept its own WAL and index (file_system.hpp) and may have been granted our locks, so our
+  // holds are in doubt even once the link is gone again.
   result<void> same_file();
+  // Why this session's file is no longer safe to use; empty while it is.
+  std::string file_trouble() const;
   void notify_all(const std::vector<std::string>& entry_ids);
   result<void> delete_session(const std::string& id, std::vector<std::string>& removed);
 
@@ -121,13 +126,14 @@ class session final : public backend_session {
 
   std::mutex mu_;
   db db_;
+  const std::string file_{db_.file_name()};  // absolute, symlinks resolved: the name SQLite uses
   session_info info_;
   const std::string boot_{boot_id()};
   local_wake wake_;
   session_mark marks_;
   bool closed_{false};
   bool in_txn_{false};
-  bool moved_{false};
+  std::string lost_;  // non-empty: file_trouble() found this, and the session is over
   // Our stored entries, id -> (lock, token), until we remove them: each renewal checks they
   // are still there (own_entries_kept).
   std::map<std::string, std::pair<std::string, std::int64_t>, std::less<>> own_;
