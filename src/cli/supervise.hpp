@@ -15,6 +15,11 @@
 // directly; a stopped CMD stops the guard and dlock, so the shell sees a stopped job).
 // What escapes: a descendant that leaves the group on purpose (setsid, setpgid, a shell's job
 // control), and background processes still running when CMD exits normally (as with flock).
+// The guard also enforces the lease while dlock cannot (frozen by SIGSTOP, a debugger): dlock
+// passes it the hold's valid_until() after renewals (guard_deadline), and a deadline that
+// passes unextended gets the group SIGTERM, SIGKILL after --grace, as a loss seen by dlock
+// would. One of the two sends the SIGTERM, never both. A guard frozen as well enforces
+// nothing until it runs again.
 
 #include <chrono>
 #include <dlock/hold.hpp>
