@@ -270,14 +270,14 @@ std::optional<guard_exit> exited(pid_t guard) {
 
 }  // namespace
 
-int supervise(const child_spec& spec, const dlock::hold& hold, signal_watch& signals) {
+supervised supervise(const child_spec& spec, const dlock::hold& hold, signal_watch& signals) {
   // The callback may outlive this call (it belongs to the hold), so it owns the waker.
   hold.on_state_change([w = signals.wakeup()](dlock::hold_state s) {
     if (s == dlock::hold_state::lost) w->wake();
   });
   if (!hold.is_held()) {
     print_error(spec.held + " was lost before '" + spec.argv[0] + "' started");
-    return exit_lock_lost;
+    return {exit_lock_lost, true};
   }
   guard_deadline lease(hold.valid_until());
   const auto [group, tty, status_fd] = spawn(spec, hold, signals, lease);
@@ -333,7 +333,7 @@ int supervise(const child_spec& spec, const dlock::hold& hold, signal_watch& sig
       if (tty >= 0 && ::tcgetpgrp(tty) == group) ::tcsetpgrp(tty, ::getpgrp());
       while (::waitpid(group, nullptr, 0) < 0 && errno == EINTR) {
       }
-      return lost ? exit_lock_lost : end->status;
+      return {lost ? exit_lock_lost : end->status, lost};
     }
     if (signal_watch::forwarded(ev.signal)) {
       stopping = true;

@@ -44,9 +44,16 @@ struct child_spec {
   std::string held;
 };
 
-// Returns CMD's exit status (128+N if killed by signal N), 127/126 if it could not be
-// started, or exit_lock_lost if the lock was lost while it ran. Call from the main thread:
-// the guard's death signal follows the thread that forked it.
-int supervise(const child_spec& spec, const dlock::hold& hold, signal_watch& signals);
+struct supervised {
+  // CMD's exit status (128+N if killed by signal N), 127/126 if it could not be started, or
+  // exit_lock_lost if the lock was lost while it ran.
+  int status;
+  // The loss was seen and said: CMD's 70 is no loss, and a guard that stopped CMD at a lease's
+  // end is one even if a renewal it never heard of kept the hold.
+  bool lost;
+};
+
+// Call from the main thread: the guard's death signal follows the thread that forked it.
+supervised supervise(const child_spec& spec, const dlock::hold& hold, signal_watch& signals);
 
 }  // namespace dlock::cli
