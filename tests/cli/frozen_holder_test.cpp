@@ -78,6 +78,24 @@ TEST(CliFrozenHolder, CmdStopsBeforeTheNextHolderIsGranted) {
   if (running(sh)) ::kill(sh, SIGKILL);
 }
 
+// A CMD that ignores SIGTERM gets SIGKILL --grace later from the guard alone: dlock, still
+// stopped, cannot send it.
+TEST(CliFrozenHolder, TheGuardKillsACmdThatIgnoresSigtermAfterGrace) {
+  cli_sandbox box;
+  auto holder = box.start({"run", "--ttl", "1s", "--grace", "500ms", "deaf", "--", "sh", "-c",
+                           "trap '' TERM; echo \"pids $$\"; while :; do sleep 0.05; done"});
+  auto pids = holder.wait_for_line("pids ", 30s);
+  ASSERT_TRUE(pids) << "CMD did not start";
+  const pid_t sh = std::stoi(pids->substr(5));
+  holder.signal(SIGSTOP);
+  // The lease ends within its TTL of the stop; then --grace.
+  for (int i = 0; i < 100 && running(sh); ++i) std::this_thread::sleep_for(50ms);
+  EXPECT_FALSE(running(sh)) << "CMD outlived its lease and --grace while dlock was stopped";
+  if (running(sh)) ::kill(sh, SIGKILL);
+  holder.signal(SIGCONT);
+  EXPECT_EQ(holder.wait(15s), 70);
+}
+
 // The guard must not take renewals that come every TTL/3 for a lapse: a CMD that outlives
 // several leases ends with its own status.
 TEST(CliFrozenHolder, TheGuardLeavesAHealthyHoldAlone) {
