@@ -289,7 +289,8 @@ int run_reported(const run_options& o, run_report& rep) {
   child_spec spec{o.command,    o.name,  url, grace, std::chrono::steady_clock::now(),
                   hold_at_most, m.held()};
   rep.token = m.hold().token().value;
-  int status = supervise(spec, m.hold(), signals);
+  const auto [cmd_status, lost_while_cmd_ran] = supervise(spec, m.hold(), signals);
+  int status = cmd_status;
   // Read before anything else: dlock may have been stopped (SIGSTOP) while CMD ran and ended;
   // the steady clock, not the renewals that could not run, says whether the lease outlived it.
   const bool held_when_cmd_ended = m.hold().is_held();
@@ -299,7 +300,7 @@ int run_reported(const run_options& o, run_report& rep) {
   // Bounded by release_timeout (1 s); close() then does not wait on a server known to be
   // unreachable, so dlock exits about a second after CMD at worst.
   // A CMD that exits 70 of its own accord is not a lost lock.
-  bool lost = status == exit_lock_lost && !m.hold().is_held();
+  bool lost = lost_while_cmd_ran || (status == exit_lock_lost && !m.hold().is_held());
   std::error_code release_ec;
   const dlock::hold grant = m.hold();  // m lets go of its view at the release; this one stays
   m.release(release_ec);

@@ -11,6 +11,7 @@
 #include <optional>
 
 #include "cli/common.hpp"
+#include "cli/guard_deadline.hpp"
 
 extern char** environ;
 
@@ -56,6 +57,8 @@ struct launch_plan {
   int tty;            // the terminal whose foreground dlock was, or -1
   int exec_error_fd;  // CMD writes exec's errno here; close-on-exec, so EOF means it ran
   int status_fd;      // the guard writes CMD's wait status here before it exits
+  guard_deadline* lease;
+  std::chrono::milliseconds grace;
 };
 
 // A terminal (stdin, stdout or stderr) whose foreground process group is dlock's, or -1.
@@ -88,6 +91,38 @@ constexpr int guard_orphaned = 125;
   ::_exit(e == ENOENT ? 127 : 126);
 }
 
+// The next of the signals the guard waits for, or 0 if none came by `at`.
+int wait_signal(const launch_plan& p, clock::time_point at) {
+  auto ns = std::max(clock::duration::zero(), at - clock::now());
+  auto s = std::chrono::duration_cast<std::chrono::seconds>(ns);
+  timespec ts{static_cast<time_t>(s.count()),
+              static_cast<long>(std::chrono::nanoseconds(ns - s).count())};
+  int sig = ::sigtimedwait(&p.guard_wait, nullptr, &ts);
+  return sig < 0 ? 0 : sig;
+}
+
+// When the guard must next look at the lease: its end, or the SIGKILL after --grace once the
+// group was sent SIGTERM.
+clock::time_point next_check(const launch_plan& p, std::optional<clock::time_point> kill_at) {
+  return kill_at ? *kill_at : p.lease->valid_until();
+}
+
+// What dlock does when the lease is lost, done here when dlock cannot (it is frozen past the
+// lease's end, and the server may already have granted the lock to another). dlock goes on
+// extending the deadline while it runs, so a deadline that has passed is one nobody renewed.
+void enforce_lease(const launch_plan& p, std::optional<clock::time_point>& kill_at) {
+  auto now = clock::now();
+  if (!kill_at && now >= p.lease->valid_until()) {
+    if (p.lease->claim_loss(loss_enforcer::guard)) {
+      ::kill(0, SIGTERM);  // our own copy stays blocked and pending
+      ::kill(0, SIGCONT);  // a stopped group could not act on it
+    }
+    // dlock's own SIGKILL after --grace does not come while it is frozen.
+    kill_at = now + p.grace;
+  }
+  if (kill_at && now >= *kill_at) ::kill(0, SIGKILL);  // the whole group, this guard included
+}
+
 [[noreturn]] void run_guard(const launch_plan& p) {
   ::sigprocmask(SIG_SETMASK, &p.all, nullptr);  // SIGTTOU too, so tcsetpgrp works from here
   ::setpgid(0, 0);
@@ -109,9 +144,10 @@ constexpr int guard_orphaned = 125;
     ::_exit(126);
   }
   ::close(p.exec_error_fd);
+  std::optional<clock::time_point> kill_at;
   for (;;) {
-    siginfo_t si;
-    int sig = ::sigwaitinfo(&p.guard_wait, &si);
+    int sig = wait_signal(p, next_check(p, kill_at));
+    enforce_lease(p, kill_at);
     if (sig == p.death_signal && ::getppid() != p.dlock) {
       ::kill(0, SIGKILL);  // the whole group, this guard included
       ::_exit(guard_orphaned);
@@ -139,7 +175,8 @@ struct started {
 };
 
 // Starts the guard, which starts CMD.
-started spawn(const child_spec& spec, const dlock::hold& hold, const signal_watch& signals) {
+started spawn(const child_spec& spec, const dlock::hold& hold, const signal_watch& signals,
+              guard_deadline& lease) {
   auto env = child_environment(spec, hold);
   auto argv = spec.argv;
   auto cenv = c_strings(env);
@@ -163,6 +200,8 @@ started spawn(const child_spec& spec, const dlock::hold& hold, const signal_watc
   p.tty = foreground_terminal();
   p.exec_error_fd = err[1];
   p.status_fd = status[1];
+  p.lease = &lease;
+  p.grace = spec.grace;
   sigfillset(&p.all);
   sigemptyset(&p.guard_wait);
   sigaddset(&p.guard_wait, SIGCHLD);
@@ -202,6 +241,16 @@ bool stopped(pid_t guard) {
          si.si_pid == guard;
 }
 
+// Passes the hold's deadline on to the guard and says how soon to do it again: before the
+// deadline the guard knows, with a margin that shrinks with it, so that a renewal landing late
+// in a lease that renewals were failing to extend still reaches the guard in time.
+std::chrono::milliseconds report_deadline(const dlock::hold& hold, guard_deadline& lease) {
+  auto until = hold.valid_until();
+  lease.extend(until);
+  auto left = std::chrono::duration_cast<std::chrono::milliseconds>(until - clock::now());
+  return std::max(std::chrono::milliseconds{1}, left / 3);
+}
+
 struct guard_exit {
   int status;         // CMD's status as the guard reported it, or 128+N if the guard was killed
   bool guard_killed;  // by signal N: CMD's children were left unwatched
@@ -221,24 +270,44 @@ std::optional<guard_exit> exited(pid_t guard) {
 
 }  // namespace
 
-int supervise(const child_spec& spec, const dlock::hold& hold, signal_watch& signals) {
+supervised supervise(const child_spec& spec, const dlock::hold& hold, signal_watch& signals) {
   // The callback may outlive this call (it belongs to the hold), so it owns the waker.
   hold.on_state_change([w = signals.wakeup()](dlock::hold_state s) {
     if (s == dlock::hold_state::lost) w->wake();
   });
   if (!hold.is_held()) {
     print_error(spec.held + " was lost before '" + spec.argv[0] + "' started");
-    return exit_lock_lost;
+    return {exit_lock_lost, true};
   }
-  const auto [group, tty, status_fd] = spawn(spec, hold, signals);
+  guard_deadline lease(hold.valid_until());
+  const auto [group, tty, status_fd] = spawn(spec, hold, signals, lease);
   auto signal_group = [group](int sig) { ::kill(-group, sig); };
   bool lost = false;
   bool stopping = false;  // a terminating signal was passed on
   std::optional<clock::time_point> kill_at;
   std::optional<clock::time_point> term_at;  // --hold-at-most
   if (spec.hold_at_most) term_at = spec.granted_at + *spec.hold_at_most;
+  // Says the loss (once), and sends SIGTERM unless the guard did while dlock was frozen.
+  auto on_loss = [&] {
+    lost = true;
+    kill_at = clock::now() + spec.grace;
+    if (!lease.claim_loss(loss_enforcer::dlock)) {
+      print_error(spec.held + " lost while '" + spec.argv[0] +
+                  "' ran (its lease ran out while dlock could not renew it: was dlock "
+                  "stopped?); its guard sent SIGTERM to its process group " +
+                  std::to_string(group) + " when the lease ended");
+      return;
+    }
+    print_error(spec.held + " lost while '" + spec.argv[0] +
+                "' ran (lease expired, backend gone, or session ended by an operator); "
+                "sending SIGTERM to its process group " +
+                std::to_string(group));
+    signal_group(SIGTERM);
+    signal_group(SIGCONT);  // a stopped group could not act on it
+  };
   for (;;) {
     auto timeout = std::chrono::milliseconds{250};  // also polls is_held() as a backstop
+    if (!lost) timeout = std::min(timeout, report_deadline(hold, lease));
     for (auto at : {kill_at, term_at}) {
       if (!at) continue;
       timeout = std::min(
@@ -247,6 +316,8 @@ int supervise(const child_spec& spec, const dlock::hold& hold, signal_watch& sig
     }
     auto ev = signals.wait(timeout);
     if (auto end = exited(group)) {
+      // The guard may have ended CMD for a lapsed lease while dlock was frozen.
+      if (!lost && lease.enforcer() == loss_enforcer::guard) on_loss();
       int cmd_status = 0;
       bool killed = ::read(status_fd, &cmd_status, sizeof cmd_status) ==
                         static_cast<ssize_t>(sizeof cmd_status) &&
@@ -262,7 +333,7 @@ int supervise(const child_spec& spec, const dlock::hold& hold, signal_watch& sig
       if (tty >= 0 && ::tcgetpgrp(tty) == group) ::tcsetpgrp(tty, ::getpgrp());
       while (::waitpid(group, nullptr, 0) < 0 && errno == EINTR) {
       }
-      return lost ? exit_lock_lost : end->status;
+      return {lost ? exit_lock_lost : end->status, lost};
     }
     if (signal_watch::forwarded(ev.signal)) {
       stopping = true;
@@ -280,16 +351,9 @@ int supervise(const child_spec& spec, const dlock::hold& hold, signal_watch& sig
       if (tty >= 0 && ::tcgetpgrp(tty) == ::getpgrp()) ::tcsetpgrp(tty, group);
       signal_group(SIGCONT);
     }
-    if (!lost && !hold.is_held()) {
-      lost = true;
-      print_error(spec.held + " lost while '" + spec.argv[0] +
-                  "' ran (lease expired, backend gone, or session ended by an operator); "
-                  "sending SIGTERM to its process group " +
-                  std::to_string(group));
-      signal_group(SIGTERM);
-      signal_group(SIGCONT);  // a stopped group could not act on it
-      kill_at = clock::now() + spec.grace;
-    }
+    // A guard that fired took the hold for lost: so does dlock, even if a renewal it could not
+    // pass on in time (one that landed in the lease's last moments) kept it.
+    if (!lost && (!hold.is_held() || lease.enforcer() == loss_enforcer::guard)) on_loss();
     if (term_at && clock::now() >= *term_at) {
       term_at.reset();
       if (!lost) {

@@ -15,6 +15,11 @@
 // directly; a stopped CMD stops the guard and dlock, so the shell sees a stopped job).
 // What escapes: a descendant that leaves the group on purpose (setsid, setpgid, a shell's job
 // control), and background processes still running when CMD exits normally (as with flock).
+// The guard also enforces the lease while dlock cannot (frozen by SIGSTOP, a debugger): dlock
+// passes it the hold's valid_until() after renewals (guard_deadline), and a deadline that
+// passes unextended gets the group SIGTERM, SIGKILL after --grace, as a loss seen by dlock
+// would. One of the two sends the SIGTERM, never both. A guard frozen as well enforces
+// nothing until it runs again.
 
 #include <chrono>
 #include <dlock/hold.hpp>
@@ -39,9 +44,16 @@ struct child_spec {
   std::string held;
 };
 
-// Returns CMD's exit status (128+N if killed by signal N), 127/126 if it could not be
-// started, or exit_lock_lost if the lock was lost while it ran. Call from the main thread:
-// the guard's death signal follows the thread that forked it.
-int supervise(const child_spec& spec, const dlock::hold& hold, signal_watch& signals);
+struct supervised {
+  // CMD's exit status (128+N if killed by signal N), 127/126 if it could not be started, or
+  // exit_lock_lost if the lock was lost while it ran.
+  int status;
+  // The loss was seen and said: CMD's 70 is no loss, and a guard that stopped CMD at a lease's
+  // end is one even if a renewal it never heard of kept the hold.
+  bool lost;
+};
+
+// Call from the main thread: the guard's death signal follows the thread that forked it.
+supervised supervise(const child_spec& spec, const dlock::hold& hold, signal_watch& signals);
 
 }  // namespace dlock::cli
