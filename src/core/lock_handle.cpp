@@ -162,11 +162,9 @@ result<void> lock_handle::acquire_impl(entry_kind kind, steady::time_point deadl
   if (!h->is_held() || session_->ended_token().stop_requested()) {
     session_->remove_hold(h.get());
     abandon(id);
-    return fail(errc::lock_lost,
-                what() + ": lease lapsed before the grant returned (ttl " +
-                    std::to_string(session_->info().ttl.count()) +
-                    "ms; a TTL near the backend's round trip on this host lapses before a grant "
-                    "can be used: give a longer one)");
+    auto ttl = std::to_string(session_->info().ttl.count());
+    return fail(errc::lock_lost, what() + ": lease lapsed before the grant returned (ttl " + ttl +
+                                     "ms is too short for this host and backend)");
   }
   hold_ = std::move(h);
   count_ = 1;

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "sql/sql_admin.hpp"
+#include "sql/sql_faults.hpp"
 #include "support/net.hpp"
 #include "support/partition_cases.hpp"
 #include "support/poll.hpp"
@@ -21,22 +22,6 @@ namespace dlock::test {
 namespace {
 
 using namespace std::chrono_literals;
-
-// Retries outlast a server restart, so the tests see the backend's behaviour, not the
-// default retry budget running out.
-session_options patient(std::chrono::milliseconds request_timeout = 2s) {
-  return {.request_timeout = request_timeout, .retry = {.max_attempts = 1000}};
-}
-
-class sql_faults : public ::testing::Test {
- protected:
-  void SetUp() override {
-    // The "dlock" user creates the schema, so the other test users find it.
-    static std::once_flag once;
-    std::call_once(once, [] { session::open(admin().url("dlock", "secret")).close(); });
-  }
-  std::string name(const std::string& stem) { return stem + "-" + random_suffix(); }
-};
 
 // A waiter in its own thread; records what it saw at the moment it was granted.
 struct waiter {
@@ -312,82 +297,6 @@ TEST_F(sql_faults, a_cut_off_advisory_poller_logging_in_anew_is_told_session_exp
   partition::contender_cut_off_is_told_promptly(through_proxy("mode=advisory&"),
                                                 name("poller-adv-new"), 2s,
                                                 partition::contender::polling_reconnecting);
-}
-
-// Another client deletes a holder's entry row (a DELETE by hand, a clean-up script): the next
-// contender is granted at once. The holder heard of it only at its release, seconds or hours
-// later (as on Redis, ZooKeeper, etcd and SQLite before; their fault trials let `dlock run` run
-// CMD on); each renewal now checks the session's own entries and ends the session when one is
-// gone. Releases racing that check are no such news: many short holds under a fast renewal
-// keep the session live.
-TEST_F(sql_faults, a_holder_whose_entry_another_client_deletes_is_told_it_lost) {
-  auto& a = admin();
-  auto holder = session::open(a.url("dlock", "secret", "ttl=3s"), patient());
-  auto lock = name("deleted");
-  mutex held(holder, lock);
-  held.lock();
-  auto hold = held.current_hold();
-  ASSERT_EQ(a.entry_rows(lock), 1u);
-  a.delete_entries(lock);
-  auto other_s = session::open(a.url("dlock", "secret", "ttl=3s"), patient());
-  mutex other(other_s, lock);
-  ASSERT_TRUE(other.try_lock_for(5s)) << "the deleted entry still held the lock";
-  EXPECT_TRUE(poll_until([&] { return hold.state() == hold_state::lost; }, 10s))
-      << "the holder whose entry was deleted still believes it holds";
-  EXPECT_TRUE(poll_until([&] { return holder.state() == session_state::expired; }, 10s));
-  other.unlock();
-
-  // Eight threads share the session's connection, so a renewal's look often queues behind
-  // releases of entries it set out to look for.
-  auto busy = session::open(a.url("dlock", "secret", "ttl=3s&keepalive=5ms"), patient());
-  std::vector<std::thread> threads;
-  for (int t = 0; t < 8; ++t) {
-    threads.emplace_back([&, lock = name("short")] {
-      mutex m(busy, lock);
-      try {
-        for (int i = 0; i < 150; ++i) {
-          m.lock();
-          std::this_thread::sleep_for(1ms);
-          m.unlock();
-        }
-      } catch (const dlock::system_error&) {
-        // the session ended: the check below says so
-      }
-    });
-  }
-  for (auto& t : threads) t.join();
-  EXPECT_EQ(busy.state(), session_state::live);
-}
-
-// A renewal also looks up the session's own entries (the test above). A DBA's lock on the
-// entries table (`LOCK TABLE`, a schema change queued behind a long query) makes that look
-// wait, while the renewal itself, a write to the sessions table, goes through: the holder
-// must keep its hold through the wait, which only delays the look.
-TEST_F(sql_faults, a_holder_keeps_its_hold_while_the_entries_table_is_locked) {
-  auto& a = admin();
-  auto holder = session::open(a.url("dlock", "secret", "ttl=3s"), patient());
-  auto lock = name("table-locked");
-  mutex held(holder, lock);
-  held.lock();
-  auto hold = held.current_hold();
-  std::vector<hold_state> seen;
-  {
-    auto locked = a.lock_entries_table();
-    auto until = std::chrono::steady_clock::now() + 10s;  // over three TTLs
-    while (std::chrono::steady_clock::now() < until) {
-      if (auto s = hold.state(); seen.empty() || seen.back() != s) seen.push_back(s);
-      std::this_thread::sleep_for(50ms);
-    }
-  }
-  EXPECT_EQ(seen, std::vector<hold_state>{hold_state::held})
-      << "the hold changed state while only the entries table was locked";
-  EXPECT_EQ(holder.state(), session_state::live);
-  EXPECT_EQ(hold.state(), hold_state::held);
-  held.unlock();
-  // The renewals go on tidying (MySQL: the rows of released entries) with the table free.
-  EXPECT_TRUE(poll_until([&] { return a.stored_rows(lock) == 0; }, 5s))
-      << a.stored_rows(lock) << " rows of released entries stayed in a session that renews";
-  EXPECT_EQ(holder.state(), session_state::live);
 }
 
 // A server aborts one of two transactions that wait for each other; the one it picks must try

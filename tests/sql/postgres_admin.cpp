@@ -9,22 +9,27 @@
 namespace dlock::test {
 namespace {
 
+// A connection of its own as the "dlock" user; throws naming `who` if it cannot.
+PGconn* connect_as_dlock(std::uint16_t port, const std::string& who) {
+  auto info = "host=127.0.0.1 port=" + std::to_string(port) +
+              " user=dlock password=secret dbname=dlock connect_timeout=10";
+  PGconn* c = PQconnectdb(info.c_str());
+  if (PQstatus(c) != CONNECTION_OK) {
+    std::string msg = PQerrorMessage(c);
+    PQfinish(c);
+    throw std::runtime_error(who + ": connect: " + msg);
+  }
+  return c;
+}
+
 // dlock's statement deletes the session row, then its entries (a data-modifying WITH that
 // the main query does not read runs last). This transaction holds the entries, then asks for
 // the session row; the statement, waiting longer, runs the deadlock check first and is the
 // one aborted.
 class postgres_deadlock_maker final : public deadlock_maker {
  public:
-  postgres_deadlock_maker(std::uint16_t port, std::string session_id) : id_(std::move(session_id)) {
-    auto info = "host=127.0.0.1 port=" + std::to_string(port) +
-                " user=dlock password=secret dbname=dlock connect_timeout=10";
-    c_ = PQconnectdb(info.c_str());
-    if (PQstatus(c_) != CONNECTION_OK) {
-      std::string msg = PQerrorMessage(c_);
-      PQfinish(c_);
-      throw std::runtime_error("deadlock maker: connect: " + msg);
-    }
-  }
+  postgres_deadlock_maker(std::uint16_t port, std::string session_id)
+      : c_(connect_as_dlock(port, "deadlock maker")), id_(std::move(session_id)) {}
   ~postgres_deadlock_maker() override { PQfinish(c_); }
 
   void lock_first() override {
@@ -53,15 +58,7 @@ class postgres_deadlock_maker final : public deadlock_maker {
 
 class postgres_table_lock final : public table_lock {
  public:
-  explicit postgres_table_lock(std::uint16_t port) {
-    auto info = "host=127.0.0.1 port=" + std::to_string(port) +
-                " user=dlock password=secret dbname=dlock connect_timeout=10";
-    c_ = PQconnectdb(info.c_str());
-    if (PQstatus(c_) != CONNECTION_OK) {
-      std::string msg = PQerrorMessage(c_);
-      PQfinish(c_);
-      throw std::runtime_error("table lock: connect: " + msg);
-    }
+  explicit postgres_table_lock(std::uint16_t port) : c_(connect_as_dlock(port, "table lock")) {
     exec("BEGIN");
     exec("LOCK TABLE dlock.entries IN ACCESS EXCLUSIVE MODE");
   }
