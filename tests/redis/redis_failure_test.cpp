@@ -78,14 +78,47 @@ TEST(redis_faults, a_holder_whose_keys_another_client_deletes_is_told_it_lost) {
   EXPECT_EQ(busy.state(), dlock::session_state::live);
 }
 
+// An operator clearing a "stuck" lock deletes every key with its name, its fencing counter
+// included (a user's report: `redis-cli --scan --pattern 'dlock:*NAME' | xargs redis-cli del`).
+// The next holder got token 1 while the old one, told lost only at its next renewal, went on
+// with token 6: the resource could not tell them apart. Tokens now go on above a floor no
+// lock's name is part of.
+TEST(redis_faults, a_lock_whose_counter_is_deleted_goes_on_with_larger_tokens) {
+  redis_server srv;
+  const std::string prefix = "t:";
+  const auto url = "redis://" + srv.address() + "?ttl=15s&prefix=" + prefix;
+  auto s = dlock::session::open(url);
+  dlock::mutex m(s, "res");
+  for (int i = 0; i < 5; ++i) {
+    m.lock();
+    m.unlock();
+  }
+  m.lock();
+  const auto held = m.token().value;
+  EXPECT_EQ(
+      srv.integer({"DEL", prefix + "h:res", prefix + "q:res", prefix + "m:res", prefix + "f:res"}),
+      2);
+  auto other_s = dlock::session::open(url);
+  dlock::mutex other(other_s, "res");
+  ASSERT_TRUE(other.try_lock()) << "the deleted keys still held the lock";
+  EXPECT_GT(other.token().value, held) << "the deleted counter started the tokens again";
+  other.unlock();
+  // A lock never used before starts above every token of the database as well: its counter
+  // cannot be told from one deleted.
+  dlock::mutex fresh(other_s, "fresh");
+  fresh.lock();
+  EXPECT_GT(fresh.token().value, held);
+  fresh.unlock();
+}
+
 // The entries check follows the lease's renewal as a second call. A check the server refuses or
 // does not answer must not count the round as a failed renewal: the lease was renewed on the
 // server, and counted as failed it lapses on our clock (the holder told lost for nothing) while
 // the server keeps it, so the next contender waits for the server's lease besides. etcd's fault
 // run found it during leader elections; here the server refuses scripts to the holder's user.
 TEST(redis_faults, a_renewal_whose_entries_check_fails_still_renews_the_lease) {
-  redis_server srv({.password = {},
-                    .extra_args = {"--user", "bob", "on", ">bobs-pw", "~*", "&*", "+@all"}});
+  redis_server srv(
+      {.password = {}, .extra_args = {"--user", "bob", "on", ">bobs-pw", "~*", "&*", "+@all"}});
   const auto url = "redis://bob:bobs-pw@" + srv.address() + "?ttl=1s&prefix=c:";
   auto s = dlock::session::open(url);
   dlock::mutex m(s, "res");

@@ -122,7 +122,8 @@ result<void> session::settle_grants(std::string_view lock, const std::vector<gra
     std::vector<request> reqs;
     for (auto s : g.raise_on) {
       targets.push_back(nodes_[s]);
-      reqs.push_back({&raise_script, {"1", key('f', lock), std::to_string(g.token)}});
+      reqs.push_back({&raise_script,
+                      {"2", key('f', lock), cfg_.prefix + "fence-floor", std::to_string(g.token)}});
     }
     auto replies = run_all(targets, reqs, {}, expired_.get_token());
     std::size_t ok = std::ranges::count_if(replies, [](const auto& r) { return r.has_value(); });

@@ -28,7 +28,18 @@ local function next_token()
     local c = tonumber(redis.call('GET', f) or '0')
     if c < at_least then redis.call('SET', f, ARGV[5]) end
   end
-  return redis.call('INCR', f)
+  local t = redis.call('INCR', f)
+  -- The floor is at least every token this database gave (any lock): a counter that starts
+  -- again (its key deleted by hand with the lock's others, a clean-up script's pattern) goes on
+  -- above it, so a holder whose keys were deleted never shares or outranks the next one's token.
+  local floor_key = ARGV[6] .. 'fence-floor'
+  local low = tonumber(redis.call('GET', floor_key) or '0')
+  if t == 1 and low > 0 then
+    t = low + 1
+    redis.call('SET', f, t)
+  end
+  if t > low then redis.call('SET', floor_key, t) end
+  return t
 end
 -- h is the gate: absent = the lock is free; a lone holder = "id|token|meta", stored in this
 -- one key instead of the sorted set and hash; 'q' = the queue (q, m) is in use. A second
@@ -264,6 +275,9 @@ local x = tonumber(ARGV[1])
 if c < x then
   redis.call('SET', KEYS[1], ARGV[1])
   c = x
+  -- A raised counter is a token given (Redlock's): the floor covers it too (queue_text).
+  local low = tonumber(redis.call('GET', KEYS[2]) or '0')
+  if x > low then redis.call('SET', KEYS[2], ARGV[1]) end
 end
 return c
 )lua";

@@ -58,7 +58,8 @@ extern const lua_script queue_script;
 // entries (one per key triple; where = 'q' if known to be queued, 'l' if it may be a lone
 // holder), pushes each one's wake token (w:, or r: for a permit), optionally DELs s_own.
 extern const lua_script release_script;
-// KEYS f; ARGV x: raises the fencing counter to at least x; returns the counter.
+// KEYS f, floor (<prefix>fence-floor); ARGV x: raises the fencing counter, and the floor of every
+// counter (queue_script), to at least x; returns the counter.
 extern const lua_script raise_script;
 // KEYS h; ARGV id: DELs h if it holds entry `id` as a lone holder (ids begin with their
 // session's id, so this is the owner check); 1 if it did, else 0 (then release_script).
