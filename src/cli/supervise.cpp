@@ -293,8 +293,9 @@ supervised supervise(const child_spec& spec, const dlock::hold& hold, signal_wat
     kill_at = clock::now() + spec.grace;
     if (!lease.claim_loss(loss_enforcer::dlock)) {
       print_error(spec.held + " lost while '" + spec.argv[0] +
-                  "' ran (its lease ran out while dlock could not renew it: was dlock "
-                  "stopped?); its guard sent SIGTERM to its process group " +
+                  "' ran (its lease ran out before a renewal reached dlock: dlock was "
+                  "stopped or starved, or the backend refused or did not answer the renewals); "
+                  "its guard sent SIGTERM to its process group " +
                   std::to_string(group) + " when the lease ended");
       return;
     }
