@@ -89,5 +89,31 @@ TEST_F(sql_faults, a_holder_keeps_its_hold_while_the_entries_table_is_locked) {
   EXPECT_EQ(holder.state(), session_state::live);
 }
 
+// A role's idle_session_timeout (PostgreSQL >= 14) below the renewal interval ended the
+// session's connection between renewals, and with it every hold, again and again. The
+// connections of a lease-mode session must outlast the gaps between its requests. The TTL's
+// renewal interval (TTL/3, 2 s) is twice the role's timeout.
+TEST_F(sql_faults, a_short_idle_timeout_of_the_role_does_not_end_its_sessions) {
+  auto& a = admin();
+  a.create_user("idler", "pw_idle");
+  if (!a.end_idle_connections_of("idler", 1)) GTEST_SKIP() << "no idle timeout per user";
+  auto holder = session::open(a.url("idler", "pw_idle", "ttl=6s"), patient());
+  auto lock = name("idle-role");
+  mutex held(holder, lock);
+  held.lock();
+  auto hold = held.current_hold();
+  std::this_thread::sleep_for(5s);
+  EXPECT_EQ(hold.state(), hold_state::held) << "the server ended the idle holder's connection";
+  EXPECT_EQ(holder.state(), session_state::live);
+  auto other_s = session::open(a.url("idler", "pw_idle", "ttl=6s"), patient());
+  mutex other(other_s, lock);
+  ASSERT_FALSE(other.try_lock()) << "the lock is free while its holder holds it";
+  std::error_code ec;
+  held.unlock(ec);
+  EXPECT_FALSE(ec) << ec.message();
+  EXPECT_TRUE(other.try_lock_for(5s));
+  other.unlock();
+}
+
 }  // namespace
 }  // namespace dlock::test
