@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <dlock/dlock.hpp>
+#include <mutex>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -113,6 +115,37 @@ TEST_F(sql_faults, a_short_idle_timeout_of_the_role_does_not_end_its_sessions) {
   EXPECT_FALSE(ec) << ec.message();
   EXPECT_TRUE(other.try_lock_for(5s));
   other.unlock();
+}
+
+// A holder is told only that its hold was lost; why is logged first, in the server's words
+// where it gave any (PostgreSQL sends a FATAL before it closes: an operator's kill, or a
+// setting such as idle_session_timeout). MariaDB closes without a word.
+TEST_F(sql_faults, the_servers_reason_for_ending_a_holders_connection_is_logged) {
+  auto& a = admin();
+  if (!a.url("u", "p").starts_with("postgres")) GTEST_SKIP() << "the server gives no reason";
+  struct errors final : observer {
+    std::mutex mu;
+    std::vector<std::string> seen;
+    void on_log(log_level level, std::string_view message) override {
+      std::lock_guard lk(mu);
+      if (level == log_level::error) seen.emplace_back(message);
+    }
+  };
+  auto log = std::make_shared<errors>();
+  auto options = patient();
+  options.observer = log;
+  a.create_user("holder_r", "pw_r");
+  auto holder = session::open(a.url("holder_r", "pw_r", "ttl=60s"), options);
+  mutex h(holder, name("reason"));
+  h.lock();
+  auto hold = h.current_hold();
+  EXPECT_GE(a.kill_connections("holder_r"), 1);
+  ASSERT_TRUE(poll_until([&] { return !hold.is_held(); }, 20s));
+  std::lock_guard lk(log->mu);
+  ASSERT_FALSE(log->seen.empty()) << "nothing logged";
+  EXPECT_NE(log->seen.front().find("terminating connection due to administrator command"),
+            std::string::npos)
+      << log->seen.front();
 }
 
 }  // namespace
