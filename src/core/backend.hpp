@@ -278,6 +278,11 @@ class backend_session {
   // installs it once, before any other call.
   virtual void set_event_handler(std::function<void(session_event)> handler) { (void)handler; }
 
+  // After session_event::expired: the server's own words for why the session ended (say, a
+  // PostgreSQL FATAL before it closed the connection), if it gave any; else empty. The loss
+  // signal alone cannot tell an operator's kill from a server setting.
+  virtual std::string end_reason() const { return {}; }
+
   // The session has expired: enqueue() and list() calls in flight may give up at once (their
   // answer no longer matters) instead of waiting out request_timeout, so a caller learns of
   // the end promptly. Removals and close() must keep working. Called once; must not block.

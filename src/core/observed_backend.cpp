@@ -62,6 +62,7 @@ class observed_backend final : public backend_session {
   void set_event_handler(std::function<void(session_event)> handler) override {
     inner_->set_event_handler(std::move(handler));
   }
+  std::string end_reason() const override { return inner_->end_reason(); }
   void on_expired() noexcept override { inner_->on_expired(); }
   void close() noexcept override {
     auto started = steady::now();

@@ -126,8 +126,13 @@ void session_core::start() {
       on_suspect();
     else if (e == session_event::reconnected)
       on_renewal(steady::now());
-    else
+    else {
+      // As a renewal's session_expired is logged: the holds' loss signal says that, this why.
+      if (auto why = backend_->end_reason(); !why.empty() && !ended_.stop_requested()) {
+        emit(options_.observer, [&](observer& o) { o.on_log(log_level::error, why); });
+      }
       expire();
+    }
   });
   renewer_ = std::jthread([this](std::stop_token st) { renew_loop(st); });
   renewer_stop_ = renewer_.get_stop_source();

@@ -264,6 +264,26 @@ TEST_F(sql_faults, server_down_is_backend_unavailable) {
   }
 }
 
+// A URL names a TCP endpoint, so localhost:PORT and 127.0.0.1:PORT are one server. libmariadb
+// alone takes the host name "localhost" for its default Unix socket and ignores the port: the
+// test server's socket is in its own directory, so that connect fails or reaches another
+// server, whose locks are not these.
+TEST_F(sql_faults, localhost_with_a_port_is_the_server_on_that_port) {
+  auto url = admin().url("dlock", "secret", "ttl=60s");
+  auto local = url;
+  local.replace(local.find("@127.0.0.1:"), 11, "@localhost:");
+  auto holder = session::open(url, patient());
+  auto other = session::open(local, {.request_timeout = 2s, .retry = {.max_attempts = 2}});
+  auto lock = name("localhost");
+  mutex h(holder, lock);
+  mutex o(other, lock);
+  h.lock();
+  EXPECT_FALSE(o.try_lock()) << "held through 127.0.0.1, free through localhost";
+  h.unlock();
+  EXPECT_TRUE(o.try_lock());
+  o.unlock();
+}
+
 // A contender polling with try_lock() whose link is blackholed: the session ends at its lease,
 // with an enqueue in flight on the dead link; try_lock() must return session_expired within a
 // second of that, not after request_timeout (support/partition_cases.hpp).

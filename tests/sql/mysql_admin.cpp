@@ -86,6 +86,7 @@ class mysql_admin final : public sql_admin {
     db_.query("CREATE USER '" + user + "'@'%' IDENTIFIED BY '" + password + "'");
     db_.query("GRANT ALL ON dlock.* TO '" + user + "'@'%'");
   }
+  bool end_idle_connections_of(const std::string&, int) override { return false; }
   int kill_connections(const std::string& user) override {
     auto ids = db_.query("SELECT id FROM information_schema.processlist WHERE user = ?", {user});
     for (const auto& id : ids) db_.query("KILL CONNECTION " + std::to_string(std::stoll(id)));

@@ -98,6 +98,12 @@ class postgres_admin final : public sql_admin {
     pg_.query("CREATE ROLE " + user + " LOGIN PASSWORD '" + password + "' IN ROLE dlock", {},
               "postgres");
   }
+  bool end_idle_connections_of(const std::string& user, int seconds) override {
+    pg_.query(
+        "ALTER ROLE " + user + " SET idle_session_timeout = '" + std::to_string(seconds) + "s'", {},
+        "postgres");
+    return true;
+  }
   int kill_connections(const std::string& user) override {
     auto r = pg_.query(
         "SELECT count(*) FILTER (WHERE pg_terminate_backend(pid)) FROM pg_stat_activity"

@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <dlock/dlock.hpp>
+#include <mutex>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -87,6 +89,63 @@ TEST_F(sql_faults, a_holder_keeps_its_hold_while_the_entries_table_is_locked) {
   EXPECT_TRUE(poll_until([&] { return a.stored_rows(lock) == 0; }, 5s))
       << a.stored_rows(lock) << " rows of released entries stayed in a session that renews";
   EXPECT_EQ(holder.state(), session_state::live);
+}
+
+// A role's idle_session_timeout (PostgreSQL >= 14) below the renewal interval ended the
+// session's connection between renewals, and with it every hold, again and again. The
+// connections of a lease-mode session must outlast the gaps between its requests. The TTL's
+// renewal interval (TTL/3, 2 s) is twice the role's timeout.
+TEST_F(sql_faults, a_short_idle_timeout_of_the_role_does_not_end_its_sessions) {
+  auto& a = admin();
+  a.create_user("idler", "pw_idle");
+  if (!a.end_idle_connections_of("idler", 1)) GTEST_SKIP() << "no idle timeout per user";
+  auto holder = session::open(a.url("idler", "pw_idle", "ttl=6s"), patient());
+  auto lock = name("idle-role");
+  mutex held(holder, lock);
+  held.lock();
+  auto hold = held.current_hold();
+  std::this_thread::sleep_for(5s);
+  EXPECT_EQ(hold.state(), hold_state::held) << "the server ended the idle holder's connection";
+  EXPECT_EQ(holder.state(), session_state::live);
+  auto other_s = session::open(a.url("idler", "pw_idle", "ttl=6s"), patient());
+  mutex other(other_s, lock);
+  ASSERT_FALSE(other.try_lock()) << "the lock is free while its holder holds it";
+  std::error_code ec;
+  held.unlock(ec);
+  EXPECT_FALSE(ec) << ec.message();
+  EXPECT_TRUE(other.try_lock_for(5s));
+  other.unlock();
+}
+
+// A holder is told only that its hold was lost; why is logged first, in the server's words
+// where it gave any (PostgreSQL sends a FATAL before it closes: an operator's kill, or a
+// setting such as idle_session_timeout). MariaDB closes without a word.
+TEST_F(sql_faults, the_servers_reason_for_ending_a_holders_connection_is_logged) {
+  auto& a = admin();
+  if (!a.url("u", "p").starts_with("postgres")) GTEST_SKIP() << "the server gives no reason";
+  struct errors final : observer {
+    std::mutex mu;
+    std::vector<std::string> seen;
+    void on_log(log_level level, std::string_view message) override {
+      std::lock_guard lk(mu);
+      if (level == log_level::error) seen.emplace_back(message);
+    }
+  };
+  auto log = std::make_shared<errors>();
+  auto options = patient();
+  options.observer = log;
+  a.create_user("holder_r", "pw_r");
+  auto holder = session::open(a.url("holder_r", "pw_r", "ttl=60s"), options);
+  mutex h(holder, name("reason"));
+  h.lock();
+  auto hold = h.current_hold();
+  EXPECT_GE(a.kill_connections("holder_r"), 1);
+  ASSERT_TRUE(poll_until([&] { return !hold.is_held(); }, 20s));
+  std::lock_guard lk(log->mu);
+  ASSERT_FALSE(log->seen.empty()) << "nothing logged";
+  EXPECT_NE(log->seen.front().find("terminating connection due to administrator command"),
+            std::string::npos)
+      << log->seen.front();
 }
 
 }  // namespace

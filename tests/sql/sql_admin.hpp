@@ -44,6 +44,11 @@ class sql_admin {
   virtual std::string url_missing_db() = 0;
   // A login that may use dlock's tables (created before by the "dlock" user).
   virtual void create_user(const std::string& user, const std::string& password) = 0;
+  // Makes the server end `user`'s connections after `seconds` without a statement, by a
+  // setting of that user's own, as a DBA would (PostgreSQL: ALTER ROLE ... SET
+  // idle_session_timeout); false where the server has none per user (MariaDB, whose
+  // wait_timeout dlock raises per connection: sql_mysql_timeout tests that).
+  virtual bool end_idle_connections_of(const std::string& user, int seconds) = 0;
   // Terminates every connection of `user` from the server side; returns how many.
   virtual int kill_connections(const std::string& user) = 0;
   // Clean stop and start on the same port.

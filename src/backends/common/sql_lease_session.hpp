@@ -80,6 +80,7 @@ class sql_lease_session final : public backend_session {
   }
 
   void on_expired() noexcept override { link_.on_expired(); }
+  std::string end_reason() const override { return link_.end_reason(); }
 
   void set_event_handler(std::function<void(session_event)> handler) override {
     link_.set_event_handler(std::move(handler));

@@ -112,6 +112,13 @@ result<conn> conn::open(const target& t, std::chrono::milliseconds timeout) {
   }
   init += t.init;
   mysql_options(m, MYSQL_INIT_COMMAND, init.c_str());
+  // A URL's host and port name a TCP endpoint. libmariadb would take the host "localhost" for
+  // its default Unix socket and ignore the port, so localhost:PORT and 127.0.0.1:PORT could
+  // be two servers, each granting the same lock.
+  if (!t.host.empty()) {
+    unsigned tcp = MYSQL_PROTOCOL_TCP;
+    mysql_options(m, MYSQL_OPT_PROTOCOL, &tcp);
+  }
   // FOUND_ROWS: an UPDATE that matched its row counts as 1 even if nothing changed (a
   // renewal within the same millisecond must not look like a lapsed lease).
   auto flags = CLIENT_FOUND_ROWS | CLIENT_MULTI_RESULTS;

@@ -22,7 +22,7 @@
 namespace dlock::detail::my {
 
 struct target {
-  std::string host;  // empty: localhost
+  std::string host;  // empty: libmariadb's default, its local Unix socket; else TCP
   unsigned port{3306};
   std::string user;
   std::string password;

@@ -88,10 +88,33 @@ failure map_error(const PGresult* r, std::string_view where) {
 }
 
 result<conn> conn::open(const target& t, milliseconds timeout) {
+  bool keep_idle = t.never_idle_out && !*t.no_idle_timeout;
+  bool refused_idle = false;
+  auto c = open_once(t, keep_idle, timeout, refused_idle);
+  if (c || !keep_idle || !refused_idle) return c;
+  // Before PostgreSQL 14 there is no such setting: nothing ends an idle connection.
+  *t.no_idle_timeout = true;
+  return open_once(t, false, timeout, refused_idle);
+}
+
+result<conn> conn::open_once(const target& t, bool keep_idle, milliseconds timeout,
+                             bool& refused_idle) {
   std::vector<const char*> keys, values;
+  std::string options;
   for (const auto& [k, v] : t.params) {
+    if (k == "options" && keep_idle) {
+      options = v + " -c idle_session_timeout=0";
+      keys.push_back(k.c_str());
+      values.push_back(options.c_str());
+      continue;
+    }
     keys.push_back(k.c_str());
     values.push_back(v.c_str());
+  }
+  if (keep_idle && options.empty()) {
+    options = "-c idle_session_timeout=0";
+    keys.push_back("options");
+    values.push_back(options.c_str());
   }
   keys.push_back(nullptr);
   values.push_back(nullptr);
@@ -103,6 +126,9 @@ result<conn> conn::open(const target& t, milliseconds timeout) {
   auto st = PQstatus(c) == CONNECTION_BAD ? PGRES_POLLING_FAILED : PGRES_POLLING_WRITING;
   while (st != PGRES_POLLING_OK) {
     if (st == PGRES_POLLING_FAILED) {
+      auto msg = trimmed(PQerrorMessage(c));
+      refused_idle = contains(msg, "unrecognized configuration parameter") &&
+                     contains(msg, "idle_session_timeout");
       auto f = connect_failure(c, t.where);
       PQfinish(c);
       return fail(f);

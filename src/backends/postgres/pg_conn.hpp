@@ -6,6 +6,7 @@
 
 #include <libpq-fe.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <memory>
@@ -25,6 +26,14 @@ namespace dlock::detail::pg {
 struct target {
   std::vector<std::pair<std::string, std::string>> params;  // libpq keyword -> value
   std::string where;                                        // "postgres host:port/db"
+  // The server must never end the connection for being idle: it waits between a session's
+  // requests, and a role's or database's idle_session_timeout below that gap would end the
+  // session under its holder. Asked for as idle_session_timeout=0 among the startup options,
+  // which outrank ALTER ROLE / ALTER DATABASE settings.
+  bool never_idle_out{false};
+  // Set once a server refused that option (before PostgreSQL 14: an unknown parameter, and
+  // no idle timeout to fear); shared by the target's copies, so later connects skip it.
+  std::shared_ptr<std::atomic<bool>> no_idle_timeout = std::make_shared<std::atomic<bool>>(false);
 };
 
 class rows {
@@ -105,6 +114,10 @@ class conn {
     std::string message;
   };
 
+  // One attempt with these options; `refused_idle` says whether the server refused
+  // idle_session_timeout among them.
+  static result<conn> open_once(const target& t, bool keep_idle, std::chrono::milliseconds timeout,
+                                bool& refused_idle);
   conn(PGconn* c, std::string where, std::chrono::milliseconds timeout,
        std::unique_ptr<unsolicited> ended)
       : c_(c), where_(std::move(where)), timeout_(timeout), ended_(std::move(ended)) {}

@@ -323,11 +323,17 @@ result<std::unique_ptr<backend_session>> open_postgres(const url& u, const sessi
   for (const char* k : {"sslmode", "sslrootcert", "sslcert", "sslkey", "target_session_attrs"}) {
     if (auto v = u.param(k); !v.empty()) add(k, v);
   }
+  // The session's connection waits up to a renewal interval between requests, the LISTEN and
+  // spare connections far longer: a role's or database's idle_session_timeout below that
+  // would end the session (and every hold) between renewals. The lease, not the connection,
+  // bounds how long a dead holder keeps its locks, so no idle limit is needed.
+  t.never_idle_out = true;
   if (mode == "advisory") {
     // The session's connection is the lease: the server ends it after a TTL without a
     // statement (renewals are pings every TTL/3), freeing its advisory locks. Its
     // application_name names the session, for administrators (and the tests) to find it.
     auto listen = t;
+    t.never_idle_out = false;
     for (auto& [k, v] : t.params) {
       if (k == "options") v += " -c idle_session_timeout=" + std::to_string(info.ttl.count());
       if (k == "application_name") v = "dlock:" + info.id;
