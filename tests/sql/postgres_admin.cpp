@@ -22,6 +22,17 @@ PGconn* connect_as_dlock(std::uint16_t port, const std::string& who) {
   return c;
 }
 
+// Runs `sql` on `c`; throws naming `who` if the server refused it.
+void exec_on(PGconn* c, const std::string& sql, const std::string& who) {
+  PGresult* r = PQexec(c, sql.c_str());
+  auto st = PQresultStatus(r);
+  std::string msg = PQresultErrorMessage(r);
+  PQclear(r);
+  if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK) {
+    throw std::runtime_error(who + ": " + sql + ": " + msg);
+  }
+}
+
 // dlock's statement deletes the session row, then its entries (a data-modifying WITH that
 // the main query does not read runs last). This transaction holds the entries, then asks for
 // the session row; the statement, waiting longer, runs the deadlock check first and is the
@@ -42,15 +53,7 @@ class postgres_deadlock_maker final : public deadlock_maker {
   }
 
  private:
-  void exec(const std::string& sql) {
-    PGresult* r = PQexec(c_, sql.c_str());
-    auto st = PQresultStatus(r);
-    std::string msg = PQresultErrorMessage(r);
-    PQclear(r);
-    if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK) {
-      throw std::runtime_error("deadlock maker: " + sql + ": " + msg);
-    }
-  }
+  void exec(const std::string& sql) { exec_on(c_, sql, "deadlock maker"); }
 
   PGconn* c_;
   std::string id_;
@@ -59,8 +62,12 @@ class postgres_deadlock_maker final : public deadlock_maker {
 class postgres_table_lock final : public table_lock {
  public:
   explicit postgres_table_lock(std::uint16_t port) : c_(connect_as_dlock(port, "table lock")) {
-    exec("BEGIN");
-    exec("LOCK TABLE dlock.entries IN ACCESS EXCLUSIVE MODE");
+    try {
+      exec_on(c_, "BEGIN; LOCK TABLE dlock.entries IN ACCESS EXCLUSIVE MODE", "table lock");
+    } catch (...) {
+      PQfinish(c_);
+      throw;
+    }
   }
   ~postgres_table_lock() override {
     PQclear(PQexec(c_, "COMMIT"));
@@ -68,17 +75,6 @@ class postgres_table_lock final : public table_lock {
   }
 
  private:
-  void exec(const std::string& sql) {
-    PGresult* r = PQexec(c_, sql.c_str());
-    auto st = PQresultStatus(r);
-    std::string msg = PQresultErrorMessage(r);
-    PQclear(r);
-    if (st != PGRES_COMMAND_OK) {
-      PQfinish(c_);
-      throw std::runtime_error("table lock: " + sql + ": " + msg);
-    }
-  }
-
   PGconn* c_;
 };
 
