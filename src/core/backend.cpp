@@ -2,9 +2,16 @@
 
 #include <algorithm>
 #include <condition_variable>
+#include <cstdio>
 #include <mutex>
 
 namespace dlock::detail {
+
+std::string backend_session::entry_id(std::string_view session_id, std::uint64_t n) const {
+  char buf[24];
+  std::snprintf(buf, sizeof buf, "%llx", static_cast<unsigned long long>(n));
+  return std::string(session_id) + "-" + buf;
+}
 
 result<void> backend_session::wait_any(std::string_view lock, std::span<const entry> awaited,
                                        steady::time_point deadline, std::stop_token stop) {

@@ -169,6 +169,11 @@ class backend_session {
   // The lease actually granted (a server may clamp the requested TTL). Default: as asked.
   virtual std::optional<std::chrono::milliseconds> granted_ttl() const { return std::nullopt; }
 
+  // The id of this session's n-th entry: unique across clients, and beginning with what
+  // the backend's storage orders by where that matters (Redlock: the time it was made).
+  // Default: the session id, '-', n in hex.
+  virtual std::string entry_id(std::string_view session_id, std::uint64_t n) const;
+
   // Appends an entry of `kind` with id `entry_id` to the queue of `lock` (or finds it, if a
   // previous attempt with the same id got through) and returns the queue including it.
   // Only the new entry's token must be known here (the grant needs it); other entries may

@@ -79,8 +79,10 @@ std::vector<queue_entry> force_unlock(const session& s, std::string_view name) {
   for (std::size_t i = 0; i < q->entries.size(); ++i) {
     if (!detail::entry_holds(*q, i)) continue;
     const auto& e = q->entries[i];
-    // Entry ids are "<session id>-<counter>" (session_core::next_entry_id).
+    // Entry ids are "[<time>.]<session id>-<counter>" (backend_session::entry_id); session
+    // ids are hex, so a '.' ends a Redlock id's time.
     auto sid = e.id.substr(0, e.id.rfind('-'));
+    if (auto dot = sid.find('.'); dot != std::string::npos) sid.erase(0, dot + 1);
     if (sid == core.info().id) refuse(errc::invalid_argument, "held by this session: unlock it");
     if (std::find(sessions.begin(), sessions.end(), sid) == sessions.end()) {
       // Idempotent: a retry after a lost reply finds the session already gone.

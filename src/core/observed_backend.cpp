@@ -17,6 +17,9 @@ class observed_backend final : public backend_session {
   std::optional<std::chrono::milliseconds> granted_ttl() const override {
     return inner_->granted_ttl();
   }
+  std::string entry_id(std::string_view session_id, std::uint64_t n) const override {
+    return inner_->entry_id(session_id, n);
+  }
   result<queue_view> enqueue(std::string_view lock, entry_kind kind, std::string_view id) override {
     return timed("enqueue", [&] { return inner_->enqueue(lock, kind, id); });
   }

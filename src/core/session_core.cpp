@@ -139,11 +139,7 @@ void session_core::start() {
   monitor_ = std::jthread([this](std::stop_token st) { monitor_loop(st); });
 }
 
-std::string session_core::next_entry_id() {
-  char buf[24];
-  std::snprintf(buf, sizeof buf, "%llx", static_cast<unsigned long long>(++entry_counter_));
-  return info_.id + "-" + buf;
-}
+std::string session_core::next_entry_id() { return backend_->entry_id(info_.id, ++entry_counter_); }
 
 steady::time_point session_core::deadline_from(steady::time_point sent) const noexcept {
   // Redlock's drift allowance: 1% of the TTL plus 2 ms for clock-rate differences.

@@ -27,13 +27,27 @@ using views = std::vector<std::optional<node_view>>;
 
 TEST(redlock_merge, an_entry_first_on_a_majority_holds_with_the_largest_grant) {
   // Counters at the grants (as right after a grant): nothing to raise.
-  views v{queue({"a", "b"}, 1), queue({"a", "b"}, 1), queue({"b", "a"}, 1)};
+  views v{queue({"a", "b"}, 1), queue({"a", "b"}, 1), queue({"a", "b"}, 1)};
   auto m = merge_views(v, {"a"}, 2);
   ASSERT_EQ(m.entries.size(), 1u);
   EXPECT_EQ(m.entries[0].id, "a");
   ASSERT_EQ(m.grants.size(), 1u);
+  EXPECT_EQ(m.grants[0].token, 1u);
   EXPECT_EQ(m.grants[0].needed, 0u);
   EXPECT_TRUE(m.resubmit.empty());
+}
+
+// The third master gave the same number to another entry: its counter is not a's grant, so
+// a's token goes above it (enqueues no longer move counters, so an equal counter elsewhere
+// may be another holder's token; redlock_tokens.a_token_never_repeats_when_one_master_loses_
+// its_data), and a majority is raised to it.
+TEST(redlock_merge, a_grant_equal_to_another_masters_counter_goes_above_it) {
+  views v{queue({"a", "b"}, 1), queue({"a", "b"}, 1), queue({"b", "a"}, 1)};
+  auto m = merge_views(v, {"a"}, 2);
+  ASSERT_EQ(m.grants.size(), 1u);
+  EXPECT_EQ(m.grants[0].token, 2u);
+  EXPECT_EQ(m.grants[0].raise_on.size(), 3u);
+  EXPECT_EQ(m.grants[0].needed, 2u);
 }
 
 TEST(redlock_merge, a_waiter_waits_on_the_majority_holder_not_on_a_minority_head) {

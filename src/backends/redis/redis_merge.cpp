@@ -13,7 +13,8 @@ namespace {
 struct per_view {
   std::size_t server;
   std::vector<entry> entries;  // token = that server's score
-  std::vector<bool> holds;
+  std::vector<bool> holds;     // stamped there (and the recipe agrees)
+  std::vector<bool> first;     // the recipe lets it hold there, stamped or not
   const node_view* raw;
 };
 
@@ -21,6 +22,7 @@ struct seen {
   entry e;
   std::size_t present{0};
   std::size_t holds{0};
+  std::size_t could_hold{0};  // masters where the recipe lets it hold, stamped or not
   std::vector<std::pair<std::size_t, const entry*>> copies;  // server, its copy
 };
 
@@ -75,10 +77,13 @@ merge_result merge_views(const std::vector<std::optional<node_view>>& views,
   std::vector<per_view> pv;
   for (std::size_t s = 0; s < views.size(); ++s) {
     if (!views[s] || !views[s]->session_alive) continue;
-    per_view v{s, {}, {}, &*views[s]};
+    per_view v{s, {}, {}, {}, &*views[s]};
     for (const auto& ne : views[s]->entries) v.entries.push_back(ne.e);
+    // An entry holds on a master only once that master stamped it: an unstamped entry may
+    // still see an entry of its epoch placed ahead of it (redis_scripts.cpp, epoch()).
     for (std::size_t i = 0; i < v.entries.size(); ++i) {
-      v.holds.push_back(decide(v.entries, i).holds);
+      v.first.push_back(decide(v.entries, i).holds);
+      v.holds.push_back(v.first.back() && views[s]->entries[i].grant.has_value());
     }
     pv.push_back(std::move(v));
   }
@@ -94,10 +99,11 @@ merge_result merge_views(const std::vector<std::optional<node_view>>& views,
   std::map<std::string, seen, std::less<>> all;
   for (const auto& v : pv) {
     for (std::size_t i = 0; i < v.entries.size(); ++i) {
-      auto [it, fresh] = all.try_emplace(v.entries[i].id, seen{v.entries[i], 0, 0, {}});
+      auto [it, fresh] = all.try_emplace(v.entries[i].id, seen{v.entries[i], 0, 0, 0, {}});
       it->second.e.token = std::max(it->second.e.token, v.entries[i].token);
       ++it->second.present;
       if (v.holds[i]) ++it->second.holds;
+      if (v.first[i]) ++it->second.could_hold;
       it->second.copies.emplace_back(v.server, &v.entries[i]);
     }
   }
@@ -135,23 +141,32 @@ merge_result merge_views(const std::vector<std::optional<node_view>>& views,
     if (it == all.end()) continue;  // gone everywhere: the engine reports it
     const seen& s = it->second;
     if (s.present < quorum) out.resubmit.push_back(id);
+    // Stamps follow the recipe's decision on the listing before, so a waiter that became
+    // first since (or was placed behind entries it had not seen) is stamped by the next.
+    if (s.holds < quorum && s.could_hold >= quorum) out.restamp = true;
     if (s.holds >= quorum) {
       grant_check g{id, 0, {}, 0};
       if (auto st = settled.find(id); st != settled.end()) {
         g.token = st->second;  // fixed when it was granted; counters moved on since
       } else {
-        std::uint64_t top = 0;  // the highest counter of any master that answered
+        // The highest counter of any master that answered, but a counter that is our own
+        // grant there (the last token that master gave is ours).
+        std::uint64_t top = 0;
         for (const auto& v : pv) {
-          top = std::max(top, v.raw->counter);
+          bool own_counter = false;
           for (std::size_t i = 0; i < v.entries.size(); ++i) {
             if (v.entries[i].id != id || !v.holds[i]) continue;
-            g.token = std::max(g.token, v.raw->entries[i].grant.value_or(v.entries[i].token));
+            const auto grant = v.raw->entries[i].grant.value_or(v.entries[i].token);
+            g.token = std::max(g.token, grant);
+            own_counter = grant == v.raw->counter;
           }
+          if (!own_counter) top = std::max(top, v.raw->counter);
         }
-        // A master's counter above every grant of ours may be another holder's token (a
+        // Any other master's counter as high as our grants may be another holder's token (a
         // refusing master still holding it, while the master that granted it to that holder
-        // lost its data): go above it.
-        if (top > g.token) g.token = top + 1;
+        // lost its data, or the same number given by two masters): go above it. Enqueues do
+        // not move counters (Redlock places entries by epoch), so equal is not ours.
+        if (top >= g.token) g.token = top + 1;
         // Every answering master's counter is raised to the token, and a majority must
         // confirm, so the next holder (whose majority shares a master with it) gets a larger
         // one even if a master loses its data in between.

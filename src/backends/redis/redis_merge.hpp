@@ -3,8 +3,11 @@
 // and an entry holds only where the recipe says so on a majority of them. This turns the
 // per-server queues into the single queue_view the engine decides on. Pure; no I/O.
 //
-// Safety: on each server at most one exclusive entry is first, entries never move, and two
-// majorities share a server, so two exclusive entries never both hold on a majority.
+// Safety: an entry holds on a server only once the server stamped it, which it does only
+// while no entry is ahead of it but those the recipe let stay there; nothing joins ahead of
+// a stamped entry and entries never move (redis_scripts.cpp), so on each server at most one
+// exclusive entry holds; two majorities share a server, so two exclusive entries never both
+// hold on a majority.
 // Liveness: servers may order concurrent enqueues differently, so it can happen that no entry
 // holds on a majority (a "split"); then every own entry that holds somewhere but is not the
 // split's winner (most servers, then smallest id) is re-queued at the back everywhere.
@@ -32,11 +35,11 @@ struct grant_check {
 // An own entry without a grant on one server, and the entries ahead of it there that may
 // stay ahead while it holds, as the recipe (decide) says on this listing. The next
 // queue_script call on that server stamps its grant once no other entry is ahead of it. The
-// decision stays true after this listing: on one server entries join only at the back and
-// never move, so the entries ahead of it then are a part of these, in the same order, and an
-// entry that holds with some entries ahead still holds with fewer of them (every recipe of
-// verdict.hpp; an entry that holds keeps holding until it is removed). So the script stamps
-// only an entry that holds there, and needs no recipe of its own.
+// decision stays true after this listing: on one server entries never move, so the script,
+// which checks that every entry then ahead of it is one of these, sees a part of these in the
+// same order, and an entry that holds with some entries ahead still holds with fewer of them
+// (every recipe of verdict.hpp; an entry that holds keeps holding until it is removed). So
+// the script stamps only an entry that holds there, and needs no recipe of its own.
 struct stamp_request {
   std::string id;
   std::vector<std::string> may_stay_ahead;
@@ -69,6 +72,9 @@ struct merge_result {
   std::vector<value_repair> repairs;  // values of listed entries not yet on a majority
   // Per server, indexed like views (empty where it did not answer): own entries to stamp.
   std::vector<std::vector<stamp_request>> stamps;
+  // An own entry the recipe lets hold on a majority is stamped on fewer: a round with these
+  // stamps would grant it, so the caller makes one at once rather than wait.
+  bool restamp{false};
 };
 
 // The most entries a stamp_request names ahead (beyond it, it names none: the entry is

@@ -2,6 +2,7 @@
 #include <hiredis/hiredis.h>
 
 #include <algorithm>
+#include <cstdio>
 
 #include "backends/common/wire_time.hpp"
 #include "backends/redis/redis_session.hpp"
@@ -25,6 +26,16 @@ std::vector<request> same_request(std::size_t n, const lua_script* script,
 }
 
 }  // namespace
+
+std::string session::entry_id(std::string_view session_id, std::uint64_t n) const {
+  if (!redlock()) return backend_session::entry_id(session_id, n);
+  using namespace std::chrono;
+  const auto us = duration_cast<microseconds>(system_clock::now().time_since_epoch()).count();
+  char at[24];
+  std::snprintf(at, sizeof at, "%014llx.",
+                static_cast<unsigned long long>(std::max<long long>(us, 0)));
+  return at + backend_session::entry_id(session_id, n);
+}
 
 std::vector<result<reply_ptr>> session::queue_calls(std::string_view lock,
                                                     std::optional<add_request> add,
@@ -157,6 +168,16 @@ result<queue_view> session::queue_round(std::string_view lock, std::optional<add
       if (auto r = requeue(lock, *round); !r) return fail(r.error());
       round = redlock_round(lock, std::nullopt);
     }
+  }
+  if (round && round->merged.restamp && !whole) {
+    // An own entry that became first since the last listing: this round's stamp requests
+    // grant it, so the waiter does not wait for a change that already happened.
+    {
+      std::lock_guard lk(mu_);
+      stamps_[std::string(lock)] = round->merged.stamps;
+    }
+    std::shared_lock rl(round_mutex(lock));
+    round = redlock_round(lock, std::nullopt, whole);
   }
   if (!round) return fail(round.error());
   auto& merged = round->merged;

@@ -49,10 +49,13 @@ struct lua_script {
 // (own_id n ahead_1..ahead_n)...: on a free lock, makes add_id its lone holder and returns
 // {2, token, own ttl}; behind a live tail (one server, exclusive) it returns {3, token, own
 // ttl, the tail entry}; otherwise purges dead entries (waking their waiters), adds add_id
-// unless present (or returns {0} if the own session key is gone), with bump=1 assigns a grant
-// number to each named own entry that has none and has no entry ahead of it but its named
-// ones (the client decided it holds then), and returns {1, counter, entries...}, each entry as
-// two strings: "id|token|kind|session|created|grant|ttl|version|owner" and its value.
+// unless present (or returns {0} if the own session key is gone), with bump=1 (Redlock) at
+// the lock's epoch rather than a fresh token (a candidate aside), assigns a grant number to
+// each named own entry that has none and has no entry ahead of it but its named ones (the
+// client decided it holds then) and to the added entry if it is first, and returns {4,
+// counter, {id, score}..., {"kind|sid|created|grant|owner"}..., {sid, ttl}..., {candidate,
+// "version|value"}...}. A lone holder's listing is {1, counter, entry, value}, the entry as
+// "id|token|kind|session|created|grant|ttl|version|owner".
 extern const lua_script queue_script;
 // KEYS (q m h v o)... [s_own]; ARGV prefix wake_ttl sid drop_session (id where)...: removes own
 // entries (one per key triple; where = 'q' if known to be queued, 'l' if it may be a lone

@@ -221,7 +221,10 @@ void session::repair_values(std::string_view lock, merge_result& m) {
 result<std::uint64_t> session::set_value(std::string_view lock, std::string_view entry_id,
                                          std::string_view value) {
   if (auto r = check_open(); !r) return fail(r.error());
-  if (value.size() > max_value_size || !entry_id.starts_with(info_.id)) {
+  // An id holds the session id at its start, or after a Redlock id's time (entry_id()).
+  const auto own = entry_id.starts_with(info_.id) ||
+                   (redlock() && entry_id.size() > 15 && entry_id.substr(15).starts_with(info_.id));
+  if (value.size() > max_value_size || !own) {
     return fail(errc::invalid_argument, "redis: set_value of " + std::string(entry_id) +
                                             ": not this session's entry, or a value over " +
                                             std::to_string(max_value_size) + " bytes");
