@@ -333,7 +333,9 @@ int run_reported(const run_options& o, run_report& rep) {
                 "': its lease ended first (backend unreachable?) or an operator ended its "
                 "session; the lock is free");
   } else if (release_ec && !lost) {
-    print_error("could not release '" + o.name + "': " + release_ec.message());
+    // A refusal (a ZooKeeper ACL without DELETE, a read-only server): the library's message
+    // names the entry, the server's words and what became of the lock.
+    print_error(detail(release_ec));
   }
   return status;
 }

@@ -222,6 +222,16 @@ class backend_session {
     return remove(lock, entry_id);
   }
 
+  // Whether `f`, a failed remove() of this session's own entry, is a refusal the server will
+  // keep making (not a lost connection or a busy server): the entry then stays for as long
+  // as the session lives, blocking its lock, so the engine ends the session -- every hold
+  // told lost first, then close() -- for the server to drop the session's entries. False:
+  // the removal is retried until the entry is gone or the session ends. Default: false.
+  virtual bool refusal_is_final(const failure& f) const {
+    (void)f;
+    return false;
+  }
+
   // Blocks until `awaited` may be gone from `lock`'s queue, `deadline` passes, or `stop` is
   // requested -- whichever is first; may also return spuriously, like a condition variable
   // (the engine lists again after every return), so polling is always correct. Returns an

@@ -336,6 +336,21 @@ std::string unconfirmed_message(const std::string& name, std::chrono::millisecon
   return m;
 }
 
+// The server answered, and refused: no lost connection to blame.
+std::string refused_message(const std::string& name, std::chrono::milliseconds ttl,
+                            const failure& why, bool session_ended) {
+  auto secs = (ttl.count() + 999) / 1000;
+  std::string m = "could not release '" + name + "': the server refused to remove its entry (" +
+                  why.message + ")";
+  if (session_ended) {
+    return m +
+           "; dlock ended the session so that the server drops the entry (every hold of this "
+           "session is lost): the lock is free once the server has closed the session, within " +
+           std::to_string(secs) + " s at the latest";
+  }
+  return m + "; retried in the background until it is gone or the session ends";
+}
+
 }  // namespace
 
 void lock_handle::release(std::error_code& ec) noexcept {
@@ -355,6 +370,7 @@ void lock_handle::release(std::error_code& ec) noexcept {
   session_->remove_hold(h.get());
   ec.clear();
   std::string message;
+  bool refused = false;
   auto report = [&] {
     emit(session_->options().observer, [&](observer& o) {
       o.on_release({.lock = name_,
@@ -362,7 +378,7 @@ void lock_handle::release(std::error_code& ec) noexcept {
                     .held = steady::now() - granted_at_,
                     .token = h->token(),
                     .error = ec});
-      if (ec == errc::backend_unavailable) o.on_log(log_level::warning, message);
+      if (ec == errc::backend_unavailable || refused) o.on_log(log_level::warning, message);
     });
   };
   try {
@@ -373,9 +389,16 @@ void lock_handle::release(std::error_code& ec) noexcept {
     if (was_lost) {
       ec = make_error_code(errc::lock_lost);
     } else if (ticket->wait_until(*until)) {
-      // Absent at the first try: the entry had been purged or deleted -- it was not this
-      // session's hold any more when it was let go.
-      if (ticket->was_absent()) {
+      // Refused for good: the entry stays until the session ends, which the engine has
+      // started (session_core::end_after_refusal). The refusal is the error.
+      if (ticket->refused()) {
+        auto why = ticket->last_error().value_or(failure{make_error_code(errc::backend_error), {}});
+        ec = why.code;
+        refused = true;
+        message = refused_message(name_, session_->info().ttl, why, true);
+      } else if (ticket->was_absent()) {
+        // Absent at the first try: the entry had been purged or deleted -- it was not this
+        // session's hold any more when it was let go.
         ec = make_error_code(errc::lock_lost);
         message = what() + ": the entry was gone (the lease had ended)";
       } else if (ticket->ended_unconfirmed()) {
@@ -385,9 +408,18 @@ void lock_handle::release(std::error_code& ec) noexcept {
     } else if (session_->state() == session_state::expired) {
       ec = make_error_code(errc::lock_lost);  // the lease ended while we waited
     } else if (session_->state() != session_state::closed) {
-      ec = make_error_code(errc::backend_unavailable);
-      session_->note_unreachable();
-      message = unconfirmed_message(name_, session_->info().ttl, ticket->last_error());
+      auto last = ticket->last_error();
+      if (last && !is_transient(*last)) {
+        // The server answered and refused (a read-only server, say): it is reachable, and
+        // its refusal, not "unreachable", is the error. The removal goes on being retried.
+        ec = last->code;
+        refused = true;
+        message = refused_message(name_, session_->info().ttl, *last, false);
+      } else {
+        ec = make_error_code(errc::backend_unavailable);
+        session_->note_unreachable();
+        message = unconfirmed_message(name_, session_->info().ttl, last);
+      }
     }
   } catch (...) {
     ec = make_error_code(errc::backend_error);

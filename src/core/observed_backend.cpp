@@ -39,6 +39,7 @@ class observed_backend final : public backend_session {
                             steady::time_point deadline) override {
     return timed("remove", [&] { return inner_->remove_until(lock, id, deadline); });
   }
+  bool refusal_is_final(const failure& f) const override { return inner_->refusal_is_final(f); }
   result<void> wait(std::string_view lock, const entry& awaited, steady::time_point deadline,
                     std::stop_token stop) override {
     return timed("wait", [&] { return inner_->wait(lock, awaited, deadline, stop); });

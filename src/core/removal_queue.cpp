@@ -30,6 +30,11 @@ bool removal_ticket::was_absent() const {
   return absent_;
 }
 
+bool removal_ticket::refused() const {
+  std::lock_guard lk(mu_);
+  return refused_;
+}
+
 std::optional<failure> removal_ticket::last_error() const {
   std::lock_guard lk(mu_);
   return last_;
@@ -52,6 +57,15 @@ void removal_ticket::settle(bool absent, bool unconfirmed) {
 void removal_ticket::note(failure f) {
   std::lock_guard lk(mu_);
   last_ = std::move(f);
+}
+
+void removal_ticket::refuse(failure f) {
+  std::lock_guard lk(mu_);
+  if (settled_) return;
+  last_ = std::move(f);
+  settled_ = true;
+  refused_ = true;
+  cv_.notify_all();
 }
 
 std::shared_ptr<removal_ticket> removal_queue::submit(
@@ -86,6 +100,13 @@ std::shared_ptr<removal_ticket> removal_queue::submit(
     if (code == make_error_code(errc::lock_lost) ||
         code == make_error_code(errc::session_expired)) {
       ticket->settle(true);
+      return ticket;
+    }
+    // Refused for good (a ZooKeeper ACL without DELETE): retrying would keep the entry, and
+    // so the lock, for as long as the session lives. The handler ends the session.
+    if (backend_.refusal_is_final(r.error())) {
+      ticket->refuse(r.error());
+      if (on_refused_) on_refused_(r.error(), caller_deadline);
       return ticket;
     }
     // Cut off at the deadline or failed: the entry may still be there. The remover threads
@@ -162,6 +183,14 @@ void removal_queue::remover_loop(std::stop_token stop) {
     }
     if (code == make_error_code(errc::session_closed) || closed_) {
       j.ticket->settle(false);
+      continue;
+    }
+    if (backend_.refusal_is_final(r.error())) {
+      auto f = r.error();
+      j.ticket->refuse(f);
+      lk.unlock();  // the handler closes the session, and with it this queue
+      if (on_refused_) on_refused_(f, std::nullopt);
+      lk.lock();
       continue;
     }
     // Anything else may have left the entry in place: try again soon (job::pace).

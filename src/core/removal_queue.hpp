@@ -8,6 +8,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -34,19 +35,24 @@ class removal_ticket {
   // Settled only because the session's lease ended while retries were still failing: the
   // entry is dead (its lease is over) but its removal was never confirmed.
   bool ended_unconfirmed() const;
-  // The last attempt's failure, for the message of an unconfirmed release.
+  // Settled because the server refused the removal for good (backend_session::
+  // refusal_is_final): the entry stays until the session ends; last_error() says why.
+  bool refused() const;
+  // The last attempt's failure, for the message of an unconfirmed or refused release.
   std::optional<failure> last_error() const;
 
  private:
   friend class removal_queue;
   void settle(bool absent, bool unconfirmed = false);
   void note(failure f);
+  void refuse(failure f);
 
   mutable std::mutex mu_;
   std::condition_variable cv_;
   bool settled_{false};
   bool absent_{false};
   bool unconfirmed_{false};
+  bool refused_{false};
   std::optional<failure> last_;
 };
 
@@ -61,7 +67,14 @@ removal_counts removal_stats() noexcept;
 
 class removal_queue {
  public:
-  explicit removal_queue(backend_session& backend) : backend_(backend) {}
+  // Told of a removal the server refused for good (backend_session::refusal_is_final), on
+  // the thread that saw it, with no lock of the queue held: `caller_deadline` is the time the
+  // caller will wait for the ticket (nullopt on a remover thread: nobody waits there).
+  using refused_handler =
+      std::function<void(const failure&, std::optional<steady::time_point> caller_deadline)>;
+
+  removal_queue(backend_session& backend, refused_handler on_refused)
+      : backend_(backend), on_refused_(std::move(on_refused)) {}
   removal_queue(const removal_queue&) = delete;
   removal_queue& operator=(const removal_queue&) = delete;
 
@@ -70,7 +83,9 @@ class removal_queue {
   // capabilities::bounded_remove; no deadline: the caller will not wait, nothing inline);
   // otherwise, and after a failed first attempt, queued for the remover threads. Every
   // failure that does not prove the entry gone is retried, with capped exponential backoff
-  // from a few milliseconds. Throws if no remover thread can be started.
+  // from a few milliseconds, except a refusal the backend calls final: that settles the
+  // ticket as refused and goes to the refused_handler. Throws if no remover thread can be
+  // started.
   std::shared_ptr<removal_ticket> submit(std::string lock, std::string entry_id,
                                          std::optional<steady::time_point> caller_deadline);
 
@@ -98,6 +113,7 @@ class removal_queue {
   void remover_loop(std::stop_token stop);
 
   backend_session& backend_;
+  refused_handler on_refused_;
   std::mutex mu_;  // guards jobs_, gen_, idle_, closed_, removers_
   std::condition_variable_any cv_;
   std::vector<job> jobs_;

@@ -117,7 +117,10 @@ void session_core::destroy(session_core* p) noexcept {
 }
 
 void session_core::start() {
-  removals_ = std::make_unique<removal_queue>(*backend_);
+  removals_ = std::make_unique<removal_queue>(
+      *backend_, [this](const failure& f, std::optional<steady::time_point> until) {
+        end_after_refusal(f, until);
+      });
   interval_ = options_.keepalive_interval.count() > 0
                   ? options_.keepalive_interval
                   : std::max(info_.ttl / 3, std::chrono::milliseconds{1});
@@ -155,8 +158,14 @@ failure session_core::ended_failure() const {
   if (state_.load() == session_state::closed) {
     return {make_error_code(errc::session_closed), "session to " + url_.redacted + " is closed"};
   }
-  return {make_error_code(errc::session_expired),
-          "session " + info_.id + " to " + url_.redacted + " expired"};
+  std::string why;
+  {
+    std::lock_guard lk(why_mu_);
+    why = ended_why_;
+  }
+  return {make_error_code(errc::session_expired), "session " + info_.id + " to " + url_.redacted +
+                                                      " expired" +
+                                                      (why.empty() ? "" : " (" + why + ")")};
 }
 
 void session_core::add_hold(const std::shared_ptr<hold_core>& h) {
@@ -351,7 +360,36 @@ void session_core::abandon_for_exit() noexcept {
 }
 
 void session_core::close() noexcept {
-  auto bound = backend_unreachable() ? std::chrono::milliseconds{0} : options_.release_timeout;
+  close_within(backend_unreachable() ? std::chrono::milliseconds{0} : options_.release_timeout);
+}
+
+void session_core::end_after_refusal(const failure& why,
+                                     std::optional<steady::time_point> wait_until) noexcept {
+  if (!ended_.stop_requested()) {
+    try {
+      std::string text = why.message +
+                         ": the server refuses to remove this session's entry, which blocks its "
+                         "lock for as long as the session lives; the session is ended (every "
+                         "hold of it is lost) so that the server drops its entries";
+      {
+        std::lock_guard lk(why_mu_);
+        ended_why_ = "ended by dlock: " + why.message + ", refused for good";
+      }
+      emit(options_.observer, [&](observer& o) { o.on_log(log_level::error, text); });
+    } catch (...) {
+    }
+  }
+  // Every hold is told lost before the close lets the server hand its locks on.
+  expire();
+  auto bound = std::chrono::milliseconds{0};
+  if (wait_until) {
+    bound =
+        std::max(bound, std::chrono::ceil<std::chrono::milliseconds>(*wait_until - steady::now()));
+  }
+  close_within(bound);
+}
+
+void session_core::close_within(std::chrono::milliseconds bound) noexcept {
   if (!begin_close()) return;
   auto self = weak_from_this().lock();
   if (!self) {

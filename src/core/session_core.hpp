@@ -84,10 +84,18 @@ class session_core : public std::enable_shared_from_this<session_core> {
   // (not at all when it is already known unreachable); the rest goes on in the background.
   void close() noexcept;
 
+  // The server refused the removal of one of this session's entries for good
+  // (backend_session::refusal_is_final): the entry would block its lock for as long as the
+  // session lives. Ends the session as expired -- every hold told lost, waiters fail with
+  // session_expired naming `why` -- then closes the backend, which makes the server drop the
+  // session's entries; waits for that until `wait_until` at most (nullopt: not at all).
+  void end_after_refusal(const failure& why, std::optional<steady::time_point> wait_until) noexcept;
+
  private:
   session_core(url u, session_options o, session_info info);
   static void destroy(session_core* p) noexcept;
   static void run_bounded(std::chrono::milliseconds bound, std::function<void()> job) noexcept;
+  void close_within(std::chrono::milliseconds bound) noexcept;
   bool begin_close() noexcept;
   void finish_close() noexcept;
   bool backend_unreachable() noexcept;
@@ -111,6 +119,8 @@ class session_core : public std::enable_shared_from_this<session_core> {
   std::atomic<std::uint64_t> entry_counter_{0};
   std::atomic<std::uint64_t> wakeup_listings_{0};
   std::stop_source ended_;
+  mutable std::mutex why_mu_;
+  std::string ended_why_;  // why the engine itself ended the session (end_after_refusal)
 
   // Created with the backend session; destroyed before it (declared after it).
   std::unique_ptr<removal_queue> removals_;

@@ -100,6 +100,75 @@ TEST(zk_failure, our_own_releases_are_not_taken_for_deletions_by_others) {
   EXPECT_EQ(s.state(), dlock::session_state::live);
 }
 
+// The lock node's ACL set to anything but DELETE (an operator's setAcl, a tidy-up script):
+// ZooKeeper checks a delete against the parent's ACL, so the holder's delete is refused with
+// ZNOAUTH. That is a refusal, not an unreachable server: unlock reports it, and since only
+// the session's end removes the node, the session is ended (its other holds told lost) and
+// the waiter is granted at once, not after the session timeout (nor never: the session would
+// have gone on renewing).
+TEST(zk_failure, a_release_the_server_refuses_is_reported_and_the_session_ended_to_free_it) {
+  const auto name = "refused/" + random_suffix();
+  const auto other = "refused-other/" + random_suffix();
+  const auto timeout = 20s;
+  raw_zk raw(shared_zk().hosts());
+  auto holder_s = dlock::session::open(zk_url(timeout));
+  dlock::mutex holder(holder_s, name);
+  holder.lock();
+  dlock::mutex also_held(holder_s, other);
+  also_held.lock();
+  auto other_hold = also_held.current_hold();
+
+  auto waiter_s = dlock::session::open(zk_url(timeout));
+  std::atomic<bool> granted{false}, let_go{false};
+  clock::time_point granted_at{};
+  std::error_code waiter_unlock;
+  std::jthread waiter([&] {
+    dlock::mutex m(waiter_s, name);
+    if (!m.try_lock_for(timeout + 10s)) return;
+    granted_at = clock::now();
+    granted = true;
+    poll_until([&] { return let_go.load(); }, 60s);  // its release too needs the ACL back
+    m.unlock(waiter_unlock);
+  });
+  ASSERT_TRUE(wait_for_entries(raw, name, 2));
+
+  // Everything but DELETE, for everyone.
+  struct Id anyone = {const_cast<char*>("world"), const_cast<char*>("anyone")};
+  struct ACL no_delete_acl[] = {{ZOO_PERM_ALL & ~ZOO_PERM_DELETE, anyone}};
+  struct ACL_vector no_delete = {1, no_delete_acl};
+  ASSERT_EQ(zoo_set_acl(raw.zh(), lock_node(name).c_str(), -1, &no_delete), ZOK);
+
+  std::error_code ec;
+  const auto released_at = clock::now();
+  holder.unlock(ec);
+  const auto what = dlock::last_error_message();
+  EXPECT_EQ(ec, dlock::errc::permission_denied) << ec.message() << ": " << what;
+  EXPECT_NE(what.find(lock_node(name) + "/"), std::string::npos) << what;  // names the node
+  EXPECT_NE(what.find("refused"), std::string::npos) << what;
+  EXPECT_EQ(what.find("unreachable"), std::string::npos) << what;
+
+  // The session was ended for it: its other hold is told lost, the waiter granted well
+  // before the session timeout.
+  EXPECT_EQ(holder_s.state(), dlock::session_state::expired);
+  EXPECT_TRUE(other_hold.lost_token().stop_requested());
+  EXPECT_FALSE(other_hold.is_held());
+  EXPECT_TRUE(poll_until([&] { return granted.load(); }, 5s))
+      << "the waiter was not granted within 5 s of the refused release (session timeout "
+      << std::chrono::duration_cast<std::chrono::seconds>(timeout).count() << " s)";
+  if (granted) {
+    EXPECT_LT(granted_at - released_at, 5s);
+  }
+
+  ASSERT_EQ(zoo_set_acl(raw.zh(), lock_node(name).c_str(), -1, &ZOO_OPEN_ACL_UNSAFE), ZOK);
+  let_go = true;
+  waiter.join();
+  EXPECT_FALSE(waiter_unlock) << waiter_unlock.message();
+  also_held.unlock(ec);
+  EXPECT_EQ(ec, dlock::errc::lock_lost);
+  EXPECT_TRUE(wait_for_entries(raw, name, 0, 5s));
+  EXPECT_TRUE(wait_for_entries(raw, other, 0, 5s));
+}
+
 TEST(zk_failure, expired_waiter_fails_and_the_release_grants_the_next_live_waiter) {
   const auto name = "expire/" + random_suffix();
   raw_zk raw(shared_zk().hosts());

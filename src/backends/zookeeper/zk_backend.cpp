@@ -137,6 +137,15 @@ class zk_session final : public backend_session {
     return nodes_.remove_entry(nodes_.lock_path(lock), std::string(entry_id), deadline);
   }
 
+  // A delete the server refused for lack of permission (ZNOAUTH: the lock node's ACL lacks
+  // DELETE for this client) stays refused until an operator changes the ACL, while the
+  // ephemeral node blocks the lock for as long as the session lives. Only the session's end
+  // removes it, and needs no permission: the engine ends the session. Connection loss and
+  // timeouts keep being retried; so does anything else the server says (a throttled request).
+  bool refusal_is_final(const failure& f) const override {
+    return f.code == make_error_code(errc::permission_denied);
+  }
+
   result<void> wait(std::string_view lock, const entry& awaited, steady::time_point deadline,
                     std::stop_token stop) override {
     auto r = wait_knowing(lock, awaited, deadline, std::move(stop));
