@@ -43,7 +43,7 @@ class Servers:
         self.base = base
         self.procs = {}
         self.ports = {}
-        for k in ("redis", "zk", "pg", "mysql", "etcd", "etcd_peer"):
+        for k in ("redis", "redis2", "redis3", "zk", "pg", "mysql", "etcd", "etcd_peer"):
             while (p := free_port()) in self.ports.values():
                 pass
             self.ports[k] = p
@@ -77,6 +77,13 @@ class Servers:
                                  "--dir", f"{b}/redis", "--save", "", "--appendonly", "no"])
             self.wait("redis", lambda: run(["redis-cli", "-p", str(p["redis"]), "ping"], 2)[1]
                       .strip() == "PONG")
+            # Redlock's other two masters (the first is the one above).
+            for name in ("redis2", "redis3"):
+                os.makedirs(f"{b}/{name}")
+                self.spawn(name, ["redis-server", "--bind", "127.0.0.1", "--port", str(p[name]),
+                                  "--dir", f"{b}/{name}", "--save", "", "--appendonly", "no"])
+                self.wait(name, lambda n=name: run(["redis-cli", "-p", str(p[n]), "ping"], 2)[1]
+                          .strip() == "PONG")
         if os.path.exists("/usr/share/java/zookeeper.jar"):
             os.makedirs(f"{b}/zk/data")
             with open(f"{b}/zk/zoo.cfg", "w") as f:

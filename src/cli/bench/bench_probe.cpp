@@ -130,6 +130,8 @@ backend_probe::backend_probe(std::string url) {
   auto colon = authority.rfind(':');
   host_ = authority.substr(0, colon);
   if (colon != std::string::npos) port_ = std::atoi(authority.c_str() + colon + 1);
+  // Redlock: its first master (every master serves each request once).
+  if (scheme_ == "redlock") scheme_ = "redis";
   if (port_ == 0) {
     port_ = scheme_ == "redis" ? 6379 : scheme_ == "zk" ? 2181 : scheme_ == "etcd" ? 2379 : 0;
   }
