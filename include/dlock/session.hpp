@@ -28,7 +28,10 @@ class basic_lock;
 struct retry_policy {
   std::chrono::milliseconds base_delay{10};   ///< first backoff cap
   std::chrono::milliseconds max_delay{1000};  ///< backoff never exceeds this
-  int max_attempts{8};                        ///< retries per operation; 0 = fail at once
+  /// Retries per operation; 0 = fail at once. A waiter's listing (an acquire queued behind a
+  /// holder) is not bounded by it: retried until the acquire's deadline or the session's end,
+  /// so a waiter rides out an outage shorter than its lease, as the renewals do.
+  int max_attempts{8};
 };
 
 /// Options of a session; an aggregate for designated initializers:

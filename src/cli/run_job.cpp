@@ -310,14 +310,16 @@ int run_reported(const run_options& o, run_report& rep) {
     // while CMD still ran, so the run is a lost one, as if the renewal had noticed in time.
     lost = true;
     status = exit_lock_lost;
+    // m.held() names what was held: "lock 'NAME'", "leadership of election 'NAME'" (as
+    // docs/cli.md promises for elect), "a permit of semaphore 'NAME'".
     print_error(held_when_cmd_ended
-                    ? "'" + o.name +
-                          "' was gone when dlock released it, before its lease would have ended "
+                    ? m.held() +
+                          " was gone when dlock released it, before its lease would have ended "
                           "(an operator's unlock --force, or the server ended the session): "
                           "another owner may have been granted it while CMD ran"
-                    : "'" + o.name +
-                          "' was lost while CMD ran (its lease had ended when CMD did; was dlock "
-                          "stopped?): another owner may have been granted it meanwhile");
+                    : m.held() + " lost while '" + o.command[0] +
+                          "' ran (its lease had ended when CMD did; was dlock stopped?): another "
+                          "owner may have been granted it meanwhile");
   }
   rep.held = std::chrono::steady_clock::now() - spec.granted_at;
   rep.outcome = lost ? run_outcome::lost : run_outcome::ran;

@@ -27,4 +27,22 @@ auto with_retry(const retry_policy& policy, std::chrono::steady_clock::time_poin
   }
 }
 
+// As with_retry up to the policy's attempts; past them, a transient failure is retried on
+// until `patience` (not `deadline`) passes: a waiter rides out an outage as its session's
+// renewals do. `deadline` lets the policy's attempts run past `patience` (a request begun
+// at a waiter's deadline still finishes); stop ends the retries at once -- a waiter's stop
+// includes its session's end (expired or closed), so an outage longer than the lease still
+// ends the wait within the lease.
+template <class F>
+auto with_patient_retry(const retry_policy& policy, std::chrono::steady_clock::time_point deadline,
+                        std::chrono::steady_clock::time_point patience, std::stop_token stop, F&& f)
+    -> decltype(f()) {
+  for (int attempt = 0;; attempt = attempt < 64 ? attempt + 1 : attempt) {
+    auto r = f();
+    if (r || !is_transient(r.error())) return r;
+    if (!backoff_sleep(policy, attempt, attempt < policy.max_attempts ? deadline : patience, stop))
+      return r;
+  }
+}
+
 }  // namespace dlock::detail

@@ -3,9 +3,11 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 
+#include <atomic>
 #include <dlock/dlock.hpp>
 #include <thread>
 
+#include "support/poll.hpp"
 #include "support/process.hpp"
 #include "support/redis_server.hpp"
 
@@ -172,6 +174,112 @@ TEST(redis_faults, script_flush_and_restarts_between_calls_do_not_break_acquire_
   dlock::mutex f(fresh, "x");
   f.lock();
   f.unlock(ec);
+  EXPECT_FALSE(ec) << ec.message();
+}
+
+// A tester's report (2026-12-05): a waiter (`dlock run -w 60s`) gave up with
+// backend_unavailable (exit 69) after about 1.2 s of refused connections -- the retries of one
+// listing -- while the holder, with the same TTL, kept its lock through the same outage. A
+// waiter rides out an outage shorter than its lease as a holder does, and is granted once the
+// holder lets go. 3 s down: past the longest a listing's retries take (about 2.3 s).
+TEST(redis_faults, a_waiter_rides_out_a_restart_shorter_than_its_lease) {
+  redis_server srv;
+  const std::string prefix = "rw:";
+  const auto url = "redis://" + srv.address() + "?ttl=15s&prefix=" + prefix;
+  auto holder_s = dlock::session::open(url);
+  dlock::mutex held(holder_s, "job");
+  held.lock();
+  auto waiter_s = dlock::session::open(url);
+  dlock::mutex waiter(waiter_s, "job");
+  std::atomic<bool> returned{false};
+  bool granted = false;
+  std::error_code wait_ec;
+  std::string why;  // last_error_message() is the waiting thread's
+  std::jthread wait([&] {
+    granted = waiter.try_lock_until(std::chrono::steady_clock::now() + 60s, {}, wait_ec);
+    if (!granted) why = dlock::last_error_message();
+    returned = true;
+  });
+  ASSERT_TRUE(poll_until([&] { return srv.entry_ids(prefix, "job").size() == 2; }, 10s))
+      << "the waiter never queued";
+  std::this_thread::sleep_for(200ms);  // blocked on its wake list by now
+
+  srv.stop(true);  // SHUTDOWN SAVE: connections refused until start()
+  std::this_thread::sleep_for(3s);
+  EXPECT_FALSE(returned) << "the waiter gave up during the outage";
+  srv.start();
+  std::this_thread::sleep_for(1s);
+  EXPECT_FALSE(returned) << "the waiter returned while the lock was still held: "
+                         << wait_ec.message();
+
+  std::error_code ec;
+  held.unlock(ec);
+  EXPECT_FALSE(ec) << ec.message();
+  wait.join();
+  EXPECT_TRUE(granted) << "not granted after the holder let go: " << wait_ec.message() << " ("
+                       << why << ")";
+  EXPECT_EQ(waiter_s.state(), dlock::session_state::live);
+  if (granted) {
+    EXPECT_GT(waiter.token().value, 0u);
+    waiter.unlock(ec);
+    EXPECT_FALSE(ec) << ec.message();
+  }
+}
+
+// An outage longer than the waiters can give it: one whose deadline passes during it times out
+// (`dlock run -w` exits 75), one whose lease ends during it is told its session expired;
+// neither waits for the server to come back, nor is reported merely unreachable.
+TEST(redis_faults, a_waiter_in_an_outage_ends_with_its_deadline_or_its_lease) {
+  using clock = std::chrono::steady_clock;
+  redis_server srv;
+  const std::string prefix = "re:";
+  const auto url = "redis://" + srv.address() + "?prefix=" + prefix + "&ttl=";
+  auto holder_s = dlock::session::open(url + "15s");
+  dlock::mutex held(holder_s, "job");
+  held.lock();
+  struct waiter {
+    dlock::session session;
+    dlock::mutex lock;
+    clock::time_point deadline;
+    std::atomic<bool> returned{false};
+    std::error_code ec;
+    clock::time_point at{};
+    waiter(const std::string& url, clock::time_point d)
+        : session(dlock::session::open(url)), lock(session, "job"), deadline(d) {}
+  };
+  waiter timed(url + "15s", clock::now() + 4s), expiring(url + "2s", clock::now() + 60s);
+  auto wait_in = [](waiter& w) {
+    return std::jthread([&w] {
+      (void)w.lock.try_lock_until(w.deadline, {}, w.ec);
+      w.at = clock::now();
+      w.returned = true;
+    });
+  };
+  auto t1 = wait_in(timed), t2 = wait_in(expiring);
+  ASSERT_TRUE(poll_until([&] { return srv.entry_ids(prefix, "job").size() == 3; }, 3s))
+      << "the waiters never queued";
+  std::this_thread::sleep_for(200ms);
+
+  srv.stop(true);  // down for 6 s: past the timed waiter's deadline and the other's 2 s lease
+  const auto down = clock::now();
+  poll_until([&] { return timed.returned && expiring.returned; }, 6s);
+  const bool both_returned = timed.returned && expiring.returned;
+  srv.start();
+  t1.join();
+  t2.join();
+  EXPECT_TRUE(both_returned) << "a waiter waited on past its deadline or its lease";
+  EXPECT_EQ(timed.ec, dlock::errc::timed_out) << timed.ec.message();
+  auto ms = [](clock::duration d) {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(d).count();
+  };
+  // Past its deadline by (ms): not before it, and not long after.
+  EXPECT_GE(ms(timed.at - timed.deadline), 0);
+  EXPECT_LT(ms(timed.at - timed.deadline), 3000);
+  EXPECT_EQ(expiring.ec, dlock::errc::session_expired) << expiring.ec.message();
+  EXPECT_LT(ms(expiring.at - down), 4000) << "told long after its 2 s lease ended";
+  EXPECT_EQ(expiring.session.state(), dlock::session_state::expired);
+  std::error_code ec;
+  held.unlock(ec);
   EXPECT_FALSE(ec) << ec.message();
 }
 
