@@ -9,8 +9,11 @@
 #include <dlock/dlock.hpp>
 #include <thread>
 
+#include "etcd/etcd_env.hpp"
 #include "support/etcd_server.hpp"
+#include "support/net.hpp"
 #include "support/poll.hpp"
+#include "support/tcp_proxy.hpp"
 
 namespace dlock::test {
 namespace {
@@ -61,6 +64,23 @@ TEST(etcd_reconnect, a_holder_keeps_its_hold_through_a_member_restart_and_releas
   EXPECT_FALSE(ec) << ec.message();
   EXPECT_LT(took, 1s) << "the release took " << ms(took) << " ms";
   EXPECT_TRUE(member.keys("rc/l/").empty()) << "the released key is still there";
+}
+
+// A member 300 ms of round trip away (the proxy holds every chunk 150 ms each way): a connection
+// attempt needs TCP, the HTTP/2 preface and the server's SETTINGS, more than the 100-250 ms that
+// gRPC gave it while GRPC_ARG_MIN_RECONNECT_BACKOFF_MS (its minimum connect timeout) was 100 ms.
+TEST(etcd_reconnect, a_member_behind_a_slow_link_is_reached) {
+  tcp_proxy px(shared_etcd().port());
+  px.delay(150ms);
+  dlock::session_options o;
+  o.request_timeout = 5s;
+  const auto t0 = clock::now();
+  auto s = dlock::session::open(
+      "etcd://127.0.0.1:" + std::to_string(px.port()) + "/sl" + random_suffix() + "?ttl=10s", o);
+  dlock::mutex m(s, "l");
+  EXPECT_TRUE(m.try_lock_for(5s));
+  m.unlock();
+  std::printf("open, lock and unlock over the slow link: %lld ms\n", ms(clock::now() - t0));
 }
 
 }  // namespace
