@@ -136,6 +136,20 @@ TEST(EtcdHostNames, SeveralMembersByName) {
   EXPECT_NE(what.find("no-such-host.invalid"), std::string::npos) << what;
 }
 
+// Listed after a member that resolves (to IPv4 only, or by name), the name that does not is the
+// one named: the IPv6 pass used to report the first member for lacking an IPv6 address.
+TEST(EtcdHostNames, TheMemberThatDoesNotResolveIsNamedWhereverItIsListed) {
+  for (const std::string first : {"127.0.0.1", "localhost"}) {
+    std::string what;
+    EXPECT_EQ(open_error("etcd://" + first + ":2379,no-such-host.invalid:2379", &what),
+              make_error_code(errc::backend_unavailable))
+        << what;
+    EXPECT_NE(what.find("member 'no-such-host.invalid' does not resolve"), std::string::npos)
+        << what;
+    EXPECT_EQ(what.find("'" + first + "'"), std::string::npos) << what;
+  }
+}
+
 TEST(EtcdHostNames, TlsWithSeveralMembersByName) {
   const auto dead = free_port();
   const std::string url = "etcds://localhost:" + std::to_string(tls_server().port()) +
