@@ -150,6 +150,26 @@ TEST(EtcdHostNames, TheMemberThatDoesNotResolveIsNamedWhereverItIsListed) {
   }
 }
 
+// `dlock unlock --force` on etcd is refused (69, nothing changed) with etcd's own reason and
+// what to do instead, not ZooKeeper's or the advisory modes' (a tester's report).
+TEST(EtcdCli, UnlockForceIsRefusedWithEtcdsOwnReason) {
+  auto& plain = shared_etcd();
+  const auto url = "etcd://" + plain.address() + "/uf" + random_suffix();
+  cli_sandbox box;
+  auto holder = box.start({"run", "job", "--url", url, "--", "sh", "-c", "echo held; sleep 60"});
+  ASSERT_TRUE(holder.wait_for_line("held", 30s));
+  auto r = box.run({"unlock", "job", "--url", url, "--force", "--yes"}, 20s);
+  EXPECT_EQ(r.status, 69) << r.output;
+  EXPECT_NE(r.output.find("cannot end another client's session"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("etcd lease"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("etcdctl lease revoke"), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("ZooKeeper"), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("advisory"), std::string::npos) << r.output;
+  EXPECT_EQ(box.run({"status", "job", "--url", url}, 20s).status, 0) << "a refusal changed things";
+  holder.signal(SIGTERM);
+  EXPECT_TRUE(holder.wait(30s).has_value());
+}
+
 TEST(EtcdHostNames, TlsWithSeveralMembersByName) {
   const auto dead = free_port();
   const std::string url = "etcds://localhost:" + std::to_string(tls_server().port()) +
