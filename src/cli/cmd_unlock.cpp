@@ -56,12 +56,11 @@ int unlock(const unlock_options& o) {
   }
   auto session = open_session(where, {.description = "dlock unlock --force"});
   try {
-    if (!session.capabilities().ends_other_sessions) {
-      throw cli_error(exit_unavailable,
-                      session.url() +
-                          " cannot end another client's session (a ZooKeeper session ends only "
-                          "by its own client or its timeout; in mode=advisory the lock belongs "
-                          "to a server connection): stop the holder's process");
+    if (const auto caps = session.capabilities(); !caps.ends_other_sessions) {
+      const auto why = caps.no_ending_others_because;
+      throw cli_error(exit_unavailable, session.url() + " cannot end another client's session: " +
+                                            (why.empty() ? std::string("stop the holder's process")
+                                                         : std::string(why)));
     }
     auto parts = split_queue(dlock::inspect(session, o.name));
     if (parts.holders.empty()) {

@@ -63,10 +63,12 @@ std::vector<queue_entry> force_unlock(const session& s, std::string_view name) {
   };
   if (!s) refuse(errc::invalid_argument, "empty session");
   if (auto v = detail::validate_lock_name(name); !v) detail::raise(v.error(), "dlock");
-  if (!s.capabilities().ends_other_sessions) {
-    refuse(errc::unsupported, s.url() +
-                                  " cannot end another client's session (see its capabilities); "
-                                  "end the holder's process or wait for its lease");
+  if (const auto caps = s.capabilities(); !caps.ends_other_sessions) {
+    const auto why = caps.no_ending_others_because;
+    refuse(errc::unsupported,
+           s.url() + " cannot end another client's session: " +
+               (why.empty() ? std::string("end the holder's process or wait for its lease")
+                            : std::string(why)));
   }
   auto& core = *s.core();
   if (core.options().observe_only) refuse(errc::invalid_argument, "this session only observes");

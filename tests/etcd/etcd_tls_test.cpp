@@ -136,6 +136,40 @@ TEST(EtcdHostNames, SeveralMembersByName) {
   EXPECT_NE(what.find("no-such-host.invalid"), std::string::npos) << what;
 }
 
+// Listed after a member that resolves (to IPv4 only, or by name), the name that does not is the
+// one named: the IPv6 pass used to report the first member for lacking an IPv6 address.
+TEST(EtcdHostNames, TheMemberThatDoesNotResolveIsNamedWhereverItIsListed) {
+  for (const std::string first : {"127.0.0.1", "localhost"}) {
+    std::string what;
+    EXPECT_EQ(open_error("etcd://" + first + ":2379,no-such-host.invalid:2379", &what),
+              make_error_code(errc::backend_unavailable))
+        << what;
+    EXPECT_NE(what.find("member 'no-such-host.invalid' does not resolve"), std::string::npos)
+        << what;
+    EXPECT_EQ(what.find("'" + first + "'"), std::string::npos) << what;
+  }
+}
+
+// `dlock unlock --force` on etcd is refused (69, nothing changed) with etcd's own reason and
+// what to do instead, not ZooKeeper's or the advisory modes' (a tester's report).
+TEST(EtcdCli, UnlockForceIsRefusedWithEtcdsOwnReason) {
+  auto& plain = shared_etcd();
+  const auto url = "etcd://" + plain.address() + "/uf" + random_suffix();
+  cli_sandbox box;
+  auto holder = box.start({"run", "job", "--url", url, "--", "sh", "-c", "echo held; sleep 60"});
+  ASSERT_TRUE(holder.wait_for_line("held", 30s));
+  auto r = box.run({"unlock", "job", "--url", url, "--force", "--yes"}, 20s);
+  EXPECT_EQ(r.status, 69) << r.output;
+  EXPECT_NE(r.output.find("cannot end another client's session"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("etcd lease"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("etcdctl lease revoke"), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("ZooKeeper"), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("advisory"), std::string::npos) << r.output;
+  EXPECT_EQ(box.run({"status", "job", "--url", url}, 20s).status, 0) << "a refusal changed things";
+  holder.signal(SIGTERM);
+  EXPECT_TRUE(holder.wait(30s).has_value());
+}
+
 TEST(EtcdHostNames, TlsWithSeveralMembersByName) {
   const auto dead = free_port();
   const std::string url = "etcds://localhost:" + std::to_string(tls_server().port()) +

@@ -57,7 +57,11 @@ class etcd_session final : public backend_session {
             .durable_tokens = true,
             .bounded_remove = true,
             .permits = true,
-            .values = true};
+            .values = true,
+            .no_ending_others_because =
+                "dlock does not revoke another client's etcd lease (not implemented): stop the "
+                "holder's process, or `etcdctl lease revoke ID`, ID being the hex after the "
+                "last '/' of the holder's key (`etcdctl get --prefix --keys-only NAME/`)"};
   }
 
   // One read first: opening reaches no member when no lease is taken (an observer, doctor), so

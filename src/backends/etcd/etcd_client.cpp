@@ -71,6 +71,7 @@ class grpc_client final : public client {
     pb::AuthenticateResponse resp;
     grpc::ClientContext ctx;
     ctx.set_deadline(wall_deadline(steady::now() + timeout_));
+    ride_out_reconnects(ctx);
     if (auto reg = track(&ctx, false); !reg) return fail(reg.error());
     auto st = auth_->Authenticate(&ctx, req, &resp);
     untrack(&ctx);
@@ -135,6 +136,7 @@ class grpc_client final : public client {
                                         steady::time_point until) {
     grpc::ClientContext ctx;
     ctx.set_deadline(wall_deadline(until));
+    ride_out_reconnects(ctx);
     auto reg = track(&ctx);
     if (!reg) return fail(reg.error());
     auto stream = lease_->LeaseKeepAlive(&ctx);
@@ -279,6 +281,7 @@ class grpc_client final : public client {
     for (int attempt = 0;; ++attempt) {
       grpc::ClientContext ctx;
       ctx.set_deadline(wall_deadline(deadline));
+      ride_out_reconnects(ctx);
       auto reg = track(&ctx);
       if (!reg) return fail(reg.error());
       auto st = call(&ctx);
@@ -298,6 +301,24 @@ class grpc_client final : public client {
   // A watch the server ended for a refused token: log in again for the calls that follow.
   void renew_if_stale(const grpc::Status& st, const std::string& sent) {
     if (!cfg_.user.empty() && stale_token(st)) (void)log_in(sent);
+  }
+
+  // Once a call of this client has succeeded (the member, TLS and the user are right), a call
+  // waits for the channel to be ready, up to its deadline, instead of failing at once.
+  //
+  // Why: after a failed connection attempt pick_first keeps the channel in TRANSIENT_FAILURE
+  // until one succeeds, and a call without wait_for_ready then fails at once without polling.
+  // gRPC's synchronous API has no thread of its own reading sockets: a connection attempt
+  // progresses only while some call polls the channel (gRPC's backup poller runs only every
+  // few seconds). So after 2-3 s of "connection refused" (a member restarting, a proxy gone and
+  // back) every reconnect ran out unseen ("tcp handshaker shutdown"), each keep-alive and release
+  // failed at once, and the holder was told lost at its TTL with the member long back (a
+  // tester's report; etcd_reconnect_test.cpp). A waiting call polls: the attempt in progress
+  // completes and the call goes through as soon as the member answers. Before the first
+  // success calls still fail fast, so a member that is down, a TLS refusal or a wrong user
+  // are reported at open with gRPC's own words (etcd_channel.hpp).
+  void ride_out_reconnects(grpc::ClientContext& ctx) const {
+    ctx.set_wait_for_ready(answered_.load());
   }
 
   failure failed(const grpc::Status& st, std::string_view what) {

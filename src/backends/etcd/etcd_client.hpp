@@ -2,7 +2,9 @@
 // The etcd v3 calls the backend makes, over one gRPC channel, with plain C++ types: the only
 // interface to the generated code (etcd_rpc.proto), whose headers stay in etcd_client.cpp.
 //
-// Every call has a deadline (request_timeout) and can be cut off by close(). gRPC statuses map
+// Every call has a deadline (request_timeout) and can be cut off by close(). Once a call has
+// succeeded, calls wait through a reconnect (gRPC's wait_for_ready) up to that deadline instead
+// of failing at once while the channel is in TRANSIENT_FAILURE. gRPC statuses map
 // to dlock's errors as etcd_channel.hpp says (unavailable, session_expired, permission_denied
 // for refused log-ins and TLS handshakes). With a user in the URL, open() logs in (Auth
 // Authenticate) and every call carries the token; a token the server refuses later is

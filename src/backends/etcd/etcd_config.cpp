@@ -49,7 +49,8 @@ result<std::string> read_pem(const std::string& where, std::string_view param,
   return pem;
 }
 
-// The addresses of one member, of one family (AF_INET or AF_INET6), as gRPC target entries.
+// The addresses of one member, of one family (AF_INET or AF_INET6), as gRPC target entries;
+// AF_UNSPEC only checks that it resolves (no entries).
 result<std::vector<std::string>> resolve(const std::string& where, const std::string& host,
                                          const std::string& port, int family) {
   addrinfo hints{};
@@ -62,7 +63,7 @@ result<std::vector<std::string>> resolve(const std::string& where, const std::st
                 where + "member '" + host + "' does not resolve: " + gai_strerror(rc));
   }
   std::vector<std::string> out;
-  for (auto* a = res; a != nullptr; a = a->ai_next) {
+  for (auto* a = family == AF_UNSPEC ? nullptr : res; a != nullptr; a = a->ai_next) {
     char text[INET6_ADDRSTRLEN] = {};
     const void* src =
         family == AF_INET
@@ -81,12 +82,16 @@ result<std::vector<std::string>> resolve(const std::string& where, const std::st
 // are resolved here, once, into an ipv4: (else ipv6:) address list that gRPC fails over in.
 result<std::string> resolve_members(const std::string& where, const url& u) {
   auto port = [](const host_port& h) { return std::to_string(h.port != 0 ? h.port : 2379); };
+  // First whether each member resolves at all, of any family: a name that does not is the one
+  // to report, not a member that merely lacks an IPv6 address (the second pass below).
+  for (const auto& h : u.hosts) {
+    if (auto a = resolve(where, h.host, port(h), AF_UNSPEC); !a) return fail(a.error());
+  }
   for (int family : {AF_INET, AF_INET6}) {
     std::string target = family == AF_INET ? "ipv4:" : "ipv6:";
     bool all = true;
     for (const auto& h : u.hosts) {
       auto a = resolve(where, h.host, port(h), family);
-      if (!a && family == AF_INET6) return fail(a.error());
       if (!a || a->empty()) {
         all = false;
         break;

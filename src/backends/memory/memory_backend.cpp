@@ -20,6 +20,7 @@ class memory_session final : public backend_session {
     capabilities c{reach::process, /*push_wakeups=*/true, /*durable_tokens=*/false};
     c.permits = true;
     c.values = true;
+    c.no_ending_others_because = "memory:// locks live in one process: end the holder there";
     return c;
   }
 

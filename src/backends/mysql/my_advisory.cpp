@@ -88,7 +88,10 @@ class advisory_session final : public advisory_session_base<conn, std::string, p
             .durable_tokens = true,
             .fifo = false,
             .shared_locks = false,
-            .lists_names = false};
+            .lists_names = false,
+            .no_ending_others_because =
+                "in mode=advisory the lock belongs to the server connection that took it: stop "
+                "the holder's process, or KILL its connection on the server"};
   }
 
   // On a connection of its own: this session's connection is watched between requests.

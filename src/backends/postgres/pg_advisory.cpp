@@ -43,7 +43,10 @@ class advisory_session final : public advisory_session_base<conn, statement, std
             .push_wakeups = true,
             .durable_tokens = true,
             .fifo = false,
-            .lists_names = false};
+            .lists_names = false,
+            .no_ending_others_because =
+                "in mode=advisory the lock belongs to the server connection that took it: stop "
+                "the holder's process, or pg_terminate_backend() its connection on the server"};
   }
 
   // Advisory locks belong to the server process that took them, and the lease is this

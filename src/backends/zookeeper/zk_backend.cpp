@@ -59,7 +59,10 @@ class zk_session final : public backend_session {
             .durable_tokens = true,
             .bounded_remove = true,
             .permits = true,
-            .values = true};
+            .values = true,
+            .no_ending_others_because =
+                "a ZooKeeper session ends only by its own client or its timeout: stop the "
+                "holder's process"};
   }
 
   std::optional<std::chrono::milliseconds> granted_ttl() const override {
