@@ -30,7 +30,7 @@ b="$src/src/backends"
 # (or, for SQLite, the shared database file) may send back.
 declare -A extra=(
   [url]="" [name]="" [duration]=""
-  [redis_reply]="$b/redis/redis_scripts.cpp $b/redis/redis_conn.cpp $b/redis/redis_dial.cpp $b/redis/redis_merge.cpp
+  [redis_reply]="$b/redis/redis_scripts.cpp $b/redis/redis_queue_reply.cpp $b/redis/redis_conn.cpp $b/redis/redis_dial.cpp $b/redis/redis_merge.cpp
                  $src/src/core/verdict.cpp"
   [zk_children]="$b/zookeeper/zk_names.cpp $b/zookeeper/zk_queue.cpp $b/zookeeper/zk_value.cpp
                  $src/src/core/verdict.cpp"
