@@ -172,7 +172,7 @@ end
 if n == 0 and add_id == '' then
   redis.call('DEL', h)  -- the queue emptied: the lock is free again
 end
--- Position (1-based) of each id asked about, read from the listing only for the few asked.
+-- An entry's position (1-based): for the entry this call adds, placed by its score.
 local function place_of(id)
   local r = redis.call('ZRANK', q, id)
   return r and r + 1
