@@ -18,6 +18,32 @@ std::optional<std::uint64_t> to_u64(std::string_view s) {
   return v;
 }
 
+// Splits "a|b|...|rest" into `out` (its last field keeps any further '|': an owner may hold
+// them); false if there are fewer fields.
+template <std::size_t N>
+bool split_fields(std::string_view text, std::string_view (&out)[N]) {
+  for (std::size_t k = 0; k + 1 < N; ++k) {
+    auto bar = text.find('|');
+    if (bar == std::string_view::npos) return false;
+    out[k] = text.substr(0, bar);
+    text.remove_prefix(bar + 1);
+  }
+  out[N - 1] = text;
+  return true;
+}
+
+// The stored fields both reply shapes carry: kind letter, session, creation time, grant.
+void set_stored(node_entry& ne, std::string_view kind, std::string_view session,
+                std::string_view created, std::string_view grant) {
+  // 'p' (permit) and 'e' (candidate) are exclusive here: the engine reads them from ids.
+  ne.e.kind = kind == "s" ? entry_kind::shared : entry_kind::exclusive;
+  ne.session = std::string(session);
+  if (auto ms = to_u64(created); ms && *ms <= INT64_MAX) {
+    ne.e.since = unix_ms_time(static_cast<std::int64_t>(*ms));
+  }
+  if (auto g = to_u64(grant)) ne.grant = *g;
+}
+
 // A whole-queue listing, {4, counter, {id, score}..., {meta}..., {session, ttl}...,
 // {candidate id, "version|value"}...} (queue_text), into v; false if it has the wrong shape.
 bool parse_listing(const redisReply* r, node_view& v) {
@@ -47,25 +73,13 @@ bool parse_listing(const redisReply* r, node_view& v) {
     // "kind|session|created|grant|owner" (the owner may hold '|').
     std::string_view meta = reply_text(metas->element[i]);
     std::string_view field[5];
-    for (std::size_t k = 0; k < 4; ++k) {
-      auto bar = meta.find('|');
-      if (bar == std::string_view::npos) return false;
-      field[k] = meta.substr(0, bar);
-      meta.remove_prefix(bar + 1);
-    }
-    field[4] = meta;
+    if (!split_fields(meta, field)) return false;
     node_entry ne;
     ne.e.id = std::string(reply_text(pairs->element[2 * i]));
     auto token = to_u64(reply_text(pairs->element[2 * i + 1]));
     if (!token || ne.e.id.empty() || field[0].size() != 1) return false;
     ne.e.token = *token;
-    // 'p' (permit) and 'e' (candidate) are exclusive here: the engine reads them from ids.
-    ne.e.kind = field[0] == "s" ? entry_kind::shared : entry_kind::exclusive;
-    ne.session = std::string(field[1]);
-    if (auto ms = to_u64(field[2]); ms && *ms <= INT64_MAX) {
-      ne.e.since = unix_ms_time(static_cast<std::int64_t>(*ms));
-    }
-    if (auto g = to_u64(field[3])) ne.grant = *g;
+    set_stored(ne, field[0], field[1], field[2], field[3]);
     // A negative TTL (no expiry: -1) is unknown.
     if (auto t = ttl.find(field[1]); t != ttl.end() && t->second >= 0 && t->second <= INT32_MAX)
       ne.e.lease_left = std::chrono::milliseconds{t->second};
@@ -129,25 +143,13 @@ result<node_view> parse_queue_reply(const target& where, const redisReply* r,
     // "id|token|kind|session|created|grant|ttl|version|owner" (the owner may hold '|'), value.
     std::string_view packed = reply_text(r->element[i]);
     std::string_view field[9];
-    for (std::size_t k = 0; k < 8; ++k) {
-      auto bar = packed.find('|');
-      if (bar == std::string_view::npos) return bad("entry");
-      field[k] = packed.substr(0, bar);
-      packed.remove_prefix(bar + 1);
-    }
-    field[8] = packed;
+    if (!split_fields(packed, field)) return bad("entry");
     node_entry ne;
     ne.e.id = std::string(field[0]);
     auto token = to_u64(field[1]);
     if (!token || ne.e.id.empty()) return bad("token");
     ne.e.token = *token;
-    // 'p' (permit) and 'e' (candidate) are exclusive here: the engine reads them from ids.
-    ne.e.kind = field[2] == "s" ? entry_kind::shared : entry_kind::exclusive;
-    ne.session = std::string(field[3]);
-    if (auto ms = to_u64(field[4]); ms && *ms <= INT64_MAX) {
-      ne.e.since = unix_ms_time(static_cast<std::int64_t>(*ms));
-    }
-    if (auto g = to_u64(field[5])) ne.grant = *g;
+    set_stored(ne, field[2], field[3], field[4], field[5]);
     // A negative TTL (no expiry: -1) is unknown; to_u64 refuses it.
     if (auto ttl = to_u64(field[6]); ttl && *ttl <= INT32_MAX) {
       ne.e.lease_left = std::chrono::milliseconds{static_cast<std::int64_t>(*ttl)};
