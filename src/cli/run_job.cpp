@@ -184,6 +184,19 @@ bool release_loss_followed_cmd(bool held_when_cmd_ended, const dlock::hold& h) {
   return held_when_cmd_ended && std::chrono::steady_clock::now() >= h.valid_until();
 }
 
+// When the hold ended, measured from its grant, if that was before `window_end`; nothing if it
+// is still held or outlived the window. Its lease's end is the earliest it can have ended (a
+// loss the backend reported may have come later, but not after now).
+std::optional<std::chrono::milliseconds> lease_end_within(
+    const dlock::hold& h, std::chrono::steady_clock::time_point granted_at,
+    std::chrono::steady_clock::time_point window_end) {
+  if (h.is_held()) return std::nullopt;
+  const auto ended = std::min(h.valid_until(), std::chrono::steady_clock::now());
+  if (ended >= window_end) return std::nullopt;
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::max(ended, granted_at) -
+                                                               granted_at);
+}
+
 int run_reported(const run_options& o, run_report& rep) {
   // `dlock run -- true` makes "true" the NAME: show what was taken for NAME.
   if (o.command.empty())
@@ -294,8 +307,14 @@ int run_reported(const run_options& o, run_report& rep) {
   // Read before anything else: dlock may have been stopped (SIGSTOP) while CMD ran and ended;
   // the steady clock, not the renewals that could not run, says whether the lease outlived it.
   const bool held_when_cmd_ended = m.hold().is_held();
+  // The --hold-at-least window is broken if the lease ended inside it: dlock stopped or starved
+  // past its TTL, or the backend unreachable that long. Another node may then have run the job
+  // within the window, which the exit status (CMD's) cannot say.
+  std::optional<std::chrono::milliseconds> window_cut_after;
   if (hold_at_least && status != exit_lock_lost) {
-    keep_until(spec.granted_at + *hold_at_least, m.hold(), signals);
+    const auto window_end = spec.granted_at + *hold_at_least;
+    keep_until(window_end, m.hold(), signals);
+    window_cut_after = lease_end_within(m.hold(), spec.granted_at, window_end);
   }
   // Bounded by release_timeout (1 s); close() then does not wait on a server known to be
   // unreachable, so dlock exits about a second after CMD at worst.
@@ -323,7 +342,13 @@ int run_reported(const run_options& o, run_report& rep) {
   }
   rep.held = std::chrono::steady_clock::now() - spec.granted_at;
   rep.outcome = lost ? run_outcome::lost : run_outcome::ran;
-  if (release_ec == dlock::errc::backend_unavailable) {
+  if (window_cut_after && !lost) {
+    print_error("--hold-at-least " + *o.hold_at_least + " was not kept: " + m.held() +
+                " ended about " + dlock::detail::format_duration(*window_cut_after) +
+                " after its grant, when its lease ran out (was dlock stopped or starved of CPU, or "
+                "the backend unreachable, longer than the TTL?); another node may have run the job "
+                "within the window");
+  } else if (release_ec == dlock::errc::backend_unavailable) {
     print_error("could not release '" + o.name +
                 "' (backend unreachable); the lease frees it within " +
                 std::to_string((session.ttl().count() + 999) / 1000) + " s");
