@@ -37,12 +37,16 @@ TEST(redis_listing, a_whole_queue_reply_gives_each_entry_its_fields) {
        array({bulk("t1." + a + "-1~e"), bulk("5"), bulk("t2." + b + "-1"), bulk("6")}),
        array({bulk("e|" + a + "|1733000000000|7|host pid=1 a|b"), bulk("s|" + b + "|||host")}),
        array({bulk(a), integer(1400), bulk(b), integer(-1)}),
-       array({bulk("t1." + a + "-1~e"), bulk("3|the|value"), bulk("gone-1~e"), bulk("1|x")})}));
+       array({bulk("t1." + a + "-1~e"), bulk("3|the|value"), bulk("gone-1~e"), bulk("1|x")}),
+       bulk("t1." + a + "-1~e|9")}));
   target where;
   where.where = "test";
   auto v = parse_queue_reply(where, r.get());
   ASSERT_TRUE(v) << v.error().message;
   EXPECT_EQ(v->counter, 7u);
+  ASSERT_TRUE(v->term);
+  EXPECT_EQ(v->term->first, "t1." + a + "-1~e");
+  EXPECT_EQ(v->term->second, 9u);
   ASSERT_EQ(v->entries.size(), 2u);
   const auto& first = v->entries[0];
   EXPECT_EQ(first.e.id, "t1." + a + "-1~e");
@@ -62,6 +66,28 @@ TEST(redis_listing, a_whole_queue_reply_gives_each_entry_its_fields) {
   EXPECT_EQ(second.e.version, 0u);
 }
 
+// A lone candidate's listing on Redlock ends with the term record; "" is none.
+TEST(redis_listing, a_lone_candidates_listing_carries_the_term_record) {
+  const std::string a(16, 'a');
+  const std::string packed = "t1." + a + "-1~e|5|e|" + a + "|1733000000000|5|1400|1|host";
+  target where;
+  where.where = "test";
+  auto r = read_reply(
+      array({integer(1), integer(5), bulk(packed), bulk("v"), bulk("t1." + a + "-1~e|6")}));
+  auto v = parse_queue_reply(where, r.get());
+  ASSERT_TRUE(v) << v.error().message;
+  ASSERT_EQ(v->entries.size(), 1u);
+  EXPECT_EQ(v->entries[0].e.value, "v");
+  ASSERT_TRUE(v->term);
+  EXPECT_EQ(v->term->second, 6u);
+  auto none = read_reply(array({integer(1), integer(5), bulk(packed), bulk("v"), bulk("")}));
+  auto w = parse_queue_reply(where, none.get());
+  ASSERT_TRUE(w) << w.error().message;
+  EXPECT_FALSE(w->term);
+  auto bad = read_reply(array({integer(1), integer(5), bulk(packed), bulk("v"), bulk("x|y")}));
+  EXPECT_FALSE(parse_queue_reply(where, bad.get()));
+}
+
 TEST(redis_listing, a_malformed_whole_queue_reply_is_a_protocol_error) {
   target where;
   where.where = "test";
@@ -69,13 +95,18 @@ TEST(redis_listing, a_malformed_whole_queue_reply_is_a_protocol_error) {
   for (const auto& resp : {
            // pairs and metas of different lengths
            array({integer(4), integer(1), array({bulk("x-1"), bulk("1")}), array({}), array({}),
-                  array({})}),
+                  array({}), bulk("")}),
            // a meta without its fields
            array({integer(4), integer(1), array({bulk("x-1"), bulk("1")}), array({bulk("x|" + a)}),
-                  array({}), array({})}),
+                  array({}), array({}), bulk("")}),
            // a score that is no number
            array({integer(4), integer(1), array({bulk("x-1"), bulk("one")}),
+                  array({bulk("x|" + a + "|||o")}), array({}), array({}), bulk("")}),
+           // the term record missing, or without a token
+           array({integer(4), integer(1), array({bulk("x-1"), bulk("1")}),
                   array({bulk("x|" + a + "|||o")}), array({}), array({})}),
+           array({integer(4), integer(1), array({bulk("x-1"), bulk("1")}),
+                  array({bulk("x|" + a + "|||o")}), array({}), array({}), bulk("x-1|")}),
            // missing parts
            array({integer(4), integer(1), array({})}),
        }) {

@@ -6,6 +6,8 @@
 #include <atomic>
 #include <dlock/dlock.hpp>
 #include <functional>
+#include <mutex>
+#include <set>
 #include <thread>
 #include <vector>
 
@@ -202,6 +204,88 @@ TEST(redlock_waiters, a_burst_from_many_sessions_is_queued_in_one_order_on_every
   // costs a re-queue and several listings more (4.7 to 11 per grant before).
   const auto per_grant = static_cast<double>(script_calls(*m.servers[0]) - before) / waiters;
   EXPECT_LE(per_grant, 3.5) << "queue-script calls per grant on one master";
+}
+
+}  // namespace
+}  // namespace dlock::test
+
+namespace dlock::test {
+namespace {
+
+// The same burst of candidates in an election (issue 17: 22-150 of 1000 candidates led in a
+// run). Candidates took a fresh counter value as their place, because observers reported a
+// leader's largest place as its term's token; so each master queued the burst in its own
+// arrival order. Candidates are now placed by epoch like any entry, and a leader records its
+// term (its fencing token) on a majority before it is reported. Checked: one order on every
+// master, every candidate leads once, and an observer reports only leaders' own fencing
+// tokens, strictly increasing (the places it reported before were not fencing tokens).
+TEST(redlock_waiters, a_burst_of_candidates_is_queued_in_one_order_and_observed_by_term) {
+  three_masters m;
+  const auto query = std::string("ttl=30s&prefix=bc:");
+  auto leader_session = session::open(m.url(query));
+  dlock::election first(leader_session, "vote");
+  auto lead = first.campaign("first");
+  ASSERT_TRUE(lead);
+  auto observer_session = session::open(m.url(query));
+  dlock::election watch(observer_session, "vote");
+  std::mutex mu;
+  std::vector<std::uint64_t> led{lead.token().value}, observed;
+  std::jthread observer([&](std::stop_token stop) {
+    auto seen = watch.leader();
+    while (!stop.stop_requested()) {
+      if (seen) {
+        std::lock_guard lk(mu);
+        if (observed.empty() || observed.back() != seen->token.value)
+          observed.push_back(seen->token.value);
+      }
+      seen = watch.next_change(seen, steady::now() + 200ms, stop);
+    }
+  });
+  constexpr int sessions = 4, per_session = 10, candidates = sessions * per_session;
+  std::vector<session> candidate_sessions;
+  for (int i = 0; i < sessions; ++i) candidate_sessions.push_back(session::open(m.url(query)));
+  std::atomic<int> leaders{0};
+  std::vector<std::jthread> threads;
+  for (auto& s : candidate_sessions) {
+    for (int t = 0; t < per_session; ++t) {
+      threads.emplace_back([&s, &mu, &led, &leaders] {
+        dlock::election e(s, "vote");
+        auto l = e.try_campaign_until("c", steady::now() + 60s);
+        if (!l) return;
+        {
+          std::lock_guard lk(mu);
+          led.push_back(l.token().value);
+        }
+        ++leaders;
+        std::this_thread::sleep_for(20ms);  // long enough for the observer to see most terms
+        l.resign();
+      });
+    }
+  }
+  ASSERT_TRUE(within(10s, [&] {
+    for (auto& server : m.servers)
+      if (server->entry_ids("bc:", "vote").size() != candidates + 1u) return false;
+    return true;
+  }));
+  const auto order = m.servers[0]->entry_ids("bc:", "vote");
+  for (std::size_t i = 1; i < m.servers.size(); ++i)
+    EXPECT_EQ(m.servers[i]->entry_ids("bc:", "vote"), order) << "master " << i;
+  std::this_thread::sleep_for(100ms);
+  lead.resign();
+  threads.clear();
+  observer.request_stop();
+  observer.join();
+  EXPECT_EQ(leaders.load(), candidates);
+  for (std::size_t i = 1; i < led.size(); ++i)
+    EXPECT_LT(led[i - 1], led[i]) << "fencing tokens in grant order";
+  ASSERT_GE(observed.size(), 2u);
+  const std::set<std::uint64_t> terms(led.begin(), led.end());
+  for (std::size_t i = 0; i < observed.size(); ++i) {
+    EXPECT_TRUE(terms.contains(observed[i])) << observed[i] << " is no leader's fencing token";
+    if (i > 0) {
+      EXPECT_LT(observed[i - 1], observed[i]) << "terms observed out of order";
+    }
+  }
 }
 
 }  // namespace

@@ -249,6 +249,7 @@ void session::close() noexcept {
       queued_.clear();
       settled_.clear();
       values_.clear();
+      pending_terms_.clear();
       stamps_.clear();
     }
     // Broken off if the lease ends meanwhile (on_expired; also at the host's exit).

@@ -149,6 +149,7 @@ merge_result merge_views(const std::vector<std::optional<node_view>>& views,
       if (auto st = settled.find(id); st != settled.end()) {
         g.token = st->second;  // fixed when it was granted; counters moved on since
       } else {
+        g.fresh = true;
         // The highest counter of any master that answered, but a counter that is our own
         // grant there (the last token that master gave is ours).
         std::uint64_t top = 0;
@@ -265,22 +266,33 @@ merge_result merge_views(const std::vector<std::optional<node_view>>& views,
   if (mine.empty() || (holders.empty() && waiting.empty())) {
     // Status tools and observers: the first answering server's queue, with each entry's
     // value as merged, and the entry that holds on a majority (an election's leader) first.
-    // Its token is the largest of its queue positions (scores): fixed for the term and
-    // larger for a later one, unlike its grants, which masters stamp one by one as its
-    // holder lists (the holder's fencing token is computed from those: grant_check). If no
-    // candidate holds on a majority (a split, resolving), an election has no leader for
+    // A leader's token is its term's, from the term record it wrote once its fencing token
+    // was settled (term_script): its grants are stamped one by one as its holder lists, and
+    // its places are shared with the entries of its epoch. Until a record names it (or if no
+    // candidate holds on a majority: a split, resolving), an election has no leader for
     // sure: an unlisted holder heads its queue, and its observers look again shortly.
     out.unlisted.clear();
     const seen* majority = nullptr;
     for (const auto& [id, s] : all) {
       if (s.holds >= quorum && s.e.kind == entry_kind::exclusive) majority = &s;
     }
+    std::optional<std::uint64_t> term;
     if (majority) {
+      if (auto st = settled.find(majority->e.id); st != settled.end()) term = st->second;
+      for (const auto& v : pv) {
+        if (v.raw->term && v.raw->term->first == majority->e.id)
+          term = std::max(term.value_or(0), v.raw->term->second);
+      }
+    }
+    const bool candidate = majority && majority->e.id.ends_with("~e");
+    if (majority && (term || !candidate)) {
       out.entries.push_back(majority->e);
-      // This session's holder: the token it was granted (a status view of its own hold).
-      if (auto st = settled.find(majority->e.id); st != settled.end())
-        out.entries.back().token = st->second;
-    } else if (!pv.front().entries.empty() && pv.front().entries.front().id.ends_with("~e")) {
+      // A candidate's term; this session's holder: the token it was granted (a status view
+      // of its own hold); else (a lock's status) its largest place.
+      if (term) out.entries.back().token = *term;
+    } else if (candidate ||
+               (!pv.front().entries.empty() && pv.front().entries.front().id.ends_with("~e"))) {
+      majority = nullptr;
       out.unlisted.push_back({0, entry_kind::exclusive, {}});
     }
     for (const auto& e : pv.front().entries) {

@@ -30,6 +30,7 @@ struct grant_check {
   std::uint64_t token{0};
   std::vector<std::size_t> raise_on;  // answering servers whose counter is below the token
   std::size_t needed{0};              // how many of those raises must succeed (a majority in all)
+  bool fresh{false};                  // granted by this listing (not settled before)
 };
 
 // An own entry without a grant on one server, and the entries ahead of it there that may

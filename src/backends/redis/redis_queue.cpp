@@ -44,7 +44,7 @@ std::vector<result<reply_ptr>> session::queue_calls(std::string_view lock,
   auto head = add ? std::string(1, stored_kind(add->kind, add->id)) + '|' + info_.id + '|' +
                         std::to_string(created_ms) + '|'
                   : std::string();
-  std::vector<std::string> argv{"7",
+  std::vector<std::string> argv{"8",
                                 key('q', lock),
                                 key('m', lock),
                                 key('f', lock),
@@ -52,6 +52,7 @@ std::vector<result<reply_ptr>> session::queue_calls(std::string_view lock,
                                 key('h', lock),
                                 key('v', lock),
                                 key('o', lock),
+                                key('t', lock),
                                 add ? std::string(add->id) : std::string(),
                                 std::move(head),
                                 info_.owner,
@@ -63,7 +64,7 @@ std::vector<result<reply_ptr>> session::queue_calls(std::string_view lock,
   {
     std::lock_guard lk(mu_);
     if (auto it = at_least_.find(lock); it != at_least_.end())
-      argv[12] = std::to_string(it->second);
+      argv[13] = std::to_string(it->second);  // at_least
     if (redlock()) {
       // Each own entry, with what may stay ahead of it on that server while it holds
       // (stamp_request, decided on the last listing); nothing if that server has not been
@@ -262,6 +263,7 @@ result<void> session::remove_everywhere(std::string_view lock, std::string_view 
   std::lock_guard lk(mu_);
   settled_.erase(std::string(id));
   values_.erase(std::string(id));
+  pending_terms_.erase(std::string(id));
   auto it = mine_.find(lock);
   if (it != mine_.end()) {
     it->second.erase(std::string(id));

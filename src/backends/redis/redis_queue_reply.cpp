@@ -44,11 +44,26 @@ void set_stored(node_entry& ne, std::string_view kind, std::string_view session,
   if (auto g = to_u64(grant)) ne.grant = *g;
 }
 
+// A term record, "leader id|token" (term_text), into v; "" is none. False if malformed.
+bool parse_term(const redisReply* r, node_view& v) {
+  if (r->type != REDIS_REPLY_STRING) return false;
+  std::string_view text = reply_text(r);
+  if (text.empty()) return true;
+  auto bar = text.rfind('|');
+  if (bar == std::string_view::npos || bar == 0) return false;
+  auto token = to_u64(text.substr(bar + 1));
+  if (!token) return false;
+  v.term.emplace(std::string(text.substr(0, bar)), *token);
+  return true;
+}
+
 // A whole-queue listing, {4, counter, {id, score}..., {meta}..., {session, ttl}...,
-// {candidate id, "version|value"}...} (queue_text), into v; false if it has the wrong shape.
+// {candidate id, "version|value"}..., term record} (queue_text), into v; false if it has the
+// wrong shape.
 bool parse_listing(const redisReply* r, node_view& v) {
   auto is_array = [](const redisReply* x) { return x && x->type == REDIS_REPLY_ARRAY; };
-  if (r->elements != 6 || r->element[1]->type != REDIS_REPLY_INTEGER) return false;
+  if (r->elements != 7 || r->element[1]->type != REDIS_REPLY_INTEGER) return false;
+  if (!parse_term(r->element[6], v)) return false;
   const redisReply* pairs = r->element[2];
   const redisReply* metas = r->element[3];
   const redisReply* sessions = r->element[4];
@@ -137,9 +152,16 @@ result<node_view> parse_queue_reply(const target& where, const redisReply* r,
     if (!parse_listing(r, v)) return bad("listing");
     return v;
   }
-  if (r->elements < first || (r->elements - first) % 2 != 0) return bad("length");
+  // A lone candidate's listing on Redlock ends with the term record: {1, counter, entry,
+  // value, term}.
+  std::size_t end = r->elements;
+  if (status == 1 && end == 5) {
+    if (!parse_term(r->element[4], v)) return bad("term record");
+    end = 4;
+  }
+  if (end < first || (end - first) % 2 != 0) return bad("length");
   v.counter = static_cast<std::uint64_t>(r->element[1]->integer);
-  for (std::size_t i = first; i < r->elements; i += 2) {
+  for (std::size_t i = first; i < end; i += 2) {
     // "id|token|kind|session|created|grant|ttl|version|owner" (the owner may hold '|'), value.
     std::string_view packed = reply_text(r->element[i]);
     std::string_view field[9];

@@ -1,6 +1,8 @@
 // Redlock's rounds (redlock://): one queue round on every master merged into one view
 // (redis_merge.hpp), a split's losers re-queued at the back, and grants' tokens settled on
 // a majority before they are reported.
+#include <hiredis/hiredis.h>
+
 #include <algorithm>
 #include <random>
 #include <thread>
@@ -116,6 +118,11 @@ std::shared_mutex& session::round_mutex(std::string_view lock) {
 
 result<void> session::settle_grants(std::string_view lock, const std::vector<grant_check>& grants) {
   for (const auto& g : grants) {
+    if (g.fresh && g.id.ends_with("~e") && !defer_term(g)) {
+      // The term script raises the counters too.
+      if (auto r = record_term(lock, g); !r) return r;
+      continue;
+    }
     // Every answering master that lags is raised, though only `needed` must confirm.
     if (g.raise_on.empty()) continue;
     std::vector<node*> targets;
@@ -130,6 +137,46 @@ result<void> session::settle_grants(std::string_view lock, const std::vector<gra
     if (ok < g.needed) return fail(quorum_failure("fencing counter update", replies, 0));
   }
   return {};
+}
+
+bool session::defer_term(const grant_check& g) {
+  // Granted in its enqueue's round (a campaign with no one ahead): the first value, which the
+  // engine sets next, records the term along (set_value_quorum).
+  std::lock_guard lk(mu_);
+  if (values_.contains(g.id)) return false;
+  if (pending_terms_.size() > 10000) pending_terms_.clear();  // a cache of abandoned ones
+  pending_terms_[g.id] = g.token;
+  return true;
+}
+
+// An election's new leader: its term recorded on a majority before the grant is reported, so
+// observers report the leader with its fencing token as its term's (merge_views), never a
+// place two leaders of one burst share. The same request raises the counters (settle_grants).
+result<void> session::record_term(std::string_view lock, const grant_check& g) {
+  const std::vector<std::string> argv{"6",
+                                      key('f', lock),
+                                      cfg_.prefix + "fence-floor",
+                                      key('t', lock),
+                                      key('m', lock),
+                                      key('h', lock),
+                                      key('o', lock),
+                                      std::to_string(g.token),
+                                      g.id,
+                                      std::to_string(wake_ttl().count())};
+  auto replies = run_all(nodes_, std::vector<request>(nodes_.size(), request{&term_script, argv}),
+                         {}, expired_.get_token());
+  std::size_t ok = 0;
+  for (const auto& r : replies) {
+    if (r && (*r)->type == REDIS_REPLY_INTEGER && (*r)->integer == 1) ++ok;
+  }
+  if (ok >= quorum()) return {};
+  if (std::ranges::any_of(replies, [](const auto& r) { return !r.has_value(); }))
+    return fail(quorum_failure("term record", replies, 0));
+  // Gone, or a later term recorded: not a leader to report. The next listing decides again.
+  return fail(errc::backend_unavailable, "redlock: the term of " + g.id + " in election '" +
+                                             std::string(lock) + "' was recorded on only " +
+                                             std::to_string(ok) + " of " +
+                                             std::to_string(nodes_.size()) + " masters");
 }
 
 }  // namespace dlock::detail::redis

@@ -14,7 +14,8 @@ local function pack(id, token, kind, sid, created, grant, ttl, version, owner)
   return id .. '|' .. token .. '|' .. kind .. '|' .. sid .. '|' .. created .. '|' .. grant ..
          '|' .. string.format('%d', ttl) .. '|' .. version .. '|' .. owner
 end
-local q, m, f, own, h, v, o = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7]
+local q, m, f, own, h, v, o, term = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6],
+                                     KEYS[7], KEYS[8]
 -- The uncontended path reads only the first five arguments and converts none to a number:
 -- in a script this short, argument handling is a good part of the server's work.
 local add_id, head, owner, bump = ARGV[1], ARGV[2], ARGV[3], ARGV[4] == '1'
@@ -37,15 +38,15 @@ local function next_token()
   if t > low then redis.call('SET', floor_key, t) end
   return t
 end
--- Redlock places a queued entry (a candidate aside) at the lock's epoch: one above its
+-- Redlock places a queued entry at the lock's epoch: one above its
 -- counter, which moves only when an entry is granted (stamped below) or the counter raised.
 -- Entries that join between two grants share one score, so every master orders them by id:
 -- a burst of enqueues reaches the masters in different orders, yet is queued in one order on
 -- all of them (in arrival order, the heads differed and each handoff was a split to
 -- resolve). Nothing ever joins ahead of a stamped entry: its grant, at least its score, is
 -- at most the counter. A counter deleted by hand starts from the floor (as next_token does).
--- A candidate keeps a fresh token as its place: observers report the leader's largest place
--- as its term's token, which must grow from one term to the next.
+-- An election's candidates too: observers take a term's token from the term record the leader
+-- writes (term_script), not from places, which two leaders of one burst share.
 local function epoch()
   local c = tonumber(redis.call('GET', f) or '0')
   if c == 0 then c = tonumber(redis.call('GET', ARGV[6] .. 'fence-floor') or '0') end
@@ -60,7 +61,7 @@ local old = false
 if add_id ~= '' then
   own_ttl = redis.call('PTTL', own)
   if own_ttl == -2 then return {0} end
-  if bump and string.sub(head, 1, 1) ~= 'e' then old = redis.call('GET', h) end
+  if bump then old = redis.call('GET', h) end
   if old then
     t = epoch()
     ts = string.format('%d', t)
@@ -89,6 +90,8 @@ else
         if e[3] == 'e' then val, ver = value_of(redis.call('HGET', v, e[1])) end
         out[3] = pack(e[1], e[2], e[3], e[4], e[5], e[6], e[8], ver, e[7])
         out[4] = val
+        -- Redlock: the term record, "leader id|token", for an election's observers.
+        if bump and e[3] == 'e' then out[5] = redis.call('GET', term) or '' end
       end
     end
     return out
@@ -242,7 +245,8 @@ if bump then
     end
   end
 end
--- {4, counter, {id, score}..., {meta}..., {session, ttl}..., {candidate id, "version|value"}...}
+-- {4, counter, {id, score}..., {meta}..., {session, ttl}..., {candidate id, "version|value"}...,
+--  term record (Redlock; else '')}
 local sessions = {}
 for sid, t in pairs(ttls) do
   if t ~= -2 then
@@ -252,7 +256,8 @@ for sid, t in pairs(ttls) do
 end
 local values = {}
 if redis.call('EXISTS', v) == 1 then values = redis.call('HGETALL', v) end
-return {4, tonumber(redis.call('GET', f) or '0'), raw, metas, sessions, values}
+local term_record = bump and redis.call('GET', term) or ''
+return {4, tonumber(redis.call('GET', f) or '0'), raw, metas, sessions, values, term_record or ''}
 )lua";
 
 constexpr std::string_view release_text = R"lua(
@@ -323,7 +328,39 @@ end
 return c
 )lua";
 
+// Redlock elections: the leader's record of its term, written once its fencing token is
+// settled, for observers to report (a place is not a term: entries of one epoch share one).
+// Raises the counter as raise_text does (the token is a grant, and a majority must have
+// counters at least as high), then records "id|token" in t:<lock> if entry `id` is still here
+// and no higher term is recorded, waking the observers. Storage, not a verdict: the client
+// decided the entry leads. Returns 1 if the record names this term, 0 if the entry is gone
+// here, -1 if a higher term is recorded.
+constexpr std::string_view term_text = R"lua(
+local f, floor, term, m, h, o = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
+local x, id, ttl = tonumber(ARGV[1]), ARGV[2], ARGV[3]
+local c = tonumber(redis.call('GET', f) or '0')
+if c < x then
+  redis.call('SET', f, ARGV[1])
+  local low = tonumber(redis.call('GET', floor) or '0')
+  if x > low then redis.call('SET', floor, ARGV[1]) end
+end
+local present = redis.call('HEXISTS', m, id) == 1
+if not present then
+  local hv = redis.call('GET', h)
+  present = hv and string.sub(hv, 1, #id + 1) == id .. '|'
+end
+if not present then return 0 end
+local have = redis.call('GET', term)
+local have_token = have and tonumber(string.match(have, '|(%d+)$')) or 0
+if have_token > x then return -1 end
+if have_token == x then return string.sub(have, 1, #id + 1) == id .. '|' and 1 or -1 end
+redis.call('SET', term, id .. '|' .. ARGV[1])
+push_all(o, ttl)
+return 1
+)lua";
+
 const std::string queue_full = std::string(lua_common) + std::string(queue_text);
+const std::string term_full = std::string(lua_common) + std::string(term_text);
 const std::string release_full = std::string(lua_common) + std::string(release_text);
 
 }  // namespace
@@ -346,6 +383,7 @@ char stored_kind(entry_kind kind, std::string_view id) {
 const lua_script queue_script{"queue", queue_full};
 const lua_script release_script{"release", release_full};
 const lua_script raise_script{"raise", raise_text};
+const lua_script term_script{"term", term_full};
 const lua_script release_lone_script{"release_lone", release_lone_text};
 
 }  // namespace dlock::detail::redis

@@ -45,7 +45,7 @@ struct lua_script {
   std::string_view text;
 };
 
-// KEYS q m f s_own h v o; ARGV add_id "kind|sid|created|" owner bump at_least prefix wake_ttl
+// KEYS q m f s_own h v o t; ARGV add_id "kind|sid|created|" owner bump at_least prefix wake_ttl
 // (own_id n ahead_1..ahead_n)...: on a free lock, makes add_id its lone holder and returns
 // {2, token, own ttl}; behind a live tail (one server, exclusive) it returns {3, token, own
 // ttl, the tail entry}; otherwise purges dead entries (waking their waiters), adds add_id
@@ -54,8 +54,9 @@ struct lua_script {
 // each named own entry that has none and has no entry ahead of it but its named ones (the
 // client decided it holds then) and to the added entry if it is first, and returns {4,
 // counter, {id, score}..., {"kind|sid|created|grant|owner"}..., {sid, ttl}..., {candidate,
-// "version|value"}...}. A lone holder's listing is {1, counter, entry, value}, the entry as
-// "id|token|kind|session|created|grant|ttl|version|owner".
+// "version|value"}...}, term record}. A lone holder's listing is {1, counter, entry, value
+// [, term record]}, the entry as "id|token|kind|session|created|grant|ttl|version|owner". The
+// term record (Redlock; t:<lock>, "" if none) is "leader id|token" (term_script).
 extern const lua_script queue_script;
 // KEYS (q m h v o)... [s_own]; ARGV prefix wake_ttl sid drop_session (id where)...: removes own
 // entries (one per key triple; where = 'q' if known to be queued, 'l' if it may be a lone
@@ -64,6 +65,11 @@ extern const lua_script release_script;
 // KEYS f, floor (<prefix>fence-floor); ARGV x: raises the fencing counter, and the floor of every
 // counter (queue_script), to at least x; returns the counter.
 extern const lua_script raise_script;
+// Redlock elections. KEYS f floor t m h o; ARGV token id wake_ttl: raises the counter as
+// raise_script does, then records "id|token" as the term in t:<lock> if entry `id` is here and
+// no higher term is recorded (waking the observers). 1: recorded (or already was); 0: the
+// entry is gone; -1: a higher term is recorded.
+extern const lua_script term_script;
 // KEYS h; ARGV id: DELs h if it holds entry `id` as a lone holder (ids begin with their
 // session's id, so this is the owner check); 1 if it did, else 0 (then release_script).
 extern const lua_script release_lone_script;
@@ -71,10 +77,12 @@ extern const lua_script release_lone_script;
 // entry `id` (version + 1) and wakes the observers; returns the version, or -1 if the entry
 // or the session is gone.
 extern const lua_script set_value_script;
-// Redlock. KEYS m h v o s_own; ARGV id value version wake_ttl sid: stores `value` under the
-// client's `version` unless the master has that version or a higher one; with sid, only on
+// Redlock. KEYS m h v o s_own t; ARGV id value version wake_ttl sid term: stores `value` under
+// the client's `version` unless the master has that version or a higher one; with sid, only on
 // that session's live entry (the owner's set), without (a reader's write-back) on the entry
-// if present. Returns the version the master now has, or -1 if the entry (or session) is gone.
+// if present. With a term token, records "id|term" in t:<lock> unless a term as high is
+// recorded (term_script). Returns the version the master now has, or -1 if the entry (or
+// session) is gone.
 extern const lua_script set_value_at_script;
 // KEYS m h; ARGV prefix ttl inbox ids...: registers inbox on every awaited entry (1), or 0
 // at once when one of them is gone or its session has ended.
@@ -97,6 +105,8 @@ struct node_view {
   bool lone{false};          // the new entry holds alone, stored in the gate key h:<lock>
   std::uint64_t counter{0};
   std::vector<node_entry> entries;
+  // Redlock: the term record the listing read, if any: the leader's entry id and its token.
+  std::optional<std::pair<std::string, std::uint64_t>> term;
 };
 
 // Parses a queue_script reply; protocol_error if it has the wrong shape. A lone-holder reply

@@ -126,13 +126,17 @@ class session final : public backend_session {
   std::vector<result<reply_ptr>> queue_calls(std::string_view lock, std::optional<add_request> add,
                                              std::int64_t created_ms);
   result<void> settle_grants(std::string_view lock, const std::vector<grant_check>& grants);
+  // Redlock elections: a new leader's term recorded on a majority (term_script).
+  result<void> record_term(std::string_view lock, const grant_check& g);
+  // Redlock elections: true if the new leader's term goes with its first value instead.
+  bool defer_term(const grant_check& g);
   // Redlock: set_value under a version this session chose (the entry's next), confirmed by
   // a majority (redis_values.cpp).
   result<std::uint64_t> set_value_quorum(std::string_view lock, std::string_view entry_id,
                                          std::string_view value);
   std::vector<std::string> set_value_at_argv(std::string_view lock, std::string_view id,
                                              std::string_view value, std::uint64_t version,
-                                             std::string_view sid) const;
+                                             std::string_view sid, std::uint64_t term = 0) const;
   // Redlock: writes back the values of `m`'s repairs, or reports their fallbacks
   // (merge_result::repairs).
   void repair_values(std::string_view lock, merge_result& m);
@@ -197,6 +201,9 @@ class session final : public backend_session {
     std::uint64_t version{0};
   };
   std::map<std::string, own_value, std::less<>> values_;
+  // Redlock: own candidates granted before their first value was set: the term (token) that
+  // value's write records along (set_value_quorum), saving a round per uncontended campaign.
+  std::map<std::string, std::uint64_t, std::less<>> pending_terms_;
   std::array<std::shared_mutex, 16> round_mu_;  // round_mutex
   // Redlock: lock -> per server, the own entries to stamp a grant on (merge_result::stamps).
   std::map<std::string, std::vector<std::vector<stamp_request>>, std::less<>> stamps_;

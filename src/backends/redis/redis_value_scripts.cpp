@@ -32,8 +32,11 @@ return tonumber(ver)
 )lua";
 
 constexpr std::string_view set_value_at_text = R"lua(
-local m, h, v, o, own = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
+local m, h, v, o, own, term = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
 local id, value, ver, ttl, sid = ARGV[1], ARGV[2], tonumber(ARGV[3]), ARGV[4], ARGV[5]
+-- A candidate granted before its first value was set records its term with it (term_text):
+-- its observers need both, and one request saves a round per uncontended campaign.
+local term_token = tonumber(ARGV[6])
 -- Redlock: the client chose the version (one per attempt), so a master keeps the highest it
 -- was sent and a late or repeated write never goes back. The owner's write (sid given) needs
 -- its live session's entry; a reader's write-back of a version it saw elsewhere (sid '')
@@ -50,6 +53,11 @@ else
   end
 end
 if not entry_sid or (sid ~= '' and entry_sid ~= sid) then return -1 end
+if term_token then
+  local rec = redis.call('GET', term)
+  local rec_token = rec and tonumber(string.match(rec, '|(%d+)$')) or 0
+  if rec_token < term_token then redis.call('SET', term, id .. '|' .. ARGV[6]) end
+end
 local _, have = value_of(redis.call('HGET', v, id))
 have = tonumber(have)
 if have >= ver then return have end

@@ -148,30 +148,34 @@ result<bool> session::pop_any(const std::string& inbox, const std::vector<std::s
 // set_value_at_script's argv: the owner's write with `sid`, a reader's write-back without.
 std::vector<std::string> session::set_value_at_argv(std::string_view lock, std::string_view id,
                                                     std::string_view value, std::uint64_t version,
-                                                    std::string_view sid) const {
-  return {"5",
+                                                    std::string_view sid,
+                                                    std::uint64_t term) const {
+  return {"6",
           key('m', lock),
           key('h', lock),
           key('v', lock),
           key('o', lock),
           key('s', info_.id),
+          key('t', lock),
           std::string(id),
           std::string(value),
           std::to_string(version),
           std::to_string(wake_ttl().count()),
-          std::string(sid)};
+          std::string(sid),
+          term ? std::to_string(term) : std::string()};
 }
 
 result<std::uint64_t> session::set_value_quorum(std::string_view lock, std::string_view entry_id,
                                                 std::string_view value) {
-  std::uint64_t version = 0;
+  std::uint64_t version = 0, term = 0;
   {
     std::lock_guard lk(mu_);
     auto& own = values_[std::string(entry_id)];
     own.value = std::string(value);
     version = ++own.version;  // one per attempt: a version never names two values
+    if (auto t = pending_terms_.find(entry_id); t != pending_terms_.end()) term = t->second;
   }
-  const auto argv = set_value_at_argv(lock, entry_id, value, version, info_.id);
+  const auto argv = set_value_at_argv(lock, entry_id, value, version, info_.id, term);
   auto replies = run_all(nodes_, std::vector<request>(nodes_.size(), {&set_value_at_script, argv}),
                          {}, expired_.get_token());
   std::size_t ok = 0, gone = 0;
@@ -183,7 +187,14 @@ result<std::uint64_t> session::set_value_quorum(std::string_view lock, std::stri
       ++ok;
     }
   }
-  if (ok >= quorum()) return version;
+  if (ok >= quorum()) {
+    // A master that took the value recorded the term with it (set_value_at_text).
+    if (term) {
+      std::lock_guard lk(mu_);
+      pending_terms_.erase(std::string(entry_id));
+    }
+    return version;
+  }
   if (gone > nodes_.size() - quorum()) {
     return fail(errc::lock_lost, "redlock: entry " + std::string(entry_id) + " of '" +
                                      std::string(lock) +
