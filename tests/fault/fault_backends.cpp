@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include <algorithm>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -145,6 +146,8 @@ const char* to_string(fault f) noexcept {
       return "reset";
     case fault::proxy_drop_reply:
       return "drop reply";
+    case fault::proxy_outage:
+      return "outage";
     case fault::server_restart:
       return "server restart";
     case fault::server_restart_nosave:
@@ -177,12 +180,22 @@ const char* to_string(fault f) noexcept {
 
 bool needs_proxy(fault f) noexcept {
   return f == fault::proxy_blackhole || f == fault::proxy_delay || f == fault::proxy_reset ||
-         f == fault::proxy_drop_reply || f == fault::master_down_release;
+         f == fault::proxy_drop_reply || f == fault::proxy_outage ||
+         f == fault::master_down_release;
 }
 
 bool needs_pooler(fault f) noexcept { return f == fault::pooler; }
 
 std::uint32_t holders_allowed(fault f) noexcept { return f == fault::permits_two ? 2 : 1; }
+
+std::chrono::milliseconds cell_ttl(fault f, const fault_backend& b) noexcept {
+  return f == fault::proxy_outage && b.sessions_survive_reconnect() ? outage_ttl : b.ttl();
+}
+
+std::chrono::milliseconds outage_length(std::chrono::milliseconds ttl) noexcept {
+  using std::chrono::milliseconds;
+  return std::max(milliseconds{1500}, std::min(ttl / 2, milliseconds{3000}));
+}
 
 // Where the backend has semaphores (capabilities().permits).
 std::vector<fault> with_permits(std::vector<fault> base) {
@@ -221,8 +234,8 @@ std::string fault_backend::kill_member(int) { not_applicable("kill_member"); }
 void fault_backend::restart_member() { not_applicable("restart_member"); }
 
 std::vector<fault> with_proxy_faults(std::vector<fault> base) {
-  for (auto f :
-       {fault::proxy_blackhole, fault::proxy_delay, fault::proxy_reset, fault::proxy_drop_reply})
+  for (auto f : {fault::proxy_blackhole, fault::proxy_delay, fault::proxy_reset,
+                 fault::proxy_drop_reply, fault::proxy_outage})
     base.push_back(f);
   return base;
 }

@@ -30,6 +30,10 @@ enum class fault {
   proxy_delay,             // the holder's link delays every chunk by TTL / 4 for one TTL
   proxy_reset,             // RST the holder's connections
   proxy_drop_reply,        // a worker's next request is applied, its reply dropped (RST)
+  proxy_outage,            // every worker's link RSTs every connection, old and new, for
+                           // outage_length(TTL) (shorter than the lease, longer than the
+                           // retry policy's attempts), then heals; the cell runs with
+                           // cell_ttl() and holders pause past the outage
   server_restart,          // stop the server (its data kept), start it again
   server_restart_nosave,   // stop the server discarding its data, start it again
   member_kill,             // SIGKILL a minority member (ZooKeeper: the leader), restart it later
@@ -63,6 +67,21 @@ bool needs_proxy(fault f) noexcept;
 bool needs_pooler(fault f) noexcept;
 // How many holders the cell's workers may have at once (its semaphore's permits; 1 for a lock).
 std::uint32_t holders_allowed(fault f) noexcept;
+class fault_backend;
+// The lease a cell runs with: the backend's own (2 s), except for proxy_outage where sessions
+// survive a reconnect (outage_ttl): where the connection is the session it ends at once
+// anyway, and dead sessions' entries there may wait for their lease (PostgreSQL through the
+// proxy), so a long one would only slow the cell.
+std::chrono::milliseconds cell_ttl(fault f, const fault_backend& b) noexcept;
+// proxy_outage's lease: long enough that a holder renewed up to TTL/3 before the outage still
+// has more than a second left when its renewals (every TTL/10 while failing) reach the server
+// again after it.
+inline constexpr std::chrono::milliseconds outage_ttl{8000};
+// How long proxy_outage refuses connections: TTL/2, at most 3 s and at least 1.5 s. The retry
+// policy's default 8 attempts (core/retry.hpp, session.hpp: backoff caps 10 ms .. 1 s) give
+// up after at most 2.27 s (1.1 s on average), so a wait or request that is retried only that
+// long ends inside the outage; a lease of outage_ttl outlives it.
+std::chrono::milliseconds outage_length(std::chrono::milliseconds ttl) noexcept;
 
 // What a worker reports about its session, for server-side expiry.
 struct worker_session {
@@ -81,7 +100,17 @@ class fault_backend {
   virtual std::vector<std::uint16_t> server_ports() const { return {}; }
   // false: the locks live in one process, so every contender is a thread of one worker.
   virtual bool multi_process() const { return true; }
-  virtual std::chrono::milliseconds ttl() const { return std::chrono::seconds{2}; }
+  // The lease (ZooKeeper: session timeout) the workers' URLs ask for: 2 s, or the cell's
+  // (cell_ttl; run_one sets it for the cell and restores it). url() must read it.
+  std::chrono::milliseconds ttl() const { return ttl_; }
+  void set_ttl(std::chrono::milliseconds t) { ttl_ = t; }
+  // Whether a session outlives its connection: after a reconnect within its lease it keeps
+  // its holds and its waits (Redis's session key, etcd's lease, a ZooKeeper session). false
+  // where the connection is the session (PostgreSQL and MariaDB, both modes: a reconnect
+  // finds it ended, by design) and where there is no server. proxy_outage judges by it:
+  // where true, no hold or session may be lost and no acquire or release may give up across
+  // the outage; where false, its holders are told lost, and the rest is judged as a reset.
+  virtual bool sessions_survive_reconnect() const { return false; }
   // Entries of `lock` stored in the backend whose session is not live, read raw (not through
   // dlock). Called once every worker has exited; the run polls it for up to TTL + 1 s.
   // In-process backends (multi_process() false) have their worker report this instead.
@@ -108,6 +137,9 @@ class fault_backend {
   // stop injected there tests the file lock, not the recipe: the run resumes it and stops it
   // again at its next pause.
   virtual bool stalls_others(pid_t) const { return false; }
+
+ private:
+  std::chrono::milliseconds ttl_{std::chrono::seconds{2}};
 };
 
 struct backend_row {

@@ -14,6 +14,7 @@ run::run(fault_backend& b, std::string name, fault f, const run_params& p, std::
   r_.by_design = std::move(by_design);
   r_.what = f;
   r_.bound = b.ttl() + 1s;
+  r_.keep_sessions = f == fault::proxy_outage && b.sessions_survive_reconnect();
   r_.planned = f == fault::none ? 0 : p.injections;
   slots_.resize(b.multi_process() ? static_cast<std::size_t>(p.workers) : 1);
   reg_path_ = p.scratch_dir + "/register.db";
@@ -41,6 +42,11 @@ run_report run::go() {
                  lock_, in_process_orphans_,       holders_allowed(f_)};
   for (auto& w : all_) in.logs.push_back(w.log);
   judge(in, b_, r_);
+  if (r_.keep_sessions && (r_.lost > 0 || r_.workers_lost > 0 || r_.gave_up > 0)) {
+    note("the outage was not ridden out: " + std::to_string(r_.lost) + " holds lost, " +
+         std::to_string(r_.workers_lost) + " workers lost their session, " +
+         std::to_string(r_.gave_up) + " acquires or releases gave up");
+  }
   r_.orphans += stray_entries_;
   if (f_ == fault::cancel_wait) note("cancelled waits: " + std::to_string(cancelled_waits_));
   r_.took = std::chrono::duration_cast<ms>(steady::now() - t0);
@@ -56,12 +62,21 @@ bool run_report::ok() const {
   if (!by_design.empty()) return resource_violations == 0 && sections > 0 && orphans == 0;
   // A wall-clock step must cost nothing: leases and deadlines do not follow the wall clock.
   if (what == fault::client_clock_step && (lost > 0 || workers_lost > 0)) return false;
+  // An outage shorter than the lease must cost nothing where a session outlives its
+  // connection: no hold or session lost, no acquire that gave up on the unreachable server.
+  if (keep_sessions && (lost > 0 || workers_lost > 0 || gave_up > 0)) return false;
   return violations == 0 && orphans == 0 && worker_errors == 0 && injected == planned &&
          !grant_missing && sections > 0 && (!worst_to_grant || *worst_to_grant <= bound);
 }
 
 run_report run_one(fault_backend& backend, const std::string& backend_name, fault f,
                    const run_params& p, const std::string& by_design) {
+  struct ttl_for_the_cell {
+    fault_backend& b;
+    std::chrono::milliseconds was;
+    ~ttl_for_the_cell() { b.set_ttl(was); }
+  } restore{backend, backend.ttl()};
+  backend.set_ttl(cell_ttl(f, backend));
   return driver::run(backend, backend_name, f, p, by_design).go();
 }
 

@@ -36,6 +36,12 @@ struct run_report {
   int planned{0};
   int worker_errors{0};  // workers that exited on an error of their own
   int workers_lost{0};   // workers that exited because their hold or session was lost
+  // Acquires that ended backend_unavailable (the worker then tries again) and releases that
+  // ended with an error (the entry is left to its lease).
+  int gave_up{0};
+  // proxy_outage where sessions_survive_reconnect(): the outage must cost nothing (no hold or
+  // session lost, no acquire or release given up).
+  bool keep_sessions{false};
   std::optional<std::chrono::milliseconds> worst_to_grant;  // fault -> next grant
   std::chrono::milliseconds bound{0};                       // TTL + 1 s
   bool grant_missing{false};  // a fault after which nobody was granted within the bound
@@ -46,7 +52,8 @@ struct run_report {
   bool ok() const;
 };
 
-// `by_design`: the reason this backend cannot survive `f` (empty if it must).
+// `by_design`: the reason this backend cannot survive `f` (empty if it must). The backend runs
+// the cell with cell_ttl(f, backend), restored after.
 run_report run_one(fault_backend& backend, const std::string& backend_name, fault f,
                    const run_params& p, const std::string& by_design = {});
 

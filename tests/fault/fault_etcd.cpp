@@ -23,6 +23,9 @@ class etcd_fault final : public fault_backend {
            "?ttl=" + std::to_string(ttl().count()) + "ms";
   }
   std::vector<std::uint16_t> server_ports() const override { return {server_.port()}; }
+  // The session is a lease: a reconnect within its TTL keeps it (docs/etcd.md, *Reconnecting
+  // after a refused connection*).
+  bool sessions_survive_reconnect() const override { return true; }
 
   // "P/NAME" covers both "P/NAME/<lease>" and its companion "P/NAME\0dlock/<lease>".
   std::size_t orphans(const std::string& lock) override {
@@ -59,6 +62,7 @@ class etcd_cluster_fault final : public fault_backend {
     for (std::size_t i = 0; i < cluster_.size(); ++i) p.push_back(cluster_.port(i));
     return p;
   }
+  bool sessions_survive_reconnect() const override { return true; }
   std::size_t orphans(const std::string& lock) override {
     return cluster_.keys(prefix_ + "/" + lock).size();
   }

@@ -121,6 +121,27 @@ bool run::inject(int k) {
       server_down_ = false;
       refill();
       break;
+    case fault::proxy_outage: {
+      // Every worker's link, not only the holder's: the server is gone for everyone (a
+      // restart, a dead load balancer), as short as a restart but long enough to outlast the
+      // retry policy's attempts. The holder pauses past it (start_worker), so its hold must
+      // live through it, and the waiters' acquires are bounded by two TTLs: they must wait
+      // through it too. Replacements (of workers whose connection was their session) wait
+      // for the link, as for a reset; the next grant is measured from its return.
+      server_down_ = true;
+      for (auto& per_worker : proxies_) {
+        for (auto& px : per_worker) px->reset();
+      }
+      pump(outage_length(b_.ttl()));
+      for (auto& per_worker : proxies_) {
+        for (auto& px : per_worker) px->pass();
+      }
+      server_down_ = false;
+      ns = monotonic_ns();
+      target.clear();
+      refill();
+      break;
+    }
     case fault::proxy_drop_reply: {
       // Alternate between the holder (its renewal or release is hit) and a waiter (its
       // enqueue or poll is hit).

@@ -1,5 +1,7 @@
 // The end of a fault run: the checker over the merged logs, fault -> next grant, orphans.
 #include <algorithm>
+#include <dlock/errors.hpp>
+#include <system_error>
 #include <thread>
 
 #include "fault/checker.hpp"
@@ -33,6 +35,18 @@ void judge(const judge_input& in, fault_backend& b, run_report& r) {
     if (!lock_level) ++r.resource_violations;
   }
   if (!c.violations.empty()) r.notes += describe(c.violations);
+  // An acquire that ended backend_unavailable gave up on the server (the worker tries again),
+  // and a release that ended with an error left its entry to the lease: during an outage
+  // shorter than the lease, a waiter must ride it out and a release must go through after it.
+  const auto unavailable = std::error_code(errc::backend_unavailable).message();
+  for (auto& e : h.events) {
+    bool gave_up = (e.what == step::acquire_failed && e.detail.starts_with(unavailable)) ||
+                   (e.what == step::released && !e.detail.empty());
+    if (!gave_up) continue;
+    if (++r.gave_up <= 3 && r.keep_sessions)
+      note(std::string(e.what == step::released ? "release" : "acquire") + " gave up: " + e.worker +
+           ": " + e.detail);
+  }
   if (torn > 1) note(std::to_string(torn) + " unparsable log lines");
   for (auto& [ns, who] : in.faults) {
     std::optional<std::int64_t> next;

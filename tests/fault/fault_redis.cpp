@@ -44,6 +44,8 @@ class redis_fault final : public fault_backend {
     for (auto& s : servers_) p.push_back(s->port());
     return p;
   }
+  // The session is a key with a TTL: a reconnect within it keeps its holds (docs/redis.md).
+  bool sessions_survive_reconnect() const override { return true; }
 
   // On every server: queue members without metadata or whose session key is gone, and
   // metadata of entries no queue holds; a lone holder whose session key is gone, or one

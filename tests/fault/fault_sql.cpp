@@ -22,6 +22,11 @@ class postgres_fault final : public fault_backend {
            query_of(ttl()) + (advisory_ ? "&mode=advisory" : "");
   }
   std::vector<std::uint16_t> server_ports() const override { return {server_.port()}; }
+  // Both modes: the connection is the session, so sessions_survive_reconnect() stays false.
+  // Lease mode: the client ends its session once its connection is found gone, even where
+  // (as through the fault run's proxy) the server binds it to no process and other clients
+  // wait for its lease (backends/common/session_conn.hpp; docs/postgresql.md: "holds are
+  // never kept across a reconnect"). Advisory mode: the locks belong to the connection.
   // Rows of the lock whose session row is gone or whose lease lapsed (by the server's clock,
   // which is the clock the backend's leases use). In advisory mode: advisory locks (held or
   // "waiting" marks) on the lock's keys still held once every worker has exited.
@@ -92,6 +97,9 @@ class mysql_fault final : public fault_backend {
            query_of(ttl()) + (advisory_ ? "&mode=advisory" : "");
   }
   std::vector<std::uint16_t> server_ports() const override { return {server_.port()}; }
+  // Both modes: the connection is the session (docs/mysql.md: the lease mode's session row
+  // holds the named lock dlock_session:<id> on its connection; advisory locks belong to the
+  // connection), so a reconnect finds it ended: sessions_survive_reconnect() stays false.
   // In advisory mode: named locks (held or "waiting" marks) on the lock's hash still held once
   // every worker has exited.
   std::size_t orphans(const std::string& lock) override {

@@ -54,6 +54,13 @@ void run::start_worker(std::size_t slot) {
   if (f_ == fault::permit_holder) argv.insert(argv.end(), {"--permits", "1"});
   if (f_ == fault::permits_two) argv.insert(argv.end(), {"--permits", "2", "--no-register"});
   if (f_ == fault::leader) argv.push_back("--elect");
+  if (f_ == fault::proxy_outage) {
+    // The holder pauses past the outage (which starts in its pause), and a waiter waits two
+    // TTLs, past the outage and the holders ahead of it.
+    auto pause = std::to_string((outage_length(b_.ttl()) + 300ms).count());
+    argv.insert(argv.end(), {"--pause-ms", pause + ":" + pause, "--wait-ms",
+                             std::to_string((2 * b_.ttl()).count())});
+  }
   test::child_process::options opt;
   std::shared_ptr<test::stepped_clock> clock;
   if (f_ == fault::client_clock_step) {

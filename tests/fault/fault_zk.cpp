@@ -86,6 +86,8 @@ class zk_fault_base : public fault_backend {
     return raw.children(chroot_ + test::lock_node(lock)).size();
   }
   void expire(const worker_session& ws) override { expire_zk(hosts_of(server_ports()), ws); }
+  // A reconnect within the session timeout keeps the session and its nodes (docs/zookeeper.md).
+  bool sessions_survive_reconnect() const override { return true; }
 
  private:
   std::string chroot_ = "/fault-" + test::random_suffix();

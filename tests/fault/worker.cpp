@@ -2,12 +2,14 @@
 //
 //   dlock_fault_worker --url URL --lock NAME --register PATH --log PATH --id ID
 //                      [--threads N] [--max-ops N] [--max-seconds S] [--pause-ms MIN:MAX]
+//                      [--wait-ms MS]
 //                      [--late-check] [--cancel-waits] [--permits N [--no-register]]
 //                      [--elect]
 //
 // Each contender loops: acquire -> read the fenced register with its fencing token -> pause ->
 // check its loss signal -> write value+1 with its token -> release, logging every step
 // (history.hpp). Before "ready" it prints a `session` line per contender (see session_line).
+// Each acquire waits at most --wait-ms (default 2000; the outage cell's waiters wait longer).
 // With --late-check the loss signal is checked BEFORE the pause instead of after it: the
 // classic "checked, then got paused" holder, whose stale write only the fence can stop.
 // With --permits N each contender takes one permit of a semaphore of N instead of the mutex

@@ -44,6 +44,8 @@ config parse_args(int argc, char** argv) {
       c.elect = true;
     else if (a == "--permits")
       c.permits = static_cast<std::uint32_t>(std::stoul(value()));
+    else if (a == "--wait-ms")
+      c.wait_ms = std::stoi(value());
     else if (a == "--pause-ms") {
       auto v = value();
       auto colon = v.find(':');
@@ -56,8 +58,8 @@ config parse_args(int argc, char** argv) {
   }
   if (c.url.empty() || c.lock.empty() || c.reg.empty() || c.log.empty() || c.id.empty())
     usage("--url, --lock, --register, --log and --id are required");
-  if (c.threads < 1 || c.pause_min_ms < 0 || c.pause_max_ms < c.pause_min_ms)
-    usage("bad --threads or --pause-ms");
+  if (c.threads < 1 || c.pause_min_ms < 0 || c.pause_max_ms < c.pause_min_ms || c.wait_ms < 0)
+    usage("bad --threads, --pause-ms or --wait-ms");
   return c;
 }
 

@@ -12,6 +12,7 @@ struct config {
   long max_ops{1'000'000};
   double max_seconds{60};
   int pause_min_ms{15}, pause_max_ms{40};
+  int wait_ms{2000};  // each acquire's deadline
   bool late_check{false};
   bool cancel_waits{false};
   std::uint32_t permits{0};

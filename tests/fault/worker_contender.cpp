@@ -81,7 +81,8 @@ outcome contender::run(std::chrono::steady_clock::time_point until) {
         enqueue_ns_ = std::clamp<long>((7 * enqueue_ns_ + half) / 8, 0, 2'000'000);
       }
     } else {
-      got = m.try_until(std::chrono::steady_clock::now() + 2s, stop_, ec);
+      got = m.try_until(std::chrono::steady_clock::now() + std::chrono::milliseconds{c_.wait_ms},
+                        stop_, ec);
     }
     if (!got) {
       put(step::acquire_failed, 0, 0, false,
