@@ -28,9 +28,10 @@ class basic_lock;
 struct retry_policy {
   std::chrono::milliseconds base_delay{10};   ///< first backoff cap
   std::chrono::milliseconds max_delay{1000};  ///< backoff never exceeds this
-  /// Retries per operation; 0 = fail at once. A waiter's listing (an acquire queued behind a
-  /// holder) is not bounded by it: retried until the acquire's deadline or the session's end,
-  /// so a waiter rides out an outage shorter than its lease, as the renewals do.
+  /// Retries per operation; 0 = fail at once. An acquire with a deadline in the future (its
+  /// enqueue, a candidate's value, a waiter's listings) is not bounded by it: retried until
+  /// the acquire's deadline or the session's end, so an acquire rides out an outage shorter
+  /// than its lease, as the renewals do. A one-try acquire (try_lock) is bounded by it.
   int max_attempts{8};
 };
 

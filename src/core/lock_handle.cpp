@@ -122,7 +122,10 @@ result<void> lock_handle::acquire_impl(entry_kind kind, steady::time_point deadl
   // A mutex's entry (not a shared_mutex writer's) may be named apart by the backend, for other
   // libraries that read it (backend.hpp: enqueue_mutex).
   const bool mutex_entry = kind == entry_kind::exclusive && type_ != lock_type::shared;
-  auto q = with_retry(policy, retry_until, joined.token(), [&] {
+  // Past the policy's attempts, on until the acquire's deadline, as a waiter's listings are:
+  // an acquire begun during an outage shorter than the lease waits it out (a one-try acquire
+  // has no patience beyond the policy).
+  auto q = with_patient_retry(policy, retry_until, deadline, joined.token(), [&] {
     auto& b = session_->backend();
     return mutex_entry ? b.enqueue_mutex(name_, id) : b.enqueue(name_, stored, id);
   });
@@ -135,8 +138,8 @@ result<void> lock_handle::acquire_impl(entry_kind kind, steady::time_point deadl
   if (kind == entry_kind::candidate) {
     // Before the wait: a leader is never seen without its value by the caller it returns to
     // (observers skip the moment between the two requests: version 0).
-    auto v = with_retry(policy, retry_until, joined.token(),
-                        [&] { return session_->backend().set_value(name_, id, value); });
+    auto v = with_patient_retry(policy, retry_until, deadline, joined.token(),
+                                [&] { return session_->backend().set_value(name_, id, value); });
     if (!v) {
       abandon(id);
       if (session_->ended_token().stop_requested()) return fail(session_->ended_failure());

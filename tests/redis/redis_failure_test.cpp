@@ -226,6 +226,45 @@ TEST(redis_faults, a_waiter_rides_out_a_restart_shorter_than_its_lease) {
   }
 }
 
+// The same outage, with the acquire begun during it (the fault run's outage cell found this
+// one: the enqueue gave up after the policy's attempts, about 1.2 s, with backend_unavailable,
+// though the caller gave it 60 s). It waits the outage out and queues once the server is back;
+// a one-try acquire still fails at once.
+TEST(redis_faults, an_acquire_begun_during_an_outage_waits_it_out) {
+  redis_server srv;
+  const std::string prefix = "ro:";
+  const auto url = "redis://" + srv.address() + "?ttl=15s&prefix=" + prefix;
+  auto holder_s = dlock::session::open(url);
+  dlock::mutex held(holder_s, "job");
+  held.lock();
+  auto waiter_s = dlock::session::open(url);
+  dlock::mutex waiter(waiter_s, "job");
+  srv.stop(true);  // SHUTDOWN SAVE: connections refused until start()
+  std::error_code one_try_ec;
+  EXPECT_FALSE(waiter.try_lock_until(std::chrono::steady_clock::now(), {}, one_try_ec));
+  EXPECT_EQ(one_try_ec, dlock::errc::backend_unavailable) << one_try_ec.message();
+
+  std::atomic<bool> returned{false};
+  bool granted = false;
+  std::error_code wait_ec;
+  std::jthread wait([&] {
+    granted = waiter.try_lock_until(std::chrono::steady_clock::now() + 60s, {}, wait_ec);
+    returned = true;
+  });
+  std::this_thread::sleep_for(3s);
+  EXPECT_FALSE(returned) << "the acquire gave up during the outage: " << wait_ec.message();
+  srv.start();
+  EXPECT_TRUE(poll_until([&] { return srv.entry_ids(prefix, "job").size() == 2; }, 10s))
+      << "the acquire did not queue once the server was back";
+  EXPECT_FALSE(returned) << "returned while the lock was still held: " << wait_ec.message();
+  std::error_code ec;
+  held.unlock(ec);
+  EXPECT_FALSE(ec) << ec.message();
+  wait.join();
+  EXPECT_TRUE(granted) << wait_ec.message();
+  if (granted) waiter.unlock(ec);
+}
+
 // An outage longer than the waiters can give it: one whose deadline passes during it times out
 // (`dlock run -w` exits 75), one whose lease ends during it is told its session expired;
 // neither waits for the server to come back, nor is reported merely unreachable.
