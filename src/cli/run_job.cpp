@@ -348,6 +348,8 @@ int run_reported(const run_options& o, run_report& rep) {
                 " after its grant, when its lease ran out (was dlock stopped or starved of CPU, or "
                 "the backend unreachable, longer than the TTL?); another node may have run the job "
                 "within the window");
+  } else if (release_ec && warnings->said("could not release '" + o.name + "'")) {
+    // The library's warning said it, with the server's last error: once is enough.
   } else if (release_ec == dlock::errc::backend_unavailable) {
     print_error("could not release '" + o.name +
                 "' (backend unreachable); the lease frees it within " +

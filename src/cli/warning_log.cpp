@@ -9,7 +9,16 @@ void warning_log::on_log(dlock::log_level level, std::string_view message) {
   std::lock_guard lk(mu_);
   if (message == last_) return;
   last_ = message;
+  if (said_.size() < 100) said_.push_back(last_);
   print_error(level == dlock::log_level::warning ? "warning: " + last_ : last_);
+}
+
+bool warning_log::said(std::string_view prefix) {
+  std::lock_guard lk(mu_);
+  for (const auto& m : said_) {
+    if (m.starts_with(prefix)) return true;
+  }
+  return false;
 }
 
 void warning_log::on_hold_state(std::string_view, dlock::fencing_token, dlock::hold_state state) {

@@ -9,6 +9,8 @@
 #include <dlock/observer.hpp>
 #include <mutex>
 #include <string>
+#include <string_view>
+#include <vector>
 
 namespace dlock::cli {
 
@@ -18,11 +20,15 @@ class warning_log final : public dlock::observer {
   void on_log(dlock::log_level level, std::string_view message) override;
   void on_hold_state(std::string_view lock, dlock::fencing_token token,
                      dlock::hold_state state) override;
+  // Whether a warning starting with `prefix` was printed: the final report of a release the
+  // library already warned about is not printed twice.
+  bool said(std::string_view prefix);
 
  private:
   std::atomic<bool> armed_{false};
   std::mutex mu_;
   std::string last_;
+  std::vector<std::string> said_;  // every warning printed (few: each is printed once)
 };
 
 }  // namespace dlock::cli
