@@ -1,0 +1,159 @@
+// A session's end: close() and its bounded variants, the close of the last reference, and
+// the end after a refused release. Apart from session_core.cpp (its open and its life): a
+// close must never hold its caller, often a destructor, on an unreachable server.
+#include <condition_variable>
+#include <mutex>
+#include <thread>
+
+#include "core/events.hpp"
+#include "core/exit_guard.hpp"
+#include "core/hold_core.hpp"
+#include "core/session_core.hpp"
+
+namespace dlock::detail {
+
+// The last reference is gone (the session, its locks and holds): close without making the
+// caller -- often a lock's or session's destructor -- wait on an unreachable server longer
+// than release_timeout. A thread of its own finishes the close and then deletes the core.
+void session_core::destroy(session_core* p) noexcept {
+  auto bound =
+      p->backend_unreachable() ? std::chrono::milliseconds{0} : p->options_.release_timeout;
+  if (!p->begin_close()) {
+    // close() ran and its finisher, which held the last reference, is done with it.
+    delete p;
+    return;
+  }
+  run_bounded(bound, [p] {
+    {
+      exit_guard::closing during(p);
+      p->finish_close();
+    }
+    delete p;
+  });
+}
+
+// Whether the server is known not to be answering now: close() then does not wait for it.
+bool session_core::backend_unreachable() noexcept {
+  return state_.load() == session_state::suspended || (removals_ && removals_->unreachable());
+}
+
+bool session_core::begin_close() noexcept {
+  {
+    std::lock_guard lk(close_mu_);
+    if (closed_) return false;
+    closed_ = true;
+  }
+  if (backend_) {
+    auto cur = state_.load();
+    ended_.request_stop();
+    if (cur != session_state::expired) {
+      notify_holds(hold_state::released);
+      set_state(session_state::closed);
+    }
+  }
+  for (auto* t : {&renewer_, &monitor_}) t->request_stop();
+  wake_.notify_all();
+  if (removals_) removals_->close();
+  return true;
+}
+
+// Joins the threads (each may be inside a backend call that waits for request_timeout) and
+// closes the backend. Never on one of those threads.
+void session_core::finish_close() noexcept {
+  if (removals_) removals_->join();
+  for (auto* t : {&renewer_, &monitor_}) {
+    if (!t->joinable()) continue;
+    if (t->get_id() == std::this_thread::get_id())
+      t->detach();
+    else
+      t->join();
+  }
+  // At the host's exit the lease frees what is left; a close would start new requests.
+  if (backend_ && !exit_guard::exiting()) backend_->close();
+}
+
+void session_core::abandon_for_exit() noexcept {
+  renewer_stop_.request_stop();
+  if (removals_) removals_->close();
+  if (backend_) backend_->on_expired();
+}
+
+void session_core::close() noexcept {
+  close_within(backend_unreachable() ? std::chrono::milliseconds{0} : options_.release_timeout);
+}
+
+void session_core::end_after_refusal(const failure& why,
+                                     std::optional<steady::time_point> wait_until) noexcept {
+  if (!ended_.stop_requested()) {
+    try {
+      std::string text = why.message +
+                         ": the server refuses to remove this session's entry, which blocks its "
+                         "lock for as long as the session lives; the session is ended (every "
+                         "hold of it is lost) so that the server drops its entries";
+      {
+        std::lock_guard lk(why_mu_);
+        ended_why_ = "ended by dlock: " + why.message + ", refused for good";
+      }
+      emit(options_.observer, [&](observer& o) { o.on_log(log_level::error, text); });
+    } catch (...) {
+    }
+  }
+  // Every hold is told lost before the close lets the server hand its locks on.
+  expire();
+  auto bound = std::chrono::milliseconds{0};
+  if (wait_until) {
+    bound =
+        std::max(bound, std::chrono::ceil<std::chrono::milliseconds>(*wait_until - steady::now()));
+  }
+  close_within(bound);
+}
+
+void session_core::close_within(std::chrono::milliseconds bound) noexcept {
+  if (!begin_close()) return;
+  auto self = weak_from_this().lock();
+  if (!self) {
+    finish_close();  // not owned by a shared_ptr (cannot happen through open())
+    return;
+  }
+  // The finisher holds a reference: if it outlives this call, the core outlives it.
+  run_bounded(bound, [self = std::move(self)] {
+    exit_guard::closing during(self.get());
+    self->finish_close();
+  });
+}
+
+// A close must not hold its caller -- often a destructor -- on an unreachable server for
+// longer than release_timeout, so `job` runs on a thread of its own and is waited for at most
+// `bound`. The thread drops what `job` owns before saying it is done: the last reference may
+// go with it.
+void session_core::run_bounded(std::chrono::milliseconds bound,
+                               std::function<void()> job) noexcept {
+  struct done_flag {
+    std::mutex mu;
+    std::condition_variable cv;
+    bool done{false};
+  };
+  std::shared_ptr<done_flag> flag;
+  try {
+    flag = std::make_shared<done_flag>();
+    std::thread([job, flag]() mutable {
+      job();
+      job = nullptr;
+      std::lock_guard lk(flag->mu);
+      flag->done = true;
+      flag->cv.notify_all();
+    }).detach();
+  } catch (...) {
+    // No thread to be had: finish here, unbounded, rather than leak the session.
+    job();
+    return;
+  }
+  try {
+    std::unique_lock lk(flag->mu);
+    flag->cv.wait_for(lk, bound, [&] { return flag->done; });
+  } catch (...) {
+    // Not waiting is safe: the finisher goes on without us.
+  }
+}
+
+}  // namespace dlock::detail
