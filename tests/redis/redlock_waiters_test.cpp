@@ -290,3 +290,32 @@ TEST(redlock_waiters, a_burst_of_candidates_is_queued_in_one_order_and_observed_
 
 }  // namespace
 }  // namespace dlock::test
+
+namespace dlock::test {
+namespace {
+
+// A term record lost on two masters of three (restarted empty, or deleted by hand): an observer
+// that finds it on the third still reports the leader with its fencing token, and writes the
+// record back where the leader's entry is, so that later observers hearing from the other two
+// find it too (as values are written back).
+TEST(redlock_waiters, a_term_record_lost_on_a_majority_is_written_back_by_its_reader) {
+  three_masters m;
+  const auto query = std::string("ttl=30s&prefix=tr:");
+  auto leader_session = session::open(m.url(query));
+  dlock::election vote(leader_session, "vote");
+  auto lead = vote.campaign("v");
+  ASSERT_TRUE(lead);
+  for (auto& server : m.servers)
+    ASSERT_EQ(server->integer({"EXISTS", "tr:t:vote"}), 1) << "no term record";
+  m.servers[0]->command({"DEL", "tr:t:vote"});
+  m.servers[1]->command({"DEL", "tr:t:vote"});
+  auto observer_session = session::open(m.url(query));
+  auto seen = dlock::election(observer_session, "vote").leader();
+  ASSERT_TRUE(seen.has_value());
+  EXPECT_EQ(seen->token, lead.token());
+  for (std::size_t i = 0; i < m.servers.size(); ++i)
+    EXPECT_EQ(m.servers[i]->integer({"EXISTS", "tr:t:vote"}), 1) << "master " << i;
+}
+
+}  // namespace
+}  // namespace dlock::test

@@ -285,6 +285,17 @@ merge_result merge_views(const std::vector<std::optional<node_view>>& views,
       }
     }
     const bool candidate = majority && majority->e.id.ends_with("~e");
+    if (candidate && term) {
+      // Only where the leader's entry is (a master without it refuses the record).
+      term_repair fix{{majority->e.id, *term, {}, 0, false}, {}};
+      for (const auto& v : pv) {
+        const bool has_entry = std::ranges::any_of(
+            majority->copies, [&](const auto& c) { return c.first == v.server; });
+        if (has_entry && (!v.raw->term || v.raw->term->second < *term))
+          fix.servers.push_back(v.server);
+      }
+      if (!fix.servers.empty()) out.term_fix = std::move(fix);
+    }
     if (majority && (term || !candidate)) {
       out.entries.push_back(majority->e);
       // A candidate's term; this session's holder: the token it was granted (a status view

@@ -61,6 +61,13 @@ struct value_repair {
   std::uint64_t fallback_version{0};
 };
 
+// An election's term record, read on some masters and missing on others (a master restarted
+// empty): written back, so that a record once reported stays on a majority (as values are).
+struct term_repair {
+  grant_check term;                  // the leader's entry id and its term's token
+  std::vector<std::size_t> servers;  // answering masters without it
+};
+
 struct merge_result {
   std::vector<entry> entries;
   // Ahead of each own waiter that no one entry keeps off a majority (it holds on some
@@ -71,6 +78,7 @@ struct merge_result {
   std::vector<std::string> resubmit;  // own ids to re-queue (split loser, or on too few servers)
   std::vector<grant_check> grants;    // own holders, with the token they report
   std::vector<value_repair> repairs;  // values of listed entries not yet on a majority
+  std::optional<term_repair> term_fix;
   // Per server, indexed like views (empty where it did not answer): own entries to stamp.
   std::vector<std::vector<stamp_request>> stamps;
   // An own entry the recipe lets hold on a majority is stamped on fewer: a round with these

@@ -183,6 +183,7 @@ result<queue_view> session::queue_round(std::string_view lock, std::optional<add
   if (!round) return fail(round.error());
   auto& merged = round->merged;
   repair_values(lock, merged);
+  if (merged.term_fix) (void)record_term(lock, merged.term_fix->term, merged.term_fix->servers);
   if (auto r = settle_grants(lock, merged.grants); !r) return fail(r.error());
   {
     std::lock_guard lk(mu_);

@@ -152,7 +152,8 @@ bool session::defer_term(const grant_check& g) {
 // An election's new leader: its term recorded on a majority before the grant is reported, so
 // observers report the leader with its fencing token as its term's (merge_views), never a
 // place two leaders of one burst share. The same request raises the counters (settle_grants).
-result<void> session::record_term(std::string_view lock, const grant_check& g) {
+result<void> session::record_term(std::string_view lock, const grant_check& g,
+                                  const std::vector<std::size_t>& servers) {
   const std::vector<std::string> argv{"6",
                                       key('f', lock),
                                       cfg_.prefix + "fence-floor",
@@ -163,8 +164,12 @@ result<void> session::record_term(std::string_view lock, const grant_check& g) {
                                       std::to_string(g.token),
                                       g.id,
                                       std::to_string(wake_ttl().count())};
-  auto replies = run_all(nodes_, std::vector<request>(nodes_.size(), request{&term_script, argv}),
+  std::vector<node*> targets;
+  for (auto s : servers) targets.push_back(nodes_[s]);
+  if (servers.empty()) targets = nodes_;
+  auto replies = run_all(targets, std::vector<request>(targets.size(), request{&term_script, argv}),
                          {}, expired_.get_token());
+  if (!servers.empty()) return {};
   std::size_t ok = 0;
   for (const auto& r : replies) {
     if (r && (*r)->type == REDIS_REPLY_INTEGER && (*r)->integer == 1) ++ok;

@@ -127,7 +127,9 @@ class session final : public backend_session {
                                              std::int64_t created_ms);
   result<void> settle_grants(std::string_view lock, const std::vector<grant_check>& grants);
   // Redlock elections: a new leader's term recorded on a majority (term_script).
-  result<void> record_term(std::string_view lock, const grant_check& g);
+  // With `servers`, only on those (a reader's write-back: best effort).
+  result<void> record_term(std::string_view lock, const grant_check& g,
+                           const std::vector<std::size_t>& servers = {});
   // Redlock elections: true if the new leader's term goes with its first value instead.
   bool defer_term(const grant_check& g);
   // Redlock: set_value under a version this session chose (the entry's next), confirmed by
