@@ -315,6 +315,7 @@ int run_reported(const run_options& o, run_report& rep) {
     const auto window_end = spec.granted_at + *hold_at_least;
     keep_until(window_end, m.hold(), signals);
     window_cut_after = lease_end_within(m.hold(), spec.granted_at, window_end);
+    rep.window_kept = !window_cut_after;
   }
   // Bounded by release_timeout (1 s); close() then does not wait on a server known to be
   // unreachable, so dlock exits about a second after CMD at worst.

@@ -99,6 +99,12 @@ std::string format_run_metrics(const run_report& r) {
     gauge("dlock_run_last_fencing_token", "The fencing token of the last run's grant.",
           std::to_string(*r.token));
   }
+  if (r.window_kept) {
+    gauge("dlock_run_last_hold_at_least_kept",
+          "1 if the last run held its grant for all of --hold-at-least, 0 if its lease ended "
+          "sooner (another node may have run the job within the window).",
+          *r.window_kept ? "1" : "0");
+  }
   return out;
 }
 

@@ -34,6 +34,7 @@ struct run_report {
   std::optional<std::chrono::nanoseconds> waited{};  // from start until granted (or given up)
   std::optional<std::chrono::nanoseconds> held{};    // from the grant until the release
   std::optional<std::uint64_t> token{};              // the grant's fencing token
+  std::optional<bool> window_kept{};  // --hold-at-least given: whether the lease outlived it
 };
 
 // Throws cli_error(exit_usage) when `path` names a directory, or a file whose directory does

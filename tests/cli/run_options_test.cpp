@@ -65,8 +65,9 @@ TEST(CliRunOptions, HoldAtLeastCoversASkewedStart) {
   EXPECT_EQ(late.status, 0) << "without --hold-at-least the late node runs the job again";
 
   auto started = steady::now();
-  auto node_a = box.start({"run", "-n", "--hold-at-least", "3s", "nightly2", "--", "sh", "-c",
-                           "echo ran-a; sleep 0.1"});
+  const std::string metrics = box.dir() + "/nightly2.prom";
+  auto node_a = box.start({"run", "-n", "--hold-at-least", "3s", "--metrics-file", metrics,
+                           "nightly2", "--", "sh", "-c", "echo ran-a; sleep 0.1"});
   ASSERT_TRUE(node_a.wait_for_line("ran-a", 30s));
   std::this_thread::sleep_for(1s);  // node B's cron fires a second later
   auto node_b = box.run({"run", "-n", "nightly2", "--", "echo", "ran-b"});
@@ -78,6 +79,10 @@ TEST(CliRunOptions, HoldAtLeastCoversASkewedStart) {
   std::string said;
   while (auto line = node_a.read_line(1s)) said += *line + "\n";
   EXPECT_EQ(said.find("was not kept"), std::string::npos) << said;
+  EXPECT_NE(read_file(metrics).find(
+                "dlock_run_last_hold_at_least_kept{command=\"run\",lock=\"nightly2\"} 1"),
+            std::string::npos)
+      << read_file(metrics);
   EXPECT_EQ(box.run({"run", "-n", "nightly2", "--", "true"}).status, 0);
 }
 
@@ -86,8 +91,9 @@ TEST(CliRunOptions, HoldAtLeastCoversASkewedStart) {
 // must say the window was broken, not blame the backend.
 TEST(CliRunOptions, HoldAtLeastBrokenByAStoppedDlockIsReported) {
   cli_sandbox box;
-  auto node_a =
-      box.start({"run", "--ttl", "1s", "--hold-at-least", "8s", "nightly3", "--", "echo", "ran-a"});
+  const std::string metrics = box.dir() + "/nightly3.prom";
+  auto node_a = box.start({"run", "--ttl", "1s", "--hold-at-least", "8s", "--metrics-file", metrics,
+                           "nightly3", "--", "echo", "ran-a"});
   ASSERT_TRUE(node_a.wait_for_line("ran-a", 30s));
   std::this_thread::sleep_for(300ms);
   node_a.signal(SIGSTOP);
@@ -105,6 +111,10 @@ TEST(CliRunOptions, HoldAtLeastBrokenByAStoppedDlockIsReported) {
   EXPECT_EQ(said.find("backend unreachable?)"), std::string::npos)
       << "the generic release message blames the backend:\n"
       << said;
+  EXPECT_NE(read_file(metrics).find(
+                "dlock_run_last_hold_at_least_kept{command=\"run\",lock=\"nightly3\"} 0"),
+            std::string::npos)
+      << read_file(metrics);
 }
 
 TEST(CliRunOptions, HoldAtMostStopsAStuckJob) {
