@@ -111,6 +111,10 @@ class fault_backend {
   // where true, no hold or session may be lost and no acquire or release may give up across
   // the outage; where false, its holders are told lost, and the rest is judged as a reset.
   virtual bool sessions_survive_reconnect() const { return false; }
+  // member_kill: how long a cluster may take to elect a new leader, which the bound on the
+  // next grant allows for where a lost holder's lease outlives the election (etcd extends every
+  // lease by its TTL when a new leader takes over). 0 for a backend that is not a cluster.
+  virtual std::chrono::milliseconds leader_election() const { return {}; }
   // Entries of `lock` stored in the backend whose session is not live, read raw (not through
   // dlock). Called once every worker has exited; the run polls it for up to TTL + 1 s.
   // In-process backends (multi_process() false) have their worker report this instead.

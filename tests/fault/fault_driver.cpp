@@ -13,7 +13,7 @@ run::run(fault_backend& b, std::string name, fault f, const run_params& p, std::
   r_.backend = std::move(name);
   r_.by_design = std::move(by_design);
   r_.what = f;
-  r_.bound = b.ttl() + 1s;
+  r_.bound = b.ttl() + 1s + (f == fault::member_kill ? b.leader_election() : 0ms);
   r_.keep_sessions = f == fault::proxy_outage && b.sessions_survive_reconnect();
   r_.planned = f == fault::none ? 0 : p.injections;
   slots_.resize(b.multi_process() ? static_cast<std::size_t>(p.workers) : 1);

@@ -63,6 +63,11 @@ class etcd_cluster_fault final : public fault_backend {
     return p;
   }
   bool sessions_survive_reconnect() const override { return true; }
+  // A new leader extends every lease by its TTL (etcd's lessor on promotion): a holder lost
+  // across the election is freed a TTL after it, not after its last renewal.
+  std::chrono::milliseconds leader_election() const override {
+    return 2 * test::etcd_cluster::election_timeout;
+  }
   std::size_t orphans(const std::string& lock) override {
     return cluster_.keys(prefix_ + "/" + lock).size();
   }

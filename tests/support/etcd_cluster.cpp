@@ -50,6 +50,7 @@ etcd_cluster::etcd_cluster(std::size_t n) : dir_(make_cluster_dir()), members_(n
     initial += (i ? "," : "") + m.name + "=" + url(m.peer_port);
   }
   const auto token = "dlock-" + random_suffix();
+  const auto election_ms = std::to_string(election_timeout.count());
   for (auto& m : members_) {
     m.argv = {"etcd",
               "--name",
@@ -73,7 +74,7 @@ etcd_cluster::etcd_cluster(std::size_t n) : dir_(make_cluster_dir()), members_(n
               "--heartbeat-interval",
               "50",
               "--election-timeout",
-              "500",
+              election_ms,
               "--logger",
               "zap",
               "--log-outputs",

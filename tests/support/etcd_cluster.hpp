@@ -4,6 +4,7 @@
 // there is one; etcd fsyncs every write), under one directory of the fixture's own.
 // Heartbeat 50 ms, election timeout 500 ms: a killed leader is replaced within about a second.
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -18,6 +19,10 @@ namespace dlock::test {
 
 class etcd_cluster {
  public:
+  // The members' --election-timeout: a follower that hears no leader for a random time in
+  // [this, 2 x this) campaigns (etcd's raft).
+  static constexpr std::chrono::milliseconds election_timeout{500};
+
   explicit etcd_cluster(std::size_t members = 3);
   ~etcd_cluster();
   etcd_cluster(const etcd_cluster&) = delete;
