@@ -54,7 +54,8 @@ struct session_options {
   std::chrono::milliseconds request_timeout{std::chrono::seconds{5}};
   /// Bound on session::open in total, every connection attempt and retry included; zero
   /// means request_timeout. Values above request_timeout still give one attempt at most
-  /// request_timeout.
+  /// request_timeout. Set (non-zero), it is also the time the open gives a server to come
+  /// back: transient failures are retried until it passes, past retry.max_attempts.
   std::chrono::milliseconds open_timeout{0};
   /// Retries of transient failures inside each operation.
   retry_policy retry{};

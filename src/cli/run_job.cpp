@@ -234,11 +234,15 @@ int run_reported(const run_options& o, run_report& rep) {
   // Connecting is part of the wait the user bounded: -w D counts from here, and the open gets
   // at most D (-n: one short try) of the session's request timeout.
   const auto started = std::chrono::steady_clock::now();
+  // An open_timeout given is also retried until (session_options): a run started during a
+  // server's restart waits it out, up to the request timeout (5 s by default).
   if (o.nonblock) {
     so.open_timeout = std::min(so.request_timeout, nonblock_open_budget);
   } else if (wait) {
     // A floor, so that -w 0 still lets a healthy server answer.
     so.open_timeout = std::min(so.request_timeout, std::max(*wait, std::chrono::milliseconds{100}));
+  } else {
+    so.open_timeout = so.request_timeout;
   }
   // Before the session starts its threads, so they inherit the mask; nothing above starts
   // one (check_lock_name opens no session): a thread that could take a SIGTERM would kill dlock

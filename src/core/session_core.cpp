@@ -57,7 +57,11 @@ result<std::shared_ptr<session_core>> session_core::open(std::string_view text,
       s->options_.open_timeout.count() > 0 ? s->options_.open_timeout : s->options_.request_timeout;
   auto deadline = started + budget;
   int attempts = 0;
-  auto b = with_retry(s->options_.retry, deadline, {}, [&] {
+  // An open_timeout the caller chose is the time it gives a server to come back (a restart,
+  // a proxy down for seconds): transient failures are retried until it passes, past the
+  // policy's attempts, as an acquire with a deadline is. The default keeps the policy's bound.
+  const auto patience = s->options_.open_timeout.count() > 0 ? deadline : started;
+  auto b = with_patient_retry(s->options_.retry, deadline, patience, {}, [&] {
     ++attempts;
     open_attempt_scope scope(deadline);  // each connect of this attempt: at most what is left
     return (*opener)(s->url_, s->info_);

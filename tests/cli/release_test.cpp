@@ -79,3 +79,30 @@ TEST(CliRunRelease, SaysSoWhenTheLeaseEndsBeforeTheReleaseIsConfirmed) {
 
 }  // namespace
 }  // namespace dlock::test
+
+namespace dlock::test {
+namespace {
+
+// An outside tester (2026-12-06): `dlock run -w 60s` started while Redis refused connections
+// for 3 s exited 69 after 1.5 s ("9 attempts in 1459 ms"): the session's open stopped at the
+// retry policy's attempts. The open now gives the server its open_timeout (up to 5 s) to come
+// back; -n still gives up at once.
+TEST(CliRunOutage, ARunStartedDuringAShortOutageWaitsItOut) {
+  redis_server srv;
+  cli_sandbox box;
+  auto url = "redis://127.0.0.1:" + std::to_string(srv.port());
+  srv.stop(true);
+  auto one_try = box.run({"run", "-n", "--url", url, "x", "--", "echo", "ran"});
+  EXPECT_EQ(one_try.status, 69) << one_try.output;
+  auto p = box.start({"run", "-w", "60s", "--url", url, "x", "--", "echo", "ran"});
+  std::this_thread::sleep_for(2500ms);
+  srv.start();
+  auto status = p.wait(30s);
+  std::string out;
+  while (auto line = p.read_line(1s)) out += *line + "\n";
+  EXPECT_EQ(status, 0) << out;
+  EXPECT_NE(out.find("ran"), std::string::npos) << out;
+}
+
+}  // namespace
+}  // namespace dlock::test
