@@ -319,3 +319,34 @@ TEST(redlock_waiters, a_term_record_lost_on_a_majority_is_written_back_by_its_re
 
 }  // namespace
 }  // namespace dlock::test
+
+namespace dlock::test {
+namespace {
+
+// An outside tester (2026-12-06): a master down past the TTL came back without the session's
+// key (expired while it was down), and the renewal never put it back; a later outage of
+// another master left the key on one master of three and ended a live session (its holder
+// told lost, its waiters failed). The renewal now restores the key where a majority kept it.
+TEST(redlock_waiters, a_session_key_lost_on_one_master_is_restored_by_the_next_renewal) {
+  three_masters m;
+  auto s = session::open(m.url("ttl=2s&prefix=sk:"));
+  dlock::mutex mx(s, "job");
+  mx.lock();
+  const std::string key = "sk:s:" + s.id();
+  m.servers[0]->command({"DEL", key});  // as if it expired while the master was down
+  EXPECT_TRUE(within(5s, [&] {
+    return m.servers[0]->integer({"EXISTS", key}) == 1;
+  })) << "the renewal did not restore the session's key";
+  m.servers[1]->stop(true);  // another master's outage, shorter than the TTL
+  std::this_thread::sleep_for(1500ms);
+  m.servers[1]->start();
+  std::this_thread::sleep_for(1s);
+  EXPECT_TRUE(mx.is_held());
+  EXPECT_EQ(s.state(), dlock::session_state::live);
+  std::error_code ec;
+  mx.unlock(ec);
+  EXPECT_FALSE(ec) << ec.message();
+}
+
+}  // namespace
+}  // namespace dlock::test

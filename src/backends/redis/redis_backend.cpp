@@ -123,8 +123,23 @@ result<steady::time_point> session::keep_alive() {
     if (auto f = entries_check_verdict(check_own_entries()); !f) return fail(f.error());
     return sent;
   }
-  if (renewed >= quorum()) return sent;
-  return fail(quorum_failure("keep-alive", replies, gone));
+  if (renewed < quorum()) return fail(quorum_failure("keep-alive", replies, gone));
+  if (gone > 0) {
+    // A master that lost the key (down past the TTL, restarted empty) while a majority kept
+    // it: the session is alive, as every other client saw it on that majority, so its key goes
+    // back there. Else a later outage of another master would leave it on too few and end a
+    // live session. Its entries that master purged stay gone; NX never overwrites.
+    std::vector<node*> lapsed;
+    for (std::size_t s = 0; s < nodes_.size(); ++s) {
+      if (replies[s] && (*replies[s])->type == REDIS_REPLY_INTEGER && (*replies[s])->integer == 0)
+        lapsed.push_back(nodes_[s]);
+    }
+    request restore{
+        nullptr,
+        {"SET", key('s', info_.id), info_.owner, "PX", std::to_string(info_.ttl.count()), "NX"}};
+    (void)run_all(lapsed, std::vector<request>(lapsed.size(), restore), {}, expired_.get_token());
+  }
+  return sent;
 }
 
 result<void> session::wait(std::string_view lock, const entry& awaited, steady::time_point deadline,
