@@ -306,11 +306,17 @@ int run_reported(const run_options& o, run_report& rep) {
   child_spec spec{o.command,    o.name,  url, grace, std::chrono::steady_clock::now(),
                   hold_at_most, m.held()};
   rep.token = m.hold().token().value;
-  const auto [cmd_status, lost_while_cmd_ran] = supervise(spec, m.hold(), signals);
+  const auto [cmd_status, lost_while_cmd_ran, cmd_ended] = supervise(spec, m.hold(), signals);
   int status = cmd_status;
-  // Read before anything else: dlock may have been stopped (SIGSTOP) while CMD ran and ended;
-  // the steady clock, not the renewals that could not run, says whether the lease outlived it.
-  const bool held_when_cmd_ended = m.hold().is_held();
+  // dlock may have been stopped (SIGSTOP) while CMD ran and ended: the time its guard saw CMD
+  // end, against the lease as the last renewal left it, says whether the lease outlived CMD
+  // (not the renewals that could not run, nor the clock when dlock ran again).
+  // The guard reads the clock after it reaps CMD, so a guard stopped too reports a later end
+  // (the safe side). A lease that lapsed while dlock was stopped, after CMD ended, is no loss.
+  const bool held_now = m.hold().is_held();
+  const bool lapsed_after_cmd = !held_now && cmd_ended && *cmd_ended < m.hold().valid_until() &&
+                                m.hold().state() != dlock::hold_state::released;
+  const bool held_when_cmd_ended = held_now || lapsed_after_cmd;
   // The --hold-at-least window is broken if the lease ended inside it: dlock stopped or starved
   // past its TTL, or the backend unreachable that long. Another node may then have run the job
   // within the window, which the exit status (CMD's) cannot say.
@@ -359,6 +365,10 @@ int run_reported(const run_options& o, run_report& rep) {
     print_error("could not release '" + o.name +
                 "' (backend unreachable); the lease frees it within " +
                 std::to_string((session.ttl().count() + 999) / 1000) + " s");
+  } else if (release_ec == dlock::errc::lock_lost && !lost && lapsed_after_cmd) {
+    print_error(m.held() + " outlived '" + o.command[0] +
+                "', but its lease ran out before dlock could release it (dlock was stopped or "
+                "starved past the TTL); the lock is free");
   } else if (release_ec == dlock::errc::lock_lost && !lost) {
     // CMD ended while the lock was held; then its lease ended before the release was confirmed
     // (a short TTL on an unreachable backend), or an operator ended the session: the lock is

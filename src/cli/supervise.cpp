@@ -43,6 +43,12 @@ std::vector<char*> c_strings(std::vector<std::string>& v) {
   return out;
 }
 
+// What the guard tells dlock as CMD ends: its wait status and when, in CLOCK_MONOTONIC ns.
+struct cmd_end {
+  int status;
+  std::int64_t at_ns;
+};
+
 // Everything the guard and CMD need, built before fork(): dlock's renewal threads are running,
 // so between fork and exec only async-signal-safe calls are made (no allocation, no locks).
 struct launch_plan {
@@ -56,7 +62,7 @@ struct launch_plan {
   pid_t dlock_group;
   int tty;            // the terminal whose foreground dlock was, or -1
   int exec_error_fd;  // CMD writes exec's errno here; close-on-exec, so EOF means it ran
-  int status_fd;      // the guard writes CMD's wait status here before it exits
+  int status_fd;      // the guard writes CMD's wait status and end (cmd_end) before it exits
   guard_deadline* lease;
   std::chrono::milliseconds grace;
 };
@@ -163,7 +169,12 @@ void enforce_lease(const launch_plan& p, std::optional<clock::time_point>& kill_
       ::kill(::getpid(), SIGSTOP);
       continue;
     }
-    [[maybe_unused]] auto n = ::write(p.status_fd, &st, sizeof st);
+    // When CMD ended, on the monotonic clock every process shares (steady_clock's): dlock,
+    // if it was stopped meanwhile, compares it with the lease it held then.
+    timespec now{};
+    ::clock_gettime(CLOCK_MONOTONIC, &now);
+    const cmd_end end{st, static_cast<std::int64_t>(now.tv_sec) * 1000000000 + now.tv_nsec};
+    [[maybe_unused]] auto n = ::write(p.status_fd, &end, sizeof end);
     ::_exit(WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st));
   }
 }
@@ -277,7 +288,7 @@ supervised supervise(const child_spec& spec, const dlock::hold& hold, signal_wat
   });
   if (!hold.is_held()) {
     print_error(spec.held + " was lost before '" + spec.argv[0] + "' started");
-    return {exit_lock_lost, true};
+    return {exit_lock_lost, true, std::nullopt};
   }
   guard_deadline lease(hold.valid_until());
   const auto [group, tty, status_fd] = spawn(spec, hold, signals, lease);
@@ -319,10 +330,9 @@ supervised supervise(const child_spec& spec, const dlock::hold& hold, signal_wat
     if (auto end = exited(group)) {
       // The guard may have ended CMD for a lapsed lease while dlock was frozen.
       if (!lost && lease.enforcer() == loss_enforcer::guard) on_loss();
-      int cmd_status = 0;
-      bool killed = ::read(status_fd, &cmd_status, sizeof cmd_status) ==
-                        static_cast<ssize_t>(sizeof cmd_status) &&
-                    WIFSIGNALED(cmd_status);
+      cmd_end told{};
+      const bool heard = ::read(status_fd, &told, sizeof told) == static_cast<ssize_t>(sizeof told);
+      const bool killed = heard && WIFSIGNALED(told.status);
       ::close(status_fd);
       // CMD has exited. After a loss or a stop signal, or when a signal killed CMD (Ctrl-C
       // in a terminal reaches CMD, not dlock), nothing it left behind may run on without the
@@ -334,7 +344,10 @@ supervised supervise(const child_spec& spec, const dlock::hold& hold, signal_wat
       if (tty >= 0 && ::tcgetpgrp(tty) == group) ::tcsetpgrp(tty, ::getpgrp());
       while (::waitpid(group, nullptr, 0) < 0 && errno == EINTR) {
       }
-      return {lost ? exit_lock_lost : end->status, lost};
+      std::optional<std::chrono::steady_clock::time_point> ended_at;
+      if (heard)
+        ended_at = std::chrono::steady_clock::time_point(std::chrono::nanoseconds(told.at_ns));
+      return {lost ? exit_lock_lost : end->status, lost, ended_at};
     }
     if (signal_watch::forwarded(ev.signal)) {
       stopping = true;

@@ -51,6 +51,8 @@ struct supervised {
   // The loss was seen and said: CMD's 70 is no loss, and a guard that stopped CMD at a lease's
   // end is one even if a renewal it never heard of kept the hold.
   bool lost;
+  // When CMD ended, as its guard saw it: dlock may have been stopped then, and learns it later.
+  std::optional<std::chrono::steady_clock::time_point> cmd_ended;
 };
 
 // Call from the main thread: the guard's death signal follows the thread that forked it.

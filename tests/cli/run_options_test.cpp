@@ -117,6 +117,27 @@ TEST(CliRunOptions, HoldAtLeastBrokenByAStoppedDlockIsReported) {
       << read_file(metrics);
 }
 
+// The tester's next case (2026-12-06): dlock stopped while CMD ran and ended, its lease still
+// valid when CMD did, and lapsed only while dlock stayed stopped. CMD ran under the lock, so
+// the status is CMD's and the window is reported broken; dlock used to say the lock was lost
+// while CMD ran (exit 70), judging by the clock when it ran again. The guard now tells it when
+// CMD ended.
+TEST(CliRunOptions, ACmdThatEndedWithinTheLeaseWhileDlockWasStoppedKeepsItsStatus) {
+  cli_sandbox box;
+  auto node_a = box.start({"run", "--ttl", "2s", "--hold-at-least", "8s", "halx", "--", "sh", "-c",
+                           "echo go; sleep 0.3; exit 3"});
+  ASSERT_TRUE(node_a.wait_for_line("go", 30s));
+  node_a.signal(SIGSTOP);
+  std::this_thread::sleep_for(3500ms);  // CMD ends at 0.3 s; the 2 s lease lapses meanwhile
+  node_a.signal(SIGCONT);
+  auto status = node_a.wait(30s);
+  std::string said;
+  while (auto line = node_a.read_line(1s)) said += *line + "\n";
+  EXPECT_EQ(status, 3) << said;
+  EXPECT_NE(said.find("--hold-at-least 8s was not kept"), std::string::npos) << said;
+  EXPECT_EQ(said.find("lost while"), std::string::npos) << said;
+}
+
 TEST(CliRunOptions, HoldAtMostStopsAStuckJob) {
   cli_sandbox box;
   auto started = steady::now();
