@@ -4,10 +4,24 @@
 
 namespace dlock::cli {
 
+namespace {
+
+// "renewing the lease failed (retrying): <error>" -> "renewing the lease failed (retrying)";
+// any other message is its own key.
+std::string_view retry_headline(std::string_view message) {
+  const auto at = message.find(" (retrying): ");
+  return at == std::string_view::npos ? message : message.substr(0, at);
+}
+
+}  // namespace
+
 void warning_log::on_log(dlock::log_level level, std::string_view message) {
   if (!armed_ || level < dlock::log_level::warning) return;
   std::lock_guard lk(mu_);
-  if (message == last_) return;
+  // A retried step's warning carries the latest error, which changes as an outage goes on
+  // (a reset, then a deadline): one spell of retries is one warning.
+  const auto key = retry_headline(message);
+  if (key == retry_headline(last_)) return;
   last_ = message;
   if (said_.size() < 100) said_.push_back(last_);
   print_error(level == dlock::log_level::warning ? "warning: " + last_ : last_);

@@ -104,5 +104,36 @@ TEST(CliRunOutage, ARunStartedDuringAShortOutageWaitsItOut) {
   EXPECT_NE(out.find("ran"), std::string::npos) << out;
 }
 
+// An outside tester (2026-12-06): one etcd outage printed "renewing the lease failed" twice,
+// its error having changed (a cancelled call, then a deadline). One spell of failing renewals
+// is one warning, whatever each retry's error: here a link that stops answering (a renewal
+// timing out), then one that refuses.
+TEST(CliRunOutage, OneSpellOfFailingRenewalsIsOneWarning) {
+  redis_server srv;
+  tcp_proxy px(srv.port());
+  cli_sandbox box;
+  const std::string go = box.dir() + "/go";
+  std::string script = "echo started; while [ ! -e " + go + " ]; do sleep 0.05; done; echo done";
+  auto url = "redis://127.0.0.1:" + std::to_string(px.port());
+  auto p = box.start({"run", "--url", url, "--ttl", "20s", "spell", "--", "sh", "-c", script});
+  ASSERT_TRUE(p.wait_for_line("started", 30s));
+  px.blackhole();  // the renewal at ~6.7 s gets no answer for the request timeout (5 s)
+  std::this_thread::sleep_for(12s);
+  px.reset();  // its retries are refused
+  std::this_thread::sleep_for(3s);
+  px.pass();
+  std::this_thread::sleep_for(3s);  // a renewal gets through, well within the lease
+  std::ofstream(go).put('x');
+  auto status = p.wait(30s);
+  std::string out;
+  while (auto line = p.read_line(1s)) out += *line + "\n";
+  EXPECT_EQ(status, 0) << out;
+  std::size_t said = 0;
+  for (auto at = out.find("renewing the lease failed"); at != std::string::npos;
+       at = out.find("renewing the lease failed", at + 1))
+    ++said;
+  EXPECT_EQ(said, 1u) << out;
+}
+
 }  // namespace
 }  // namespace dlock::test
