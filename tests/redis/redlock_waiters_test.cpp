@@ -2,6 +2,7 @@
 // share one safety net, and the shared net still sees a dead holder go (issue 17). Three real
 // redis-servers as masters.
 #include <gtest/gtest.h>
+#include <signal.h>
 
 #include <atomic>
 #include <dlock/dlock.hpp>
@@ -346,6 +347,50 @@ TEST(redlock_waiters, a_session_key_lost_on_one_master_is_restored_by_the_next_r
   std::error_code ec;
   mx.unlock(ec);
   EXPECT_FALSE(ec) << ec.message();
+}
+
+}  // namespace
+}  // namespace dlock::test
+
+namespace dlock::test {
+namespace {
+
+// An outside tester (2026-12-06): one Redlock master frozen (SIGSTOP) with ttl=3s ended the
+// sessions of a holder and its waiter: every renewal waited for the frozen master for the
+// request timeout (5 s), past the lease the other two masters had just renewed.
+TEST(redlock_waiters, a_frozen_master_does_not_end_sessions_a_majority_renews) {
+  three_masters m;
+  const std::string url = m.url("ttl=3s&prefix=fz:");
+  auto holder = session::open(url);
+  auto waiter = session::open(url);
+  dlock::mutex held(holder, "job");
+  held.lock();
+  const pid_t frozen = m.servers[0]->pid();
+  ASSERT_GT(frozen, 0);
+  ::kill(frozen, SIGSTOP);
+  struct thaw {
+    pid_t pid;
+    ~thaw() { ::kill(pid, SIGCONT); }
+  } thaw_at_end{frozen};
+
+  std::atomic<bool> granted{false};
+  std::jthread contender([&] {
+    dlock::mutex mx(waiter, "job");
+    if (mx.try_lock_for(30s)) {
+      granted = true;
+      mx.unlock();
+    }
+  });
+  // Three leases' worth with the first master frozen throughout.
+  std::this_thread::sleep_for(9s);
+  EXPECT_TRUE(held.is_held()) << "the holder's session ended while two of three masters renewed";
+  EXPECT_EQ(holder.state(), dlock::session_state::live);
+  EXPECT_EQ(waiter.state(), dlock::session_state::live);
+  EXPECT_FALSE(granted.load());
+  std::error_code ec;
+  held.unlock(ec);
+  contender.join();
+  EXPECT_TRUE(granted.load()) << "the waiter was not granted by the two masters left";
 }
 
 }  // namespace

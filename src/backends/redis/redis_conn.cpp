@@ -201,7 +201,9 @@ result<reply_ptr> connection::receive(until_t until) {
         std::chrono::ceil<std::chrono::milliseconds>(*until - std::chrono::steady_clock::now());
     auto wait = std::clamp(left, std::chrono::milliseconds{0}, timeout_);
     pollfd p{ctx_->fd, POLLIN, 0};
-    int n = wait.count() > 0 ? ::poll(&p, 1, static_cast<int>(wait.count())) : 0;
+    // Polled even with nothing left: a reply already in the socket's buffer (a master read
+    // after another that kept the caller waiting) is an answer, not a timeout.
+    int n = ::poll(&p, 1, static_cast<int>(wait.count()));
     const int err = errno;
     if (n < 0 && err == EINTR) continue;
     if (n <= 0) {
