@@ -154,6 +154,8 @@ const char* to_string(fault f) noexcept {
       return "restart, no data";
     case fault::member_kill:
       return "kill member";
+    case fault::member_freeze:
+      return "freeze member";
     case fault::expire_holder:
       return "expire holder";
     case fault::expire_waiter:
@@ -232,6 +234,8 @@ void fault_backend::stop_server(bool) { not_applicable("stop_server"); }
 void fault_backend::start_server() { not_applicable("start_server"); }
 std::string fault_backend::kill_member(int) { not_applicable("kill_member"); }
 void fault_backend::restart_member() { not_applicable("restart_member"); }
+std::string fault_backend::freeze_member(int) { not_applicable("freeze_member"); }
+void fault_backend::thaw_member() { not_applicable("thaw_member"); }
 
 std::vector<fault> with_proxy_faults(std::vector<fault> base) {
   for (auto f : {fault::proxy_blackhole, fault::proxy_delay, fault::proxy_reset,
@@ -282,8 +286,9 @@ const std::vector<backend_row>& backend_table() {
          "fencing tokens start again from 1, so a resource fenced by older tokens refuses them"}}},
       {"redlock",
        make_redlock_fault,
-       with_elections(plus(with_proxy_faults(plus(process_faults, fault::member_kill)),
-                           fault::master_down_release)),
+       with_elections(plus(
+           plus(with_proxy_faults(plus(process_faults, fault::member_kill)), fault::member_freeze),
+           fault::master_down_release)),
        {lease_cut_short}},
       // Advisory mode refuses a pooled connection (postgres_edges_test), so only the lease
       // mode runs behind the pooler.

@@ -37,6 +37,9 @@ enum class fault {
   server_restart,          // stop the server (its data kept), start it again
   server_restart_nosave,   // stop the server discarding its data, start it again
   member_kill,             // SIGKILL a minority member (ZooKeeper: the leader), restart it later
+  member_freeze,           // SIGSTOP a minority member for two TTLs while the workers contend,
+                           // then SIGCONT: it must cost nothing (no hold, session or acquire
+                           // lost to it; Redlock)
   expire_holder,           // the server ends the holder's session (as the fixtures' expire())
   expire_waiter,           // the server ends a waiter's session
   client_clock_step,       // the holder's wall clock steps an hour (forward, then back), and
@@ -134,6 +137,10 @@ class fault_backend {
   // Kills a minority member (the k-th injection); returns what was killed.
   virtual std::string kill_member(int k);
   virtual void restart_member();
+  // member_freeze: SIGSTOPs a minority member (the k-th injection), returns what; thaw_member
+  // SIGCONTs it.
+  virtual std::string freeze_member(int k);
+  virtual void thaw_member();
   // How long a killed member stays down (Redlock: past the TTL, its delayed-restart rule).
   virtual std::chrono::milliseconds member_down_time() const { return ttl(); }
   // Whether the stopped process `pid` holds a lock that stalls every other contender until it

@@ -14,7 +14,8 @@ run::run(fault_backend& b, std::string name, fault f, const run_params& p, std::
   r_.by_design = std::move(by_design);
   r_.what = f;
   r_.bound = b.ttl() + 1s + (f == fault::member_kill ? b.leader_election() : 0ms);
-  r_.keep_sessions = f == fault::proxy_outage && b.sessions_survive_reconnect();
+  r_.keep_sessions =
+      (f == fault::proxy_outage && b.sessions_survive_reconnect()) || f == fault::member_freeze;
   r_.planned = f == fault::none ? 0 : p.injections;
   slots_.resize(b.multi_process() ? static_cast<std::size_t>(p.workers) : 1);
   reg_path_ = p.scratch_dir + "/register.db";
@@ -43,7 +44,8 @@ run_report run::go() {
   for (auto& w : all_) in.logs.push_back(w.log);
   judge(in, b_, r_);
   if (r_.keep_sessions && (r_.lost > 0 || r_.workers_lost > 0 || r_.gave_up > 0)) {
-    note("the outage was not ridden out: " + std::to_string(r_.lost) + " holds lost, " +
+    note(std::string("the ") + (f_ == fault::member_freeze ? "frozen member" : "outage") +
+         " was not ridden out: " + std::to_string(r_.lost) + " holds lost, " +
          std::to_string(r_.workers_lost) + " workers lost their session, " +
          std::to_string(r_.gave_up) + " acquires or releases gave up");
   }

@@ -290,6 +290,16 @@ bool run::inject(int k) {
       }
       break;
     }
+    case fault::member_freeze: {
+      // A master frozen, not down (SIGSTOP, a stalled disk, a long fork): it accepts
+      // connections and never answers. The other two are a majority, so the holds, sessions
+      // and acquires must go on as if it were not there.
+      note("froze " + b_.freeze_member(k));
+      target.clear();
+      pump(2 * b_.ttl());
+      b_.thaw_member();
+      break;
+    }
     case fault::member_kill: {
       note("killed " + b_.kill_member(k));
       target.clear();
