@@ -191,6 +191,7 @@ bool needs_pooler(fault f) noexcept { return f == fault::pooler; }
 std::uint32_t holders_allowed(fault f) noexcept { return f == fault::permits_two ? 2 : 1; }
 
 std::chrono::milliseconds cell_ttl(fault f, const fault_backend& b) noexcept {
+  if (f == fault::member_freeze) return b.member_freeze_ttl();
   return f == fault::proxy_outage && b.sessions_survive_reconnect() ? outage_ttl : b.ttl();
 }
 
@@ -274,7 +275,7 @@ const std::vector<backend_row>& backend_table() {
        with_elections(with_permits(with_proxy_faults(plus(process_faults, fault::server_restart)))),
        {lease_cut_short}},
       // The ensemble's own fault: the leader dies while a lock is held and others wait.
-      {"zk-3", make_zk_ensemble_fault, {fault::member_kill}},
+      {"zk-3", make_zk_ensemble_fault, {fault::member_kill, fault::member_freeze}},
       {"redis",
        make_redis_fault,
        with_elections(with_permits(with_proxy_faults(
@@ -317,7 +318,7 @@ const std::vector<backend_row>& backend_table() {
        with_elections(with_permits(with_proxy_faults(plus(process_faults, fault::server_restart)))),
        {lease_cut_short}},
       // The cluster's own fault: the leader dies while a lock is held and others wait.
-      {"etcd-3", make_etcd_cluster_fault, {fault::member_kill}},
+      {"etcd-3", make_etcd_cluster_fault, {fault::member_kill, fault::member_freeze}},
       {"mysql-advisory",
        make_mysql_advisory_fault,
        plus(with_proxy_faults(plus(process_faults, fault::server_restart)),

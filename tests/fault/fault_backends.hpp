@@ -37,9 +37,9 @@ enum class fault {
   server_restart,          // stop the server (its data kept), start it again
   server_restart_nosave,   // stop the server discarding its data, start it again
   member_kill,             // SIGKILL a minority member (ZooKeeper: the leader), restart it later
-  member_freeze,           // SIGSTOP a minority member for two TTLs while the workers contend,
-                           // then SIGCONT: it must cost nothing (no hold, session or acquire
-                           // lost to it; Redlock)
+  member_freeze,           // SIGSTOP a minority member (ZooKeeper, etcd: the leader) for
+                           // member_freeze_time while the workers contend, then SIGCONT: it
+                           // must cost nothing (no hold, session or acquire lost to it)
   expire_holder,           // the server ends the holder's session (as the fixtures' expire())
   expire_waiter,           // the server ends a waiter's session
   client_clock_step,       // the holder's wall clock steps an hour (forward, then back), and
@@ -80,6 +80,8 @@ std::chrono::milliseconds cell_ttl(fault f, const fault_backend& b) noexcept;
 // has more than a second left when its renewals (every TTL/10 while failing) reach the server
 // again after it.
 inline constexpr std::chrono::milliseconds outage_ttl{8000};
+// How long member_freeze keeps a member stopped: two of the backends' own 2 s leases.
+inline constexpr std::chrono::milliseconds member_freeze_time{4000};
 // How long proxy_outage refuses connections: TTL/2, at most 3 s and at least 1.5 s. The retry
 // policy's default 8 attempts (core/retry.hpp, session.hpp: backoff caps 10 ms .. 1 s) give
 // up after at most 2.27 s (1.1 s on average), so a wait or request that is retried only that
@@ -141,6 +143,13 @@ class fault_backend {
   // SIGCONTs it.
   virtual std::string freeze_member(int k);
   virtual void thaw_member();
+  // member_freeze's lease: the backend's own (Redlock: its masters are independent, a majority
+  // goes on at once), or longer where the frozen leader must first be replaced by an election
+  // (ZooKeeper, etcd: outage_ttl, as their sessions ride out an outage).
+  virtual std::chrono::milliseconds member_freeze_ttl() const { return ttl(); }
+  // Whether every write is committed by one leader (ZooKeeper's ensemble, etcd's raft): with
+  // the leader frozen, nothing commits until an election replaces it or it resumes.
+  virtual bool commits_need_a_leader() const { return false; }
   // How long a killed member stays down (Redlock: past the TTL, its delayed-restart rule).
   virtual std::chrono::milliseconds member_down_time() const { return ttl(); }
   // Whether the stopped process `pid` holds a lock that stalls every other contender until it

@@ -16,6 +16,7 @@ run::run(fault_backend& b, std::string name, fault f, const run_params& p, std::
   r_.bound = b.ttl() + 1s + (f == fault::member_kill ? b.leader_election() : 0ms);
   r_.keep_sessions =
       (f == fault::proxy_outage && b.sessions_survive_reconnect()) || f == fault::member_freeze;
+  r_.releases_may_wait = f == fault::member_freeze && b.commits_need_a_leader();
   r_.planned = f == fault::none ? 0 : p.injections;
   slots_.resize(b.multi_process() ? static_cast<std::size_t>(p.workers) : 1);
   reg_path_ = p.scratch_dir + "/register.db";
@@ -49,6 +50,9 @@ run_report run::go() {
          std::to_string(r_.workers_lost) + " workers lost their session, " +
          std::to_string(r_.gave_up) + " acquires or releases gave up");
   }
+  if (r_.late_releases > 0)
+    note(std::to_string(r_.late_releases) +
+         " releases waited for a leader past release_timeout (confirmed in the background)");
   r_.orphans += stray_entries_;
   if (f_ == fault::cancel_wait) note("cancelled waits: " + std::to_string(cancelled_waits_));
   r_.took = std::chrono::duration_cast<ms>(steady::now() - t0);

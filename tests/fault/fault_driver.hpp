@@ -39,9 +39,14 @@ struct run_report {
   // Acquires that ended backend_unavailable (the worker then tries again) and releases that
   // ended with an error (the entry is left to its lease).
   int gave_up{0};
-  // proxy_outage where sessions_survive_reconnect(): the outage must cost nothing (no hold or
-  // session lost, no acquire or release given up).
+  // proxy_outage where sessions_survive_reconnect(), and member_freeze: the fault must cost
+  // nothing (no hold or session lost, no acquire or release given up).
   bool keep_sessions{false};
+  // member_freeze where a commit needs the frozen leader (or its successor): a release then
+  // waits for an election, longer than release_timeout, and goes on in the background. Such
+  // releases are counted here, not in gave_up; the orphan check still sees their entries go.
+  bool releases_may_wait{false};
+  int late_releases{0};
   std::optional<std::chrono::milliseconds> worst_to_grant;  // fault -> next grant
   std::chrono::milliseconds bound{0};                       // TTL + 1 s
   bool grant_missing{false};  // a fault after which nobody was granted within the bound

@@ -296,7 +296,7 @@ bool run::inject(int k) {
       // and acquires must go on as if it were not there.
       note("froze " + b_.freeze_member(k));
       target.clear();
-      pump(2 * b_.ttl());
+      pump(member_freeze_time);
       b_.thaw_member();
       break;
     }

@@ -43,6 +43,10 @@ void judge(const judge_input& in, fault_backend& b, run_report& r) {
     bool gave_up = (e.what == step::acquire_failed && e.detail.starts_with(unavailable)) ||
                    (e.what == step::released && !e.detail.empty());
     if (!gave_up) continue;
+    if (e.what == step::released && r.releases_may_wait) {
+      ++r.late_releases;
+      continue;
+    }
     if (++r.gave_up <= 3 && r.keep_sessions)
       note(std::string(e.what == step::released ? "release" : "acquire") + " gave up: " + e.worker +
            ": " + e.detail);

@@ -40,6 +40,8 @@ class etcd_cluster {
   void kill(std::size_t i);
   void start(std::size_t i);
   bool running(std::size_t i) const { return members_.at(i).proc != nullptr; }
+  // Member i's process id (-1 if it is not running): to SIGSTOP and SIGCONT it.
+  pid_t pid(std::size_t i) const { return running(i) ? members_.at(i).proc->pid() : -1; }
 
   // etcdctl ARGS against the running members; {exit status, combined output}.
   std::pair<int, std::string> etcdctl(const std::vector<std::string>& args) const;

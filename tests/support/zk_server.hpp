@@ -33,6 +33,7 @@ class zk_process {
   void start(const std::string& expected_mode);
   void kill();  // SIGKILL and reap
   bool running() const { return proc_.has_value(); }
+  pid_t pid() const { return proc_ ? proc_->pid() : -1; }  // -1 if not running
   std::uint16_t port() const noexcept { return port_; }
   const std::string& dir() const noexcept { return dir_; }
   // "leader", "follower", "standalone", or empty when not serving.
