@@ -50,7 +50,8 @@ struct session_options {
   /// when it gives up, and it starts a keepalive interval after the last good one, so when
   /// keepalive interval + request_timeout >= ttl (with the default interval ttl / 3: when
   /// request_timeout >= 2/3 of the TTL, e.g. the default 5 s with ttl=6s) a hold can go
-  /// straight from held to *lost* with no *suspect* signal first.
+  /// straight from held to *lost* with no *suspect* signal first. Redlock bounds each
+  /// master's requests by ttl / 4 when that is shorter: a majority answers for the rest.
   std::chrono::milliseconds request_timeout{std::chrono::seconds{5}};
   /// Bound on session::open in total, every connection attempt and retry included; zero
   /// means request_timeout. Values above request_timeout still give one attempt at most

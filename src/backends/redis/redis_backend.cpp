@@ -27,7 +27,15 @@ std::string glob_escape(std::string_view s) {
 namespace redis {
 
 session::session(config cfg, session_info info) : cfg_(std::move(cfg)), info_(std::move(info)) {
-  for (const auto& t : cfg_.servers) {
+  for (auto t : cfg_.servers) {
+    // Redlock waits for each master at most a quarter of the TTL (the algorithm's per-master
+    // timeout, small against the lease): the majority's answers are what count. Waiting for
+    // the request timeout, a frozen master (SIGSTOP, a stalled disk) held every round past
+    // short leases the others had just renewed or granted: one frozen master of three ended
+    // sessions and failed every acquire. A socket timeout, not a deadline per call: a reply
+    // read with a poll() first cost the uncontended cycle 16%.
+    if (cfg_.servers.size() > 1)
+      t.timeout = std::min(t.timeout, std::max(info_.ttl / 4, std::chrono::milliseconds{1}));
     owned_.push_back(std::make_unique<node>(t));
     nodes_.push_back(owned_.back().get());
   }
@@ -74,21 +82,11 @@ failure session::quorum_failure(std::string_view what,
                                      (detail.empty() ? "" : " (" + detail + ")")};
 }
 
-std::vector<result<reply_ptr>> session::fan_out(std::span<node* const> targets,
-                                                std::span<const request> reqs, until_t until,
-                                                std::stop_token stop) {
-  if (redlock()) {
-    auto bound = steady::now() + std::max(info_.ttl / 4, std::chrono::milliseconds{1});
-    until = until ? std::min(*until, bound) : bound;
-  }
-  return run_all(targets, reqs, until, std::move(stop));
-}
-
 result<void> session::start() {
   // What is unsafe for any lock (an eviction policy, a replica, Redis Cluster) is refused
   // here (redis_doctor.cpp). INFO's default sections hold all three.
   std::vector<request> info(nodes_.size(), request{nullptr, {"INFO"}});
-  auto infos = fan_out(nodes_, info);
+  auto infos = run_all(nodes_, info);
   for (std::size_t i = 0; i < infos.size(); ++i) {
     if (auto r = refuse_unsafe(info_text(infos[i]), cfg_.servers[i].where); !r) return r;
   }
@@ -97,12 +95,12 @@ result<void> session::start() {
   request set{nullptr,
               {"SET", key('s', info_.id), info_.owner, "PX", std::to_string(info_.ttl.count())}};
   std::vector<request> reqs(nodes_.size(), info_.observe_only ? set : synced(set));
-  auto replies = fan_out(nodes_, reqs);
+  auto replies = run_all(nodes_, reqs);
   std::size_t ok = std::ranges::count_if(replies, [](const auto& r) { return r.has_value(); });
   if (!redlock() && !replies[0]) return fail(replies[0].error());
   if (ok >= quorum()) return {};
   std::vector<request> undo(nodes_.size(), request{nullptr, {"DEL", key('s', info_.id)}});
-  (void)fan_out(nodes_, undo);
+  (void)run_all(nodes_, undo);
   return fail(quorum_failure("open", replies, 0));
 }
 
@@ -115,7 +113,7 @@ result<steady::time_point> session::keep_alive() {
   request renew{nullptr, {"PEXPIRE", key('s', info_.id), std::to_string(info_.ttl.count())}};
   std::vector<request> reqs(nodes_.size(), info_.observe_only ? renew : synced(renew));
   // A lease already over here (on_expired) is not renewed, nor waited for on a dead link.
-  auto replies = fan_out(nodes_, reqs, {}, expired_.get_token());
+  auto replies = run_all(nodes_, reqs, {}, expired_.get_token());
   if (expired_.stop_requested()) {
     return fail(errc::session_expired,
                 cfg_.servers[0].where + ": session " + info_.id + " expired (its lease ran out)");
@@ -147,7 +145,7 @@ result<steady::time_point> session::keep_alive() {
     request restore{
         nullptr,
         {"SET", key('s', info_.id), info_.owner, "PX", std::to_string(info_.ttl.count()), "NX"}};
-    (void)fan_out(lapsed, std::vector<request>(lapsed.size(), restore), {}, expired_.get_token());
+    (void)run_all(lapsed, std::vector<request>(lapsed.size(), restore), {}, expired_.get_token());
   }
   return sent;
 }
@@ -235,7 +233,7 @@ steady::time_point session::last_round_sent(std::string_view lock) const {
 result<void> session::end_session(std::string_view session_id) {
   if (auto r = check_open(); !r) return r;
   std::vector<request> reqs(nodes_.size(), request{nullptr, {"DEL", key('s', session_id)}});
-  auto replies = fan_out(nodes_, reqs);
+  auto replies = run_all(nodes_, reqs);
   std::size_t done = 0;
   for (auto& r : replies) done += r ? 1 : 0;
   if (done >= quorum()) return {};

@@ -93,7 +93,7 @@ std::vector<result<reply_ptr>> session::queue_calls(std::string_view lock,
   if (reqs.empty()) reqs = same_request(nodes_.size(), &queue_script, std::move(argv));
   // An enqueue always writes (its token's INCR), so its WAIT covers an earlier attempt too.
   if (add && !redlock()) reqs[0] = synced(std::move(reqs[0]));
-  return fan_out(nodes_, reqs, {}, expired_.get_token());
+  return run_all(nodes_, reqs, {}, expired_.get_token());
 }
 
 session::round_replies session::call_round(std::string_view lock, std::optional<add_request> add) {
@@ -221,7 +221,7 @@ std::vector<std::string> session::release_argv(const std::vector<own_entry>& ent
 std::vector<result<reply_ptr>> session::release_calls(const std::vector<own_entry>& entries,
                                                       bool drop_session, until_t until,
                                                       std::stop_token stop) {
-  return fan_out(nodes_,
+  return run_all(nodes_,
                  same_request(nodes_.size(), &release_script, release_argv(entries, drop_session)),
                  until, std::move(stop));
 }

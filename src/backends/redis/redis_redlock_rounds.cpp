@@ -107,7 +107,7 @@ result<void> session::requeue(std::string_view lock, const redlock_view& round) 
   // its TTL.
   std::vector<std::string> del{"DEL"};
   for (const auto& id : ids) del.push_back(key('w', id));
-  (void)fan_out(nodes_, std::vector<request>(nodes_.size(), request{nullptr, del}));
+  (void)run_all(nodes_, std::vector<request>(nodes_.size(), request{nullptr, del}));
   if (value_failure) return fail(*value_failure);
   return {};
 }
@@ -132,7 +132,7 @@ result<void> session::settle_grants(std::string_view lock, const std::vector<gra
       reqs.push_back({&raise_script,
                       {"2", key('f', lock), cfg_.prefix + "fence-floor", std::to_string(g.token)}});
     }
-    auto replies = fan_out(targets, reqs, {}, expired_.get_token());
+    auto replies = run_all(targets, reqs, {}, expired_.get_token());
     std::size_t ok = std::ranges::count_if(replies, [](const auto& r) { return r.has_value(); });
     if (ok < g.needed) return fail(quorum_failure("fencing counter update", replies, 0));
   }
@@ -167,7 +167,7 @@ result<void> session::record_term(std::string_view lock, const grant_check& g,
   std::vector<node*> targets;
   for (auto s : servers) targets.push_back(nodes_[s]);
   if (servers.empty()) targets = nodes_;
-  auto replies = fan_out(targets, std::vector<request>(targets.size(), request{&term_script, argv}),
+  auto replies = run_all(targets, std::vector<request>(targets.size(), request{&term_script, argv}),
                          {}, expired_.get_token());
   if (!servers.empty()) return {};
   std::size_t ok = 0;

@@ -94,13 +94,6 @@ class session final : public backend_session {
   std::size_t quorum() const noexcept { return nodes_.size() / 2 + 1; }
   bool redlock() const noexcept { return nodes_.size() > 1; }
   std::chrono::milliseconds wake_ttl() const;
-  // run_all, and with Redlock a late master is waited for at most a quarter of the TTL: the
-  // algorithm's per-master timeout, small against the lease. Waiting it out for the request
-  // timeout (a frozen master: SIGSTOP, a stalled disk) outlasted short leases the others had
-  // just renewed or granted, so one frozen master of three ended sessions and every acquire.
-  std::vector<result<reply_ptr>> fan_out(std::span<node* const> targets,
-                                         std::span<const request> reqs, until_t until = {},
-                                         std::stop_token stop = {});
 
   // One queue_script call on every server, turned into the engine's view. Redlock: the view
   // of this session's entries (holders, and each waiter behind the entry it waits on), or,

@@ -84,7 +84,7 @@ result<void> session::wait_change(std::string_view lock, const queue_view& seen,
     const std::vector<std::string> argv{"1", key('o', lock), inbox,
                                         std::to_string(wake_ttl().count())};
     auto regs =
-        fan_out(nodes_, std::vector<request>(nodes_.size(), {&observe_script, argv}), {}, stop);
+        run_all(nodes_, std::vector<request>(nodes_.size(), {&observe_script, argv}), {}, stop);
     if (stop.stop_requested()) return {};
     for (std::size_t i = 0; i < regs.size(); ++i) {
       if (regs[i]) registered.push_back(i);
@@ -176,7 +176,7 @@ result<std::uint64_t> session::set_value_quorum(std::string_view lock, std::stri
     if (auto t = pending_terms_.find(entry_id); t != pending_terms_.end()) term = t->second;
   }
   const auto argv = set_value_at_argv(lock, entry_id, value, version, info_.id, term);
-  auto replies = fan_out(nodes_, std::vector<request>(nodes_.size(), {&set_value_at_script, argv}),
+  auto replies = run_all(nodes_, std::vector<request>(nodes_.size(), {&set_value_at_script, argv}),
                          {}, expired_.get_token());
   std::size_t ok = 0, gone = 0;
   for (const auto& r : replies) {
@@ -213,7 +213,7 @@ void session::repair_values(std::string_view lock, merge_result& m) {
       std::vector<node*> targets;
       for (auto s : r.servers) targets.push_back(nodes_[s]);
       auto replies =
-          fan_out(targets, std::vector<request>(targets.size(), {&set_value_at_script, argv}), {},
+          run_all(targets, std::vector<request>(targets.size(), {&set_value_at_script, argv}), {},
                   expired_.get_token());
       for (const auto& x : replies) {
         if (x && (*x)->type == REDIS_REPLY_INTEGER && (*x)->integer >= 0 &&
