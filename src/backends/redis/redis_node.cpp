@@ -5,9 +5,6 @@
 #include <array>
 #include <cstdio>
 #include <map>
-#include <optional>
-#include <system_error>
-#include <thread>
 
 #include "backends/redis/redis_sentinel.hpp"
 
@@ -29,19 +26,17 @@ bool is_error(const reply_ptr& r) { return r && r->type == REDIS_REPLY_ERROR; }
 
 }  // namespace
 
-std::optional<result<std::unique_ptr<connection>>> node::take_pooled() {
-  std::lock_guard lk(mu_);
-  if (!idle_.empty()) {
-    auto c = std::move(idle_.back());
-    idle_.pop_back();
-    return c;
+result<std::unique_ptr<connection>> node::take(until_t until, std::stop_token stop) {
+  {
+    std::lock_guard lk(mu_);
+    if (!idle_.empty()) {
+      auto c = std::move(idle_.back());
+      idle_.pop_back();
+      return c;
+    }
+    // A server that just refused us is not dialled again at once by every caller.
+    if (steady::now() < down_until_) return fail(down_failure_);
   }
-  // A server that just refused us is not dialled again at once by every caller.
-  if (steady::now() < down_until_) return fail(down_failure_);
-  return std::nullopt;
-}
-
-result<std::unique_ptr<connection>> node::dial(until_t until, std::stop_token stop) {
   std::optional<std::chrono::milliseconds> cap;
   if (until) {
     cap = std::chrono::ceil<std::chrono::milliseconds>(*until - steady::now());
@@ -55,11 +50,6 @@ result<std::unique_ptr<connection>> node::dial(until_t until, std::stop_token st
     down_failure_ = c.error();
   }
   return c;
-}
-
-result<std::unique_ptr<connection>> node::take(until_t until, std::stop_token stop) {
-  if (auto pooled = take_pooled()) return std::move(*pooled);
-  return dial(until, std::move(stop));
 }
 
 void node::use_sentinels(std::vector<target> sentinels, std::string name) {
@@ -311,43 +301,19 @@ std::vector<result<reply_ptr>> run_all(std::span<node* const> nodes, std::span<c
       if (c) c->interrupt();
     }
   });
-  for (std::size_t i = 0; i < nodes.size(); ++i) out.emplace_back(fail(errc::backend_unavailable));
-  auto start = [&](std::size_t i, result<std::unique_ptr<connection>> c) {
+  for (std::size_t i = 0; i < nodes.size(); ++i) {
+    out.emplace_back(fail(errc::backend_unavailable));
+    auto c = nodes[i]->take(until, stop);
     if (!c) {
       out[i] = fail(c.error());
-      return;
+      continue;
     }
     if (auto s = nodes[i]->send(**c, reqs[i], until); !s) {
       out[i] = fail(s.error());
-      return;
+      continue;
     }
     std::lock_guard lk(conns_mu);
     conns[i] = std::move(*c);
-  };
-  // Requests go out at once on pooled connections; new ones are dialled side by side, each
-  // sending as soon as it is up. Dialled in turn, a master that accepts but never answers
-  // (frozen: SIGSTOP, a stalled disk) used up the others' time to connect, and one master's
-  // fault failed the whole round.
-  std::vector<std::size_t> to_dial;
-  for (std::size_t i = 0; i < nodes.size(); ++i) {
-    if (auto pooled = nodes[i]->take_pooled()) {
-      start(i, std::move(*pooled));
-    } else {
-      to_dial.push_back(i);
-    }
-  }
-  if (to_dial.size() == 1) {
-    start(to_dial[0], nodes[to_dial[0]]->dial(until, stop));
-  } else if (!to_dial.empty()) {
-    std::vector<std::jthread> dialers;
-    for (auto i : to_dial) {
-      auto dial_and_start = [&, i] { start(i, nodes[i]->dial(until, stop)); };
-      try {
-        dialers.emplace_back(dial_and_start);
-      } catch (const std::system_error&) {  // no thread to be had: dial it here
-        dial_and_start();
-      }
-    }
   }
   for (std::size_t i = 0; i < nodes.size(); ++i) {
     if (!conns[i]) continue;

@@ -64,10 +64,6 @@ class node {
   // Connections are handed out one per caller and returned when healthy. A new one is
   // opened within what is left until `until`, and given up when `stop` is requested.
   result<std::unique_ptr<connection>> take(until_t until = {}, std::stop_token stop = {});
-  // take() in two steps: a pooled connection, or the failure of a server refused moments ago
-  // (nullopt: neither, dial); and a new connection, within what is left until `until`.
-  std::optional<result<std::unique_ptr<connection>>> take_pooled();
-  result<std::unique_ptr<connection>> dial(until_t until, std::stop_token stop);
   void give(std::unique_ptr<connection> c);
 
  private:
