@@ -10,6 +10,8 @@
 //   2. {"redis", make_redis_fault, {fault::none, ...}, {{fault::x, "why it cannot survive"}}}
 // Faults needing a server (the proxy ones) are only valid for backends with server_ports().
 
+#include <signal.h>
+
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -82,6 +84,28 @@ std::chrono::milliseconds cell_ttl(fault f, const fault_backend& b) noexcept;
 inline constexpr std::chrono::milliseconds outage_ttl{8000};
 // How long member_freeze keeps a member stopped: two of the backends' own 2 s leases.
 inline constexpr std::chrono::milliseconds member_freeze_time{4000};
+
+// A member stopped by member_freeze (SIGSTOP), resumed by thaw() or, at the latest, when this
+// goes: a failed run never leaves a server stopped behind it.
+class frozen_member {
+ public:
+  frozen_member() = default;
+  frozen_member(const frozen_member&) = delete;
+  frozen_member& operator=(const frozen_member&) = delete;
+  ~frozen_member() { thaw(); }
+  void freeze(pid_t pid) {
+    thaw();
+    pid_ = pid;
+    ::kill(pid_, SIGSTOP);
+  }
+  void thaw() {
+    if (pid_ > 0) ::kill(pid_, SIGCONT);
+    pid_ = -1;
+  }
+
+ private:
+  pid_t pid_{-1};
+};
 // How long proxy_outage refuses connections: TTL/2, at most 3 s and at least 1.5 s. The retry
 // policy's default 8 attempts (core/retry.hpp, session.hpp: backoff caps 10 ms .. 1 s) give
 // up after at most 2.27 s (1.1 s on average), so a wait or request that is retried only that

@@ -3,8 +3,6 @@
 // three-member cluster whose leader is killed.
 // Orphans are counted raw with etcdctl: once every worker has exited, any key left under the
 // lock's name (a contender key or its companion) outlived its session.
-#include <signal.h>
-
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -84,16 +82,12 @@ class etcd_cluster_fault final : public fault_backend {
   std::string freeze_member(int) override {
     auto l = cluster_.leader();
     if (!l) throw std::runtime_error("the etcd cluster has no leader");
-    frozen_ = cluster_.pid(*l);
-    ::kill(frozen_, SIGSTOP);
+    frozen_.freeze(cluster_.pid(*l));
     return "leader (member " + std::to_string(*l + 1) + ")";
   }
-  void thaw_member() override { ::kill(frozen_, SIGCONT); }
+  void thaw_member() override { frozen_.thaw(); }
   std::chrono::milliseconds member_freeze_ttl() const override { return outage_ttl; }
   bool commits_need_a_leader() const override { return true; }
-  ~etcd_cluster_fault() override {
-    if (frozen_ > 0) ::kill(frozen_, SIGCONT);
-  }
   std::chrono::milliseconds member_down_time() const override {
     return std::chrono::milliseconds{0};
   }
@@ -101,7 +95,7 @@ class etcd_cluster_fault final : public fault_backend {
  private:
   test::etcd_cluster cluster_{3};
   std::size_t killed_{0};
-  pid_t frozen_{-1};
+  frozen_member frozen_;
   std::string prefix_ = "f" + test::random_suffix();
 };
 

@@ -1,8 +1,6 @@
 // The fault run's Redis backends: one redis-server (restartable with or without its data) and
 // Redlock over three (a minority member killed and restarted empty). Expiry and the orphan
 // count use raw commands on each server, never dlock.
-#include <signal.h>
-
 #include <map>
 #include <memory>
 #include <set>
@@ -110,21 +108,17 @@ class redis_fault final : public fault_backend {
   }
   void restart_member() override { servers_[killed_]->start(); }
   std::string freeze_member(int k) override {
-    frozen_ = servers_[static_cast<std::size_t>(k) % servers_.size()]->pid();
-    ::kill(frozen_, SIGSTOP);
+    frozen_.freeze(servers_[static_cast<std::size_t>(k) % servers_.size()]->pid());
     return "master " + std::to_string(static_cast<std::size_t>(k) % servers_.size() + 1);
   }
-  void thaw_member() override { ::kill(frozen_, SIGCONT); }
-  ~redis_fault() override {
-    if (frozen_ > 0) ::kill(frozen_, SIGCONT);  // never leave a server stopped behind a failure
-  }
+  void thaw_member() override { frozen_.thaw(); }
   std::chrono::milliseconds member_down_time() const override { return ttl() + 500ms; }
 
  private:
   std::vector<std::unique_ptr<test::redis_server>> servers_;
   std::string prefix_ = "f" + test::random_suffix() + ":";
   std::size_t killed_{0};
-  pid_t frozen_{-1};
+  frozen_member frozen_;
 };
 
 }  // namespace

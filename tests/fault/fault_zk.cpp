@@ -124,23 +124,19 @@ class zk_ensemble_fault final : public zk_fault_base {
   std::string freeze_member(int) override {
     auto l = ensemble_.leader();
     if (!l) throw std::runtime_error("the ensemble has no leader");
-    frozen_ = ensemble_.member(*l).pid();
-    ::kill(frozen_, SIGSTOP);
+    frozen_.freeze(ensemble_.member(*l).pid());
     return "leader (member " + std::to_string(*l + 1) + ")";
   }
-  void thaw_member() override { ::kill(frozen_, SIGCONT); }
+  void thaw_member() override { frozen_.thaw(); }
   std::chrono::milliseconds member_freeze_ttl() const override { return outage_ttl; }
   bool commits_need_a_leader() const override { return true; }
-  ~zk_ensemble_fault() override {
-    if (frozen_ > 0) ::kill(frozen_, SIGCONT);
-  }
   // Down until a grant was seen; the restarted member joins as a follower.
   std::chrono::milliseconds member_down_time() const override { return 0ms; }
 
  private:
   mutable test::zk_ensemble ensemble_{3};
   std::size_t killed_{0};
-  pid_t frozen_{-1};
+  frozen_member frozen_;
 };
 
 }  // namespace
