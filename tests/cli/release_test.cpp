@@ -15,17 +15,31 @@ namespace {
 using namespace std::chrono_literals;
 using clk = std::chrono::steady_clock;
 
+// A CMD that prints "started" and ends once the test opens its gate (creates `go`).
+struct gated_cmd {
+  std::string go, script;
+  explicit gated_cmd(const cli_sandbox& box)
+      : go(box.dir() + "/go"),
+        script("echo started; while [ ! -e " + go + " ]; do sleep 0.02; done; echo done") {}
+  void open() const { std::ofstream(go).put('x'); }
+};
+
+std::size_t occurrences(const std::string& out, const std::string& what) {
+  std::size_t n = 0;
+  for (auto at = out.find(what); at != std::string::npos; at = out.find(what, at + 1)) ++n;
+  return n;
+}
+
 TEST(CliRunRelease, ExitsSoonAfterCmdAndSaysWhenTheReleaseWasNotConfirmed) {
   redis_server srv;
   tcp_proxy px(srv.port());
   cli_sandbox box;
-  const std::string go = box.dir() + "/go";
-  std::string script = "echo started; while [ ! -e " + go + " ]; do sleep 0.02; done; echo done";
+  gated_cmd cmd(box);
   auto url = "redis://127.0.0.1:" + std::to_string(px.port());
-  auto p = box.start({"run", "--url", url, "--ttl", "30s", "cut", "--", "sh", "-c", script});
+  auto p = box.start({"run", "--url", url, "--ttl", "30s", "cut", "--", "sh", "-c", cmd.script});
   ASSERT_TRUE(p.wait_for_line("started", 30s));
   px.blackhole();
-  std::ofstream(go).put('x');
+  cmd.open();
   auto cmd_exit = clk::now();
   auto status = p.wait(30s);
   auto took = std::chrono::duration_cast<std::chrono::milliseconds>(clk::now() - cmd_exit);
@@ -39,11 +53,7 @@ TEST(CliRunRelease, ExitsSoonAfterCmdAndSaysWhenTheReleaseWasNotConfirmed) {
       std::string::npos)
       << out;
   // Said once: the library's warning and dlock's own report used to print it twice.
-  std::size_t said = 0;
-  for (auto at = out.find("could not release 'cut'"); at != std::string::npos;
-       at = out.find("could not release 'cut'", at + 1))
-    ++said;
-  EXPECT_EQ(said, 1u) << out;
+  EXPECT_EQ(occurrences(out, "could not release 'cut'"), 1u) << out;
   px.pass();
 }
 
@@ -112,10 +122,9 @@ TEST(CliRunOutage, OneSpellOfFailingRenewalsIsOneWarning) {
   redis_server srv;
   tcp_proxy px(srv.port());
   cli_sandbox box;
-  const std::string go = box.dir() + "/go";
-  std::string script = "echo started; while [ ! -e " + go + " ]; do sleep 0.05; done; echo done";
+  gated_cmd cmd(box);
   auto url = "redis://127.0.0.1:" + std::to_string(px.port());
-  auto p = box.start({"run", "--url", url, "--ttl", "20s", "spell", "--", "sh", "-c", script});
+  auto p = box.start({"run", "--url", url, "--ttl", "20s", "spell", "--", "sh", "-c", cmd.script});
   ASSERT_TRUE(p.wait_for_line("started", 30s));
   px.blackhole();  // the renewal at ~6.7 s gets no answer for the request timeout (5 s)
   std::this_thread::sleep_for(12s);
@@ -123,16 +132,12 @@ TEST(CliRunOutage, OneSpellOfFailingRenewalsIsOneWarning) {
   std::this_thread::sleep_for(3s);
   px.pass();
   std::this_thread::sleep_for(3s);  // a renewal gets through, well within the lease
-  std::ofstream(go).put('x');
+  cmd.open();
   auto status = p.wait(30s);
   std::string out;
   while (auto line = p.read_line(1s)) out += *line + "\n";
   EXPECT_EQ(status, 0) << out;
-  std::size_t said = 0;
-  for (auto at = out.find("renewing the lease failed"); at != std::string::npos;
-       at = out.find("renewing the lease failed", at + 1))
-    ++said;
-  EXPECT_EQ(said, 1u) << out;
+  EXPECT_EQ(occurrences(out, "renewing the lease failed"), 1u) << out;
 }
 
 }  // namespace
