@@ -14,9 +14,11 @@ namespace dlock {
 
 /// One entry of a lock's queue: the holder(s) first, then waiters in arrival order.
 struct queue_entry {
-  bool holds{false};       ///< true for the holder (or each shared holder)
-  bool shared{false};      ///< a reader of a shared_mutex
-  std::uint64_t token{0};  ///< the entry's fencing token; 0 when the backend does not know it
+  bool holds{false};   ///< true for the holder (or each shared holder)
+  bool shared{false};  ///< a reader of a shared_mutex
+  /// The entry's fencing token; 0 when the backend does not know it (another connection's
+  /// advisory lock), or for a waiter where capabilities().waiter_tokens is false (Redlock).
+  std::uint64_t token{0};
   /// "host pid=N description" as recorded by the creating session; for another connection's
   /// lock in ?mode=advisory, what the server tells: "address:port connection 42, user u, advisory"
   std::string owner;

@@ -118,6 +118,10 @@ struct backend_capabilities {
   /// dlock::election works: entries carry a value their owner may change (proclaim), and a
   /// change wakes observers; else campaigning and observing fail with errc::unsupported.
   bool values{false};
+  /// A waiter's entry already carries the fencing token it will hold with (inspect() shows
+  /// it); else its token is fixed only at the grant (Redlock: the masters' places, which the
+  /// entries of one epoch share, are not tokens) and inspect() shows waiters with token 0.
+  bool waiter_tokens{true};
   /// When permits is false for a reason of the backend's design, that reason (static text,
   /// quoted by the refusal and by `dlock doctor`); empty otherwise.
   std::string_view no_permits_because{};

@@ -45,12 +45,14 @@ std::vector<queue_entry> inspect(const session& s, std::string_view name) {
       out.push_back(std::move(e));
     }
   };
+  const bool waiter_tokens = s.capabilities().waiter_tokens;
   for (std::size_t i = 0; i < q->entries.size(); ++i) {
     add_unlisted_before(i);
     const auto& e = q->entries[i];
-    out.push_back(queue_entry{detail::entry_holds(*q, i), e.kind == detail::entry_kind::shared,
-                              e.token, e.owner, e.since, e.lease_left, e.limit,
-                              e.kind == detail::entry_kind::candidate});
+    const bool holds = detail::entry_holds(*q, i);
+    out.push_back(queue_entry{holds, e.kind == detail::entry_kind::shared,
+                              holds || waiter_tokens ? e.token : 0, e.owner, e.since, e.lease_left,
+                              e.limit, e.kind == detail::entry_kind::candidate});
   }
   add_unlisted_before(q->entries.size());
   return out;

@@ -6,6 +6,7 @@
 #include <dlock/session.hpp>
 #include <fstream>
 #include <iostream>
+#include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -54,39 +55,47 @@ TEST_F(CliBackends, FlashSaleSellsExactlyTheStock) {
   }
 }
 
+// Status shows each entry's fencing token as the one it holds with: a holder's is the one its
+// CMD got, and a waiter shows either the token it will be granted or none (Redlock gives a
+// waiter its token only at the grant; its place in the masters' queues, which entries of one
+// epoch share, once showed as "token 5" for two waiters, and for the second of them as
+// holder, which held with 6).
 TEST_F(CliBackends, TwoRunsNeverOverlapAndStatusShowsTheHolder) {
   cli_sandbox box;
   std::string script = box.dir() + "/critical.sh";
   // Appends are made under flock(1) so the file itself is never the source of interleaving;
-  // the holder stays in its critical section until the test creates "<log>.go".
-  std::ofstream(script) << "flock \"$1.lk\" sh -c 'echo \"start $DLOCK_FENCING_TOKEN\" >> \"$0\"' "
-                           "\"$1\"\n"
+  // run $2 stays in its critical section until the test creates "<log>.go$2".
+  std::ofstream(script) << "flock \"$1.lk\" sh -c 'echo \"start $DLOCK_FENCING_TOKEN $1\" >> "
+                           "\"$0\"' \"$1\" \"$2\"\n"
                            "i=0\n"
-                           "while [ ! -e \"$1.go\" ] && [ $i -lt 600 ]; do sleep 0.05; "
+                           "while [ ! -e \"$1.go$2\" ] && [ $i -lt 600 ]; do sleep 0.05; "
                            "i=$((i+1)); done\n"
                            "flock \"$1.lk\" sh -c 'echo \"end $DLOCK_FENCING_TOKEN\" >> \"$0\"' "
                            "\"$1\"\n";
+  auto urls = srv_->urls();
+  for (const auto& u : srv_->newer_urls()) urls.push_back(u);
   int n = 0;
-  for (const auto& url : srv_->urls()) {
+  for (const auto& url : urls) {
     SCOPED_TRACE(url);
     std::string log = box.dir() + "/log" + std::to_string(++n);
     std::string name = "cron/nightly";
-    auto first = box.start({"run", name, "--url", url, "--", "sh", script, log});
+    auto first = box.start({"run", name, "--url", url, "--", "sh", script, log, "1"});
     ASSERT_TRUE(poll([&] { return file_lines(log).size() == 1; })) << read_file(log);
-    auto second = box.start({"run", name, "--url", url, "--", "sh", script, log});
+    auto second = box.start({"run", name, "--url", url, "--", "sh", script, log, "2"});
+    auto third = box.start({"run", name, "--url", url, "--", "sh", script, log, "3"});
 
-    // status: the first run holds, the second waits behind it.
+    // status: the first run holds, the other two wait behind it.
     json st;
     ASSERT_TRUE(poll([&] {
       auto r = box.run({"status", name, "--url", url, "--json"});
       if (r.status != 0) return false;
       st = json::parse(r.output);
-      return st["waiters"].size() == 1;
+      return st["waiters"].size() == 2;
     })) << st.dump();
     ASSERT_EQ(st["holders"].size(), 1u) << st.dump();
     EXPECT_EQ(st["holders"][0]["pid"], first.pid()) << st.dump();
     EXPECT_EQ(st["held"], true);
-    EXPECT_EQ(file_lines(log).size(), 1u) << "the second run started while the first held:\n"
+    EXPECT_EQ(file_lines(log).size(), 1u) << "a waiter started while the first held:\n"
                                           << read_file(log);
 
     auto human = box.run({"status", name, "--url", url});
@@ -102,18 +111,52 @@ TEST_F(CliBackends, TwoRunsNeverOverlapAndStatusShowsTheHolder) {
     ASSERT_EQ(l[0]["holders"].size(), 1u) << l.dump();
     EXPECT_EQ(l[0]["holders"][0]["pid"], first.pid());
 
-    std::ofstream(log + ".go") << "go\n";
+    // Let each run in turn: a waiter that starts holds the token status showed for it, and
+    // status shows it as holder with that token.
+    std::map<long, json> shown_holding{{first.pid(), st["holders"][0]["token"]}};
+    std::ofstream(log + ".go1") << "go\n";
     EXPECT_EQ(first.wait(60s), 0);
-    EXPECT_EQ(second.wait(60s), 0);
-
+    // The two waiters joined at about the same time, in either order.
+    for (const std::size_t starts : {3u, 5u}) {  // the lines of the runs before, and a start
+      ASSERT_TRUE(poll([&] { return file_lines(log).size() == starts; })) << read_file(log);
+      auto r = box.run({"status", name, "--url", url, "--json"});
+      ASSERT_EQ(r.status, 0) << r.output;
+      auto h = json::parse(r.output)["holders"];
+      ASSERT_EQ(h.size(), 1u) << r.output;
+      auto* next = h[0]["pid"] == second.pid() ? &second : &third;
+      ASSERT_EQ(h[0]["pid"], next->pid()) << r.output;
+      shown_holding[next->pid()] = h[0]["token"];
+      std::ofstream(log + ".go" + (next == &second ? "2" : "3")) << "go\n";
+      EXPECT_EQ(next->wait(60s), 0);
+    }
     auto lines = file_lines(log);
-    ASSERT_EQ(lines.size(), 4u) << read_file(log);
-    ASSERT_TRUE(lines[0].starts_with("start ")) << read_file(log);
-    ASSERT_TRUE(lines[2].starts_with("start ")) << read_file(log);
-    auto t1 = lines[0].substr(6), t2 = lines[2].substr(6);
-    EXPECT_EQ(lines[1], "end " + t1) << "interleaved:\n" << read_file(log);
-    EXPECT_EQ(lines[3], "end " + t2) << "interleaved:\n" << read_file(log);
-    EXPECT_LT(std::stoull(t1), std::stoull(t2)) << "fencing tokens must increase";
+    ASSERT_EQ(lines.size(), 6u) << read_file(log);
+    std::map<long, std::uint64_t> ran_with;  // the run's pid -> its token
+    const std::map<int, long> pid_of{{1, first.pid()}, {2, second.pid()}, {3, third.pid()}};
+    std::uint64_t last = 0;
+    for (std::size_t i = 0; i < lines.size(); i += 2) {
+      std::istringstream in(lines[i]);
+      std::string word;
+      std::uint64_t token = 0;
+      int run = 0;
+      in >> word >> token >> run;
+      ASSERT_EQ(word, "start") << read_file(log);
+      EXPECT_EQ(lines[i + 1], "end " + std::to_string(token)) << "interleaved:\n" << read_file(log);
+      EXPECT_LT(last, token) << "fencing tokens must increase\n" << read_file(log);
+      last = token;
+      ran_with[pid_of.at(run)] = token;
+    }
+    for (const auto& [pid, token] : shown_holding) {
+      EXPECT_EQ(token, ran_with[pid]) << "status showed a holder with another token\n"
+                                      << read_file(log);
+    }
+    for (const auto& w : st["waiters"]) {
+      if (w["token"].is_null()) continue;
+      EXPECT_EQ(w["token"], ran_with[w["pid"].get<long>()])
+          << "a waiter's token is not the one it held with\n"
+          << st.dump() << "\n"
+          << read_file(log);
+    }
 
     auto after = box.run({"status", name, "--url", url, "--json"});
     ASSERT_EQ(after.status, 1) << "free is exit 1\n" << after.output;

@@ -299,8 +299,21 @@ merge_result merge_views(const std::vector<std::optional<node_view>>& views,
     if (majority && (term || !candidate)) {
       out.entries.push_back(majority->e);
       // A candidate's term; this session's holder: the token it was granted (a status view
-      // of its own hold); else (a lock's status) its largest place.
-      if (term) out.entries.back().token = *term;
+      // of its own hold); else (a lock's status) its highest grant as the masters stamped it,
+      // not its place, which the entries of its epoch share (a holder whose grant was raised
+      // above a master's higher counter holds a larger one, which no master records).
+      std::uint64_t stamped = 0;
+      for (const auto& v : pv) {
+        for (std::size_t i = 0; i < v.entries.size(); ++i) {
+          if (v.entries[i].id == majority->e.id && v.holds[i])
+            stamped = std::max(stamped, v.raw->entries[i].grant.value_or(0));
+        }
+      }
+      if (term) {
+        out.entries.back().token = *term;
+      } else if (stamped != 0) {
+        out.entries.back().token = stamped;
+      }
     } else if (candidate ||
                (!pv.front().entries.empty() && pv.front().entries.front().id.ends_with("~e"))) {
       majority = nullptr;

@@ -34,6 +34,7 @@ class session final : public backend_session {
             .ends_other_sessions = true,
             .permits = !redlock(),
             .values = true,
+            .waiter_tokens = !redlock(),
             .no_permits_because = redlock() ? no_majority_permits : std::string_view{}};
   }
   // Redlock: the masters order the entries that join between two grants by id (the queue
