@@ -29,6 +29,9 @@ enum class lock_type { mutex, recursive, shared };
 ///
 /// Threads: one handle must not be used by two threads at once (like std::unique_lock);
 /// distinct handles, on one session or many, may be used concurrently.
+///
+/// A moved-from handle holds nothing: its acquires fail with errc::invalid_argument (thrown,
+/// or set in ec), unlock() is a no-op, name() is empty; assigning a handle to it restores it.
 class basic_lock {
  public:
   basic_lock(basic_lock&&) noexcept;

@@ -101,7 +101,8 @@ class leadership {
 };
 
 /// An election named `name` on `session`'s backend. Threads: an election object may be used
-/// by many threads at once (each campaign is its own candidate). Example:
+/// by many threads at once (each campaign is its own candidate). A moved-from election refuses
+/// campaigns and observing (errc::invalid_argument, thrown or set in ec). Example:
 /// @code
 ///   auto s = dlock::session::open("sqlite:///var/lib/app/locks.db");
 ///   dlock::election e(s, "billing/primary");

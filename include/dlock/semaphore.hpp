@@ -76,7 +76,8 @@ class permit {
 
 /// A distributed counting semaphore named `name` with `max_permits` permits on `session`'s
 /// backend. Threads: a semaphore object may be used by many threads at once (each acquire
-/// makes its own permit). Example:
+/// makes its own permit). A moved-from semaphore refuses acquires (errc::invalid_argument,
+/// thrown or set in ec). Example:
 /// @code
 ///   auto s = dlock::session::open("sqlite:///var/lib/app/locks.db");
 ///   dlock::semaphore exports(s, "reports/export", 5);

@@ -16,13 +16,31 @@ std::string context(const lock_handle& h, const char* op) {
   return "dlock: " + std::string(op) + " '" + h.name() + "' on " + h.session()->redacted_url();
 }
 
-bool acquire_or_throw(lock_handle& h, entry_kind kind, steady::time_point deadline,
+// A moved-from lock object has no handle: its acquires are refused as a misuse (as an empty
+// session's are), never a null dereference in the caller's process.
+constexpr const char* moved_from = "this lock object was moved from";
+
+bool acquire_or_throw(lock_handle* h, entry_kind kind, steady::time_point deadline,
                       const char* op) {
+  if (!h) {
+    throw system_error(make_error_code(errc::invalid_argument),
+                       "dlock: " + std::string(op) + ": " + moved_from);
+  }
   std::error_code ec;
   std::string msg;
-  if (h.acquire(kind, deadline, {}, ec, &msg)) return true;
+  if (h->acquire(kind, deadline, {}, ec, &msg)) return true;
   if (ec == errc::would_block || ec == errc::timed_out) return false;
-  raise(failure{ec, msg}, context(h, op));
+  raise(failure{ec, msg}, context(*h, op));
+}
+
+bool acquire_noexcept(lock_handle* h, entry_kind kind, steady::time_point deadline,
+                      std::stop_token stop, std::error_code& ec) noexcept {
+  if (!h) {
+    ec = make_error_code(errc::invalid_argument);
+    remember(failure{ec, moved_from}, "dlock: acquire");
+    return false;
+  }
+  return h->acquire(kind, deadline, std::move(stop), ec);
 }
 
 }  // namespace
@@ -44,23 +62,24 @@ basic_lock& basic_lock::operator=(basic_lock&& other) noexcept {
 basic_lock::~basic_lock() = default;
 
 void basic_lock::lock() {
-  acquire_or_throw(*impl_, entry_kind::exclusive, steady::time_point::max(), "lock");
+  acquire_or_throw(impl_.get(), entry_kind::exclusive, steady::time_point::max(), "lock");
 }
 void basic_lock::lock(std::error_code& ec) noexcept {
-  impl_->acquire(entry_kind::exclusive, steady::time_point::max(), {}, ec);
+  acquire_noexcept(impl_.get(), entry_kind::exclusive, steady::time_point::max(), {}, ec);
 }
 bool basic_lock::try_lock() {
-  return acquire_or_throw(*impl_, entry_kind::exclusive, steady::time_point::min(), "try_lock");
+  return acquire_or_throw(impl_.get(), entry_kind::exclusive, steady::time_point::min(),
+                          "try_lock");
 }
 bool basic_lock::try_lock(std::error_code& ec) noexcept {
-  return impl_->acquire(entry_kind::exclusive, steady::time_point::min(), {}, ec);
+  return acquire_noexcept(impl_.get(), entry_kind::exclusive, steady::time_point::min(), {}, ec);
 }
 bool basic_lock::try_lock_until(std::chrono::steady_clock::time_point deadline) {
-  return acquire_or_throw(*impl_, entry_kind::exclusive, deadline, "try_lock_until");
+  return acquire_or_throw(impl_.get(), entry_kind::exclusive, deadline, "try_lock_until");
 }
 bool basic_lock::try_lock_until(std::chrono::steady_clock::time_point deadline,
                                 std::stop_token stop, std::error_code& ec) noexcept {
-  return impl_->acquire(entry_kind::exclusive, deadline, std::move(stop), ec);
+  return acquire_noexcept(impl_.get(), entry_kind::exclusive, deadline, std::move(stop), ec);
 }
 void basic_lock::unlock() noexcept {
   std::error_code ec;
@@ -107,26 +126,29 @@ std::size_t recursive_mutex::hold_count() const noexcept { return impl_ ? impl_-
 shared_mutex::shared_mutex(dlock::session s, std::string_view name)
     : basic_lock(std::move(s), name, detail::lock_type::shared) {}
 void shared_mutex::lock_shared() {
-  detail::acquire_or_throw(*impl_, detail::entry_kind::shared, detail::steady::time_point::max(),
-                           "lock_shared");
+  detail::acquire_or_throw(impl_.get(), detail::entry_kind::shared,
+                           detail::steady::time_point::max(), "lock_shared");
 }
 void shared_mutex::lock_shared(std::error_code& ec) noexcept {
-  impl_->acquire(detail::entry_kind::shared, detail::steady::time_point::max(), {}, ec);
+  detail::acquire_noexcept(impl_.get(), detail::entry_kind::shared,
+                           detail::steady::time_point::max(), {}, ec);
 }
 bool shared_mutex::try_lock_shared() {
-  return detail::acquire_or_throw(*impl_, detail::entry_kind::shared,
+  return detail::acquire_or_throw(impl_.get(), detail::entry_kind::shared,
                                   detail::steady::time_point::min(), "try_lock_shared");
 }
 bool shared_mutex::try_lock_shared(std::error_code& ec) noexcept {
-  return impl_->acquire(detail::entry_kind::shared, detail::steady::time_point::min(), {}, ec);
+  return detail::acquire_noexcept(impl_.get(), detail::entry_kind::shared,
+                                  detail::steady::time_point::min(), {}, ec);
 }
 bool shared_mutex::try_lock_shared_until(std::chrono::steady_clock::time_point deadline) {
-  return detail::acquire_or_throw(*impl_, detail::entry_kind::shared, deadline,
+  return detail::acquire_or_throw(impl_.get(), detail::entry_kind::shared, deadline,
                                   "try_lock_shared_until");
 }
 bool shared_mutex::try_lock_shared_until(std::chrono::steady_clock::time_point deadline,
                                          std::stop_token stop, std::error_code& ec) noexcept {
-  return impl_->acquire(detail::entry_kind::shared, deadline, std::move(stop), ec);
+  return detail::acquire_noexcept(impl_.get(), detail::entry_kind::shared, deadline,
+                                  std::move(stop), ec);
 }
 void shared_mutex::unlock_shared() noexcept { unlock(); }
 void shared_mutex::unlock_shared(std::error_code& ec) noexcept { unlock(ec); }

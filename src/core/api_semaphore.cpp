@@ -53,6 +53,12 @@ void permit::release(std::error_code& ec) noexcept {
   impl_.reset();
 }
 
+namespace {
+// A moved-from semaphore has no session: acquiring is refused as a misuse, never a null
+// dereference in the caller's process.
+constexpr const char* moved_from = "this semaphore object was moved from";
+}  // namespace
+
 semaphore::semaphore(dlock::session s, std::string_view name, std::uint32_t max_permits)
     : session_(std::move(s)), name_(name), max_(max_permits) {
   if (!session_) {
@@ -70,6 +76,11 @@ semaphore::semaphore(dlock::session s, std::string_view name, std::uint32_t max_
 
 permit semaphore::try_acquire_until(std::chrono::steady_clock::time_point deadline,
                                     std::stop_token stop, std::error_code& ec) noexcept {
+  if (!session_) {
+    ec = make_error_code(errc::invalid_argument);
+    detail::remember(detail::failure{ec, moved_from}, "dlock: acquire a permit");
+    return permit();
+  }
   try {
     auto h = std::make_unique<detail::lock_handle>(session_.core(), name_, detail::lock_type::mutex,
                                                    max_);
@@ -82,6 +93,10 @@ permit semaphore::try_acquire_until(std::chrono::steady_clock::time_point deadli
 }
 
 permit semaphore::take(std::chrono::steady_clock::time_point deadline, const char* op) {
+  if (!session_) {
+    throw system_error(make_error_code(errc::invalid_argument),
+                       "dlock: " + std::string(op) + " a permit: " + moved_from);
+  }
   auto h =
       std::make_unique<detail::lock_handle>(session_.core(), name_, detail::lock_type::mutex, max_);
   std::error_code ec;
