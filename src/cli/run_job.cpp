@@ -73,14 +73,15 @@ acquire_outcome acquire(run_grant& m, std::chrono::steady_clock::time_point dead
 // --hold-at-least: a job shorter than the cron skew between nodes must not let a node whose
 // clock is behind run it again in the same period (ShedLock's lockAtLeastFor). dlock keeps
 // holding, renewing, until `until`; a terminating signal or a loss ends the wait early.
-void keep_until(std::chrono::steady_clock::time_point until, const dlock::hold& hold,
-                signal_watch& signals) {
+// Returns the signal that ended it (0: none), which breaks the window as a loss does.
+int keep_until(std::chrono::steady_clock::time_point until, const dlock::hold& hold,
+               signal_watch& signals) {
   for (;;) {
     auto left =
         std::chrono::ceil<std::chrono::milliseconds>(until - std::chrono::steady_clock::now());
-    if (left.count() <= 0 || !hold.is_held()) return;
+    if (left.count() <= 0 || !hold.is_held()) return 0;
     auto ev = signals.wait(std::min(left, std::chrono::milliseconds{250}));
-    if (signal_watch::forwarded(ev.signal)) return;
+    if (signal_watch::forwarded(ev.signal)) return ev.signal;
   }
 }
 
@@ -321,11 +322,17 @@ int run_reported(const run_options& o, run_report& rep) {
   // past its TTL, or the backend unreachable that long. Another node may then have run the job
   // within the window, which the exit status (CMD's) cannot say.
   std::optional<std::chrono::milliseconds> window_cut_after;
+  // A terminating signal inside the window ends it too: dlock stops as asked and releases
+  // (staying would only defer the SIGKILL that follows an ignored SIGTERM), and says so.
+  int window_signal = 0;
+  std::chrono::milliseconds window_signal_after{0};
   if (hold_at_least && status != exit_lock_lost) {
     const auto window_end = spec.granted_at + *hold_at_least;
-    keep_until(window_end, m.hold(), signals);
+    window_signal = keep_until(window_end, m.hold(), signals);
+    window_signal_after = std::chrono::duration_cast<std::chrono::milliseconds>(
+        std::chrono::steady_clock::now() - spec.granted_at);
     window_cut_after = lease_end_within(m.hold(), spec.granted_at, window_end);
-    rep.window_kept = !window_cut_after;
+    rep.window_kept = !window_cut_after && window_signal == 0;
   }
   // Bounded by release_timeout (1 s); close() then does not wait on a server known to be
   // unreachable, so dlock exits about a second after CMD at worst.
@@ -359,6 +366,12 @@ int run_reported(const run_options& o, run_report& rep) {
                 " after its grant, when its lease ran out (was dlock stopped or starved of CPU, or "
                 "the backend unreachable, longer than the TTL?); another node may have run the job "
                 "within the window");
+  } else if (window_signal != 0 && !lost) {
+    print_error("--hold-at-least " + *o.hold_at_least +
+                " was not kept: dlock was stopped by signal " + std::to_string(window_signal) +
+                " " + dlock::detail::format_duration(window_signal_after) +
+                " after the grant and " + (release_ec ? "left " : "released ") + m.held() +
+                "; another node may run the job within the window");
   } else if (release_ec && warnings->said("could not release '" + o.name + "'")) {
     // The library's warning said it, with the server's last error: once is enough.
   } else if (release_ec == dlock::errc::backend_unavailable) {

@@ -117,6 +117,32 @@ TEST(CliRunOptions, HoldAtLeastBrokenByAStoppedDlockIsReported) {
       << read_file(metrics);
 }
 
+// A terminating signal inside the --hold-at-least window, after CMD ended: dlock stops and
+// releases as asked, so another node may run the job within the window. An outside tester
+// found dlock silent, its metrics saying the window was kept.
+TEST(CliRunOptions, HoldAtLeastCutByASignalIsReported) {
+  cli_sandbox box;
+  const std::string metrics = box.dir() + "/nightly4.prom";
+  auto node_a = box.start({"run", "--hold-at-least", "8s", "--metrics-file", metrics, "nightly4",
+                           "--", "echo", "ran-a"});
+  ASSERT_TRUE(node_a.wait_for_line("ran-a", 30s));
+  std::this_thread::sleep_for(500ms);  // CMD has ended; dlock keeps the window
+  node_a.signal(SIGTERM);
+  EXPECT_EQ(node_a.wait(30s), 0) << "the status is CMD's";
+  std::string said;
+  while (auto line = node_a.read_line(1s)) said += *line + "\n";
+  EXPECT_NE(said.find("--hold-at-least 8s was not kept: dlock was stopped by signal " +
+                      std::to_string(SIGTERM)),
+            std::string::npos)
+      << said;
+  EXPECT_NE(said.find("another node may run the job within the window"), std::string::npos) << said;
+  EXPECT_NE(read_file(metrics).find(
+                "dlock_run_last_hold_at_least_kept{command=\"run\",lock=\"nightly4\"} 0"),
+            std::string::npos)
+      << read_file(metrics);
+  EXPECT_EQ(box.run({"run", "-n", "nightly4", "--", "true"}).status, 0) << "released";
+}
+
 // The tester's next case (2026-12-06): dlock stopped while CMD ran and ended, its lease still
 // valid when CMD did, and lapsed only while dlock stayed stopped. CMD ran under the lock, so
 // the status is CMD's and the window is reported broken; dlock used to say the lock was lost
