@@ -125,6 +125,9 @@ struct backend_capabilities {
   /// When permits is false for a reason of the backend's design, that reason (static text,
   /// quoted by the refusal and by `dlock doctor`); empty otherwise.
   std::string_view no_permits_because{};
+  /// When values is false for a reason of the backend's design (or its mode), that reason
+  /// (static text, quoted by the refusal and by `dlock doctor`); empty otherwise.
+  std::string_view no_values_because{};
   /// When ends_other_sessions is false, why, and what ends a stuck holder instead (static
   /// text, quoted by force_unlock()'s refusal and `dlock unlock --force`); empty otherwise.
   std::string_view no_ending_others_because{};

@@ -61,7 +61,11 @@ constexpr const char* moved_from = "this election object was moved from";
 
 void check_values(const dlock::session& s, const std::string& name) {
   if (!s) refuse(errc::invalid_argument, moved_from);
-  if (!s.capabilities().values) {
+  if (const auto caps = s.capabilities(); !caps.values) {
+    if (!caps.no_values_because.empty()) {
+      refuse(errc::unsupported, "election '" + name + "': " + s.url() +
+                                    " has no elections: " + std::string(caps.no_values_because));
+    }
     refuse(errc::unsupported, "election '" + name + "': " + s.url() +
                                   " has no elections (its entries carry no values: its "
                                   "capabilities); see the README's backend table");

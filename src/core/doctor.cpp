@@ -103,7 +103,10 @@ baseline baseline_of(std::string_view name, const capabilities& c) {
   if (name == "elections") {
     return {"leader elections with a value", yes_no(c.values),
             c.values ? "candidates carry a value; changes wake observers"
-                     : "campaigning and observing are refused (unsupported)"};
+            : c.no_values_because.empty()
+                ? "campaigning and observing are refused (unsupported)"
+                : "campaigning and observing are refused (unsupported): " +
+                      std::string(c.no_values_because)};
   }
   return {"interoperates with other lock libraries", guarantee_status::no,
           "only dlock clients see these locks"};

@@ -199,6 +199,10 @@ result<void> lock_handle::check_recipe(entry_kind kind, std::string_view value) 
                                        "see its page in docs/ for a mode that has them");
   }
   if (kind == entry_kind::candidate && !caps.values) {
+    if (!caps.no_values_because.empty()) {
+      return fail(errc::unsupported,
+                  backend + " has no elections: " + std::string(caps.no_values_because));
+    }
     return fail(errc::unsupported, backend +
                                        " has no elections (its entries carry no "
                                        "values: its capabilities); see the README's backend "

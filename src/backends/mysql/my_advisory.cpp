@@ -89,6 +89,13 @@ class advisory_session final : public advisory_session_base<conn, std::string, p
             .fifo = false,
             .shared_locks = false,
             .lists_names = false,
+            .no_permits_because =
+                "in mode=advisory the server's lock (GET_LOCK) has one owner "
+                "and no queue of entries; the default lease mode (no "
+                "?mode) has semaphores",
+            .no_values_because =
+                "in mode=advisory the server's lock (GET_LOCK) carries no "
+                "value; the default lease mode (no ?mode) has elections",
             .no_ending_others_because =
                 "in mode=advisory the lock belongs to the server connection that took it: stop "
                 "the holder's process, or KILL its connection on the server"};

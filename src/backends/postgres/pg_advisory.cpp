@@ -44,6 +44,13 @@ class advisory_session final : public advisory_session_base<conn, statement, std
             .durable_tokens = true,
             .fifo = false,
             .lists_names = false,
+            .no_permits_because =
+                "in mode=advisory the server's lock (pg_advisory_lock) has one owner "
+                "and no queue of entries; the default lease mode (no "
+                "?mode) has semaphores",
+            .no_values_because =
+                "in mode=advisory the server's lock (pg_advisory_lock) carries no "
+                "value; the default lease mode (no ?mode) has elections",
             .no_ending_others_because =
                 "in mode=advisory the lock belongs to the server connection that took it: stop "
                 "the holder's process, or pg_terminate_backend() its connection on the server"};
