@@ -18,7 +18,7 @@ _dlock() {
   done
   case $prev in
     --url)
-      COMPREPLY=($(compgen -W "sqlite:// zk:// redis:// redis-sentinel:// redlock:// postgres:// mysql://" -- "$cur"))
+      COMPREPLY=($(compgen -W "sqlite:// zk:// etcd:// etcds:// redis:// redis-sentinel:// redlock:// postgres:// mysql://" -- "$cur"))
       compopt -o nospace 2>/dev/null
       return ;;
     -w | --wait | --ttl | --grace | --duration | --time-limit | --hold-at-least | --hold-at-most | --permits)
