@@ -20,15 +20,16 @@ namespace dlock {
 
 /// Error codes of the dlock category. Values are stable (they may be logged and compared).
 enum class errc {
-  timed_out = 1,        ///< the acquire deadline passed before the lock was granted
-  would_block,          ///< try_lock found the lock held by someone else
-  cancelled,            ///< the caller's std::stop_token was triggered during a wait
-  session_expired,      ///< the session's lease ended; nothing it held is held any more
-  session_closed,       ///< the session was closed by its owner
-  lock_lost,            ///< the hold's lease lapsed (or may have) while it was held
-  not_held,             ///< unlock by a handle that does not hold the lock
-  already_held,         ///< a non-reentrant handle asked for a lock it already holds
-  upgrade_refused,      ///< a shared holder asked for exclusive access (would deadlock)
+  timed_out = 1,    ///< the acquire deadline passed before the lock was granted
+  would_block,      ///< try_lock found the lock held by someone else
+  cancelled,        ///< the caller's std::stop_token was triggered during a wait
+  session_expired,  ///< the session's lease ended; nothing it held is held any more
+  session_closed,   ///< the session was closed by its owner
+  lock_lost,        ///< the hold ended while it was held: its lease lapsed (or may have), or the
+                    ///< server or an operator (force_unlock) ended its session
+  not_held,         ///< unlock by a handle that does not hold the lock
+  already_held,     ///< a non-reentrant handle asked for a lock it already holds
+  upgrade_refused,  ///< a shared holder asked for exclusive access (would deadlock)
   backend_unavailable,  ///< the server cannot be reached; retried, then reported
   backend_error,        ///< the server answered with an error that cannot be retried
   protocol_error,       ///< the server's reply was not what the backend protocol expects

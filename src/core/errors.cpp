@@ -21,7 +21,8 @@ class dlock_category final : public std::error_category {
       case errc::session_closed:
         return "the session is closed";
       case errc::lock_lost:
-        return "the lock was lost (its lease lapsed)";
+        return "the lock was lost (its lease ended, or the server or an operator ended its "
+               "session)";
       case errc::not_held:
         return "the lock is not held by this handle";
       case errc::already_held:
