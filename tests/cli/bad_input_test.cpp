@@ -73,6 +73,8 @@ TEST(CliBadInput, UsageErrorsExit64AndCreateNothing) {
        "directory '/tmp/dlock-nowhere-dir' does not exist"},
       {{"run", "x", "--url", "memory://x", "--", "echo", "CMD-RAN"}, 64, "memory"},
       {{"run", "x", "--ttl", "5ms", "--", "echo", "CMD-RAN"}, 64, "too short"},
+      // The library's floor (10ms), which no command's lease survives: exit 70 every time.
+      {{"run", "x", "--ttl", "10ms", "--", "echo", "CMD-RAN"}, 64, "at least 100ms"},
       {{"status", "x", "--url", "zk://127.0.0.1:1/a//b"}, 64, "empty segment"},
       // An explicit empty --url (an unset variable in a cron line) never falls back.
       {{"run", "x", "--url", "", "--", "echo", "CMD-RAN"}, 64, "--url is empty"},
@@ -157,6 +159,16 @@ TEST(CliBadInput, UnwritableDatabasePathExits77) {
       box,
       {{"run", "x", "--url", "sqlite://" + file + "/locks.db", "--", "echo", "CMD-RAN"}, 77, file});
   expect_rejected(box, {{"status", "x", "--url", "sqlite://" + file + "/locks.db"}, 77, file});
+}
+
+// A URL's ttl= below a command's floor is refused as --ttl's is (the URL is read at open, so
+// the database exists by then).
+TEST(CliBadInput, AUrlTtlTooShortForACommandExits64) {
+  cli_sandbox box;
+  const std::string url = "sqlite://" + box.dir() + "/locks.db?ttl=10ms";
+  expect_rejected(box, {{"run", "x", "--url", url, "--", "echo", "CMD-RAN"}, 64, "at least 100ms"});
+  expect_rejected(box,
+                  {{"elect", "x", "--url", url, "--", "echo", "CMD-RAN"}, 64, "at least 100ms"});
 }
 
 // A URL whose path is a directory (sqlite:///tmp) is a wrong URL like a missing directory
