@@ -171,7 +171,8 @@ bool sqlite_file_missing(const std::string& url) {
   auto u = dlock::detail::parse_url(url);
   // Only a valid sqlite URL's file: any other (sqlite://relative/path) goes on to be refused
   // by session::open, never read as "nothing held".
-  if (!u || u->scheme != "sqlite" || u->path.empty() || !u->hosts.empty()) return false;
+  if (!u || u->scheme != "sqlite" || u->path.empty() || !u->hosts.empty() || u->has_user_info)
+    return false;
   struct stat st {};
   if (::stat(u->path.c_str(), &st) == 0 || errno != ENOENT) return false;
   // No database in a directory that does not exist either: a mistyped path, which `dlock run`

@@ -74,10 +74,18 @@ result<host_port> parse_host(std::string_view text, std::string_view whole) {
 // digits and then the end, '/',
 // '?', '#' or ',' is a port (host:6379?owner=a@b has no password).
 std::pair<std::size_t, std::size_t> password_span(std::string_view text) {
-  auto sep = text.find("://");
-  if (sep == std::string_view::npos) return {0, 0};
-  auto start = sep + 3;
   auto at = text.rfind('@');
+  auto sep = text.find("://");
+  if (sep == std::string_view::npos || !valid_scheme(lower_scheme(text.substr(0, sep)))) {
+    // No scheme the parser can read (redis//u:p@h, u:p@h, u:p@redis://h): no syntax tells a
+    // password from a path, so all from the first ':' to the last '@' may be one.
+    auto colon = text.find(':');
+    if (at == std::string_view::npos || colon == std::string_view::npos || colon > at) {
+      return {0, 0};
+    }
+    return {colon + 1, at};
+  }
+  auto start = sep + 3;
   if (at == std::string_view::npos || at < start) return {0, 0};
   // The user name ends the authority's first part: a ':' after a '/', '?' or '#' is a path's
   // or a query's (sqlite:///a:b/c@d.db; ?description=a:b@c).
@@ -156,7 +164,9 @@ result<url> parse_url(std::string_view text) {
   auto sep = text.find("://");
   if (sep == std::string_view::npos) return bad("missing '://' (want scheme://...)");
   u.scheme = lower_scheme(text.substr(0, sep));
-  if (!valid_scheme(u.scheme)) return bad("bad scheme '" + std::string(text.substr(0, sep)) + "'");
+  // Quoted as shown: what precedes "://" may hold a password (u:p@redis://h).
+  if (!valid_scheme(u.scheme))
+    return bad("bad scheme '" + shown.substr(0, shown.find("://")) + "'");
   std::string_view rest = text.substr(sep + 3);
   if (auto [begin, end] = password_span(text);
       text.substr(begin, end - begin).find_first_of("/?#") != std::string_view::npos) {
@@ -180,6 +190,7 @@ result<url> parse_url(std::string_view text) {
   if (auto at = authority.rfind('@'); at != std::string_view::npos) {
     std::string_view userinfo = authority.substr(0, at);
     authority = authority.substr(at + 1);
+    u.has_user_info = true;
     std::string_view user = userinfo;
     if (auto colon = userinfo.find(':'); colon != std::string_view::npos) {
       user = userinfo.substr(0, colon);

@@ -141,6 +141,25 @@ TEST(CliBadInput, UsageErrorsExit64AndCreateNothing) {
       box, {{"run", "x", "--ttl", "20s", "--url", box.url() + "?ttl=5s", "--", "echo", "CMD-RAN"},
             64,
             "ttl given twice: 20"});
+  // A password is hidden in a URL that does not parse, too.
+  expect_rejected(
+      box,
+      {{"status", "x", "--url", "redis//u:secret@h"}, 64, "URL 'redis//u:***@h': missing '://'"});
+  expect_rejected(box, {{"status", "x", "--url", "u:secret@h"}, 64, "URL 'u:***@h': missing"});
+  // A sqlite:// URL has no use for a user or password: refused, never ignored (the file was
+  // used), and masked by every command that shows the URL.
+  const std::string with_user = "sqlite://u:secret@" + box.dir() + "/up.db";
+  const std::string refused =
+      "URL 'sqlite://u:***@" + box.dir() + "/up.db': a sqlite:// URL takes no user or password";
+  for (const auto& args : std::vector<std::vector<std::string>>{
+           {"run", "x", "--url", with_user, "--", "echo", "CMD-RAN"},
+           {"status", "x", "--url", with_user},
+           {"list", "--json", "--url", with_user},
+           {"leader", "x", "--url", with_user},
+           {"unlock", "x", "--force", "--yes", "--url", with_user}}) {
+    expect_rejected(box, {args, 64, refused});
+  }
+  EXPECT_FALSE(file_exists(box.dir() + "/up.db"));
   // The URL's own ttl= is checked as strictly as --ttl.
   expect_rejected(
       box, {{"run", "x", "--url", box.url() + "?ttl=0", "--", "echo", "CMD-RAN"}, 64, "ttl"});

@@ -77,6 +77,16 @@ TEST(url, no_error_message_shows_the_password) {
       }
     }
   }
+  // With no "scheme://" the parser can read, what looks like user:password@ is hidden too.
+  for (std::string text : {"redis//u:" + secret + "@h", "u:" + secret + "@h",
+                           "u:" + secret + "@redis://h", "redis:/u:" + secret + "@h:1"}) {
+    auto u = parse_url(text);
+    ASSERT_FALSE(u) << text;
+    EXPECT_EQ(u.error().message.find(secret), std::string::npos)
+        << text << " -> " << u.error().message;
+    EXPECT_NE(u.error().message.find(":***@"), std::string::npos)
+        << text << " -> " << u.error().message;
+  }
   // A password the URL's syntax would cut ('/', '?', '#' unencoded) is refused as such.
   for (std::string text : {"redis://default:p@ss:w/rd" + secret + "@127.0.0.1:6379",
                            "redis://default:a?" + secret + "@127.0.0.1",
