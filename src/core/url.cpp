@@ -194,11 +194,19 @@ result<url> parse_url(std::string_view text) {
     std::string_view user = userinfo;
     if (auto colon = userinfo.find(':'); colon != std::string_view::npos) {
       user = userinfo.substr(0, colon);
+      // The hosts begin after the last '@', so an unencoded one in the password (p@ss) cut it
+      // as the user meant it only by luck; refused like '/', '?' and '#', never guessed.
+      if (userinfo.find('@', colon) != std::string_view::npos) {
+        return bad("the password holds '@': percent-encode it as %40");
+      }
       auto pw = percent_decode(userinfo.substr(colon + 1));
       if (!pw) return bad("bad password encoding");
       u.password = *pw;
       u.has_password = true;
       redacted_authority = std::string(user) + ":***@" + std::string(authority);
+    }
+    if (user.find('@') != std::string_view::npos) {
+      return bad("the user name holds '@': percent-encode it as %40");
     }
     auto dec = percent_decode(user);
     if (!dec) return bad("bad user name encoding");

@@ -82,6 +82,9 @@ TEST(CliBadInput, UsageErrorsExit64AndCreateNothing) {
       {{"list", "--url", ""}, 64, "--url is empty"},
       {{"demo", "flash-sale", "--url", ""}, 64, "--url is empty"},
       {{"status", "x", "--url", "redis://127.0.0.1:1?ttl="}, 64, "'ttl' has no value"},
+      {{"status", "x", "--url", "redis://:s3c@ret@127.0.0.1:1"},
+       64,
+       "URL 'redis://:***@127.0.0.1:1': the password holds '@': percent-encode it as %40"},
       // A mistyped option is named, with the likely meaning, never blamed on another word.
       {{"run", "--wiat", "5s", "x", "--", "true"},
        64,

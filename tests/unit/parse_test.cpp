@@ -98,6 +98,30 @@ TEST(url, no_error_message_shows_the_password) {
   }
 }
 
+// The hosts begin after the last '@': an unencoded '@' in the user info is refused, never
+// split by a guess, whichever the scheme (one shared parser).
+TEST(url, an_unencoded_at_in_user_info_is_refused) {
+  for (std::string scheme :
+       {"redis", "redlock", "redis-sentinel", "postgres", "mysql", "etcd", "zk", "sqlite"}) {
+    for (auto [text, says] : std::vector<std::pair<std::string, std::string>>{
+             {scheme + "://:s3c@ret@127.0.0.1:6379",
+              "URL '" + scheme +
+                  "://:***@127.0.0.1:6379': the password holds '@': percent-encode it as %40"},
+             {scheme + "://u:s3c@ret@h/x", "the password holds '@'"},
+             {scheme + "://a@b@h:1", "the user name holds '@': percent-encode it as %40"}}) {
+      auto u = parse_url(text);
+      ASSERT_FALSE(u) << text;
+      EXPECT_NE(u.error().message.find(says), std::string::npos)
+          << text << " -> " << u.error().message;
+      EXPECT_EQ(u.error().message.find("ret@"), std::string::npos) << u.error().message;
+    }
+  }
+  auto encoded = parse_url("redis://:s3c%40ret@127.0.0.1:6379");
+  ASSERT_TRUE(encoded) << encoded.error().message;
+  EXPECT_EQ(encoded->password, "s3c@ret");
+  EXPECT_EQ(encoded->hosts.at(0).host, "127.0.0.1");
+}
+
 TEST(url, what_looks_like_a_password_elsewhere_is_kept) {
   for (std::string text : {"redis://h:6379?description=a:b@c", "redis://h?description=a:b/c@d",
                            "sqlite:///tmp/a:b/c@d.db", "redis://[::1]:6379/0"}) {
