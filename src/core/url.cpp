@@ -49,23 +49,29 @@ result<host_port> parse_host(std::string_view text, std::string_view whole) {
       }
       port = rest.substr(1);
     }
-  } else if (auto colon = text.rfind(':'); colon != std::string_view::npos) {
+  } else if (auto colon = text.find(':'); colon != std::string_view::npos) {
+    // The first ':': with the last, h:1:2 was host "h:1" (a name no resolver knows, exit 69),
+    // not the bad port it is.
     host = text.substr(0, colon);
     port = text.substr(colon + 1);
+  }
+  if (!port.empty() || text.ends_with(':')) {
+    unsigned value = 0;
+    auto [p, ec] = std::from_chars(port.data(), port.data() + port.size(), value);
+    if (ec != std::errc{} || p != port.data() + port.size() || value == 0 || value > 65535) {
+      return fail(errc::invalid_argument,
+                  "URL '" + std::string(whole) + "': bad port '" + std::string(port) +
+                      "' (want 1-65535" +
+                      (port.find(':') != std::string_view::npos
+                           ? std::string("; an IPv6 address goes in brackets: [::1]:6379)")
+                           : std::string(")")));
+    }
+    hp.port = static_cast<std::uint16_t>(value);
   }
   if (host.empty()) {
     return fail(errc::invalid_argument, "URL '" + std::string(whole) + "': empty host");
   }
   hp.host = std::string(host);
-  if (!port.empty() || text.ends_with(':')) {
-    unsigned value = 0;
-    auto [p, ec] = std::from_chars(port.data(), port.data() + port.size(), value);
-    if (ec != std::errc{} || p != port.data() + port.size() || value == 0 || value > 65535) {
-      return fail(errc::invalid_argument, "URL '" + std::string(whole) + "': bad port '" +
-                                              std::string(port) + "' (want 1-65535)");
-    }
-    hp.port = static_cast<std::uint16_t>(value);
-  }
   return hp;
 }
 

@@ -30,6 +30,26 @@ TEST(url, parses_every_part) {
   EXPECT_NE(u->redacted.find("alice:***@"), std::string::npos) << u->redacted;
 }
 
+TEST(url, host_lists_and_bracketed_ipv6_keep_their_ports) {
+  auto u = parse_url("redlock://a:1,[::1]:2,b,[fe80::1]/0");
+  ASSERT_TRUE(u) << u.error().message;
+  ASSERT_EQ(u->hosts.size(), 4u);
+  EXPECT_EQ(u->hosts[0].host, "a");
+  EXPECT_EQ(u->hosts[0].port, 1);
+  EXPECT_EQ(u->hosts[1].host, "::1");
+  EXPECT_EQ(u->hosts[1].port, 2);
+  EXPECT_EQ(u->hosts[2].host, "b");
+  EXPECT_EQ(u->hosts[2].port, 0);
+  EXPECT_EQ(u->hosts[3].host, "fe80::1");
+  EXPECT_EQ(u->hosts[3].port, 0);
+  auto zk = parse_url("zk://h1:2181,h2:2181/path");
+  ASSERT_TRUE(zk) << zk.error().message;
+  ASSERT_EQ(zk->hosts.size(), 2u);
+  EXPECT_EQ(zk->hosts[1].host, "h2");
+  EXPECT_EQ(zk->hosts[1].port, 2181);
+  EXPECT_EQ(zk->path, "/path");
+}
+
 TEST(url, sqlite_paths_have_no_host) {
   auto u = parse_url("sqlite:///var/lib/x%20y/locks.db?ttl=1s");
   ASSERT_TRUE(u);
@@ -45,6 +65,12 @@ TEST(url, malformed_urls_name_what_is_wrong) {
            {"redis://h?ttl=", "'ttl' has no value"},
            {"redis://h:99999", "bad port"},
            {"redis://h:abc", "bad port"},
+           // One port per host: h:1:2 is no host "h:1" for a resolver to miss.
+           {"redis://u:secret@h:1:2",
+            "bad port '1:2' (want 1-65535; an IPv6 address goes in "
+            "brackets: [::1]:6379)"},
+           {"redlock://a:1,b:2:3,c:4", "bad port '2:3'"},
+           {"redis://::1:6379", "bad port ':1:6379'"},
            {"redis://:1", "empty host"},
            {"zk://h:1/x?novalue", "not key=value"},
            {"redis://h/%zz", "bad path encoding"},
