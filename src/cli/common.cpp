@@ -217,14 +217,26 @@ void check_lock_name(const std::string& name) {
   }
 }
 
+namespace {
+// The library names its options as code spells them; here they were given as flags.
+std::string in_flag_words(std::string message) {
+  static constexpr std::string_view option = "(session_options::ttl)";
+  if (auto at = message.find(option); at != std::string::npos) {
+    message.replace(at, option.size(), "(--ttl)");
+  }
+  return message;
+}
+}  // namespace
+
 dlock::session open_session(const std::string& url, const dlock::session_options& options) {
   try {
     return dlock::session::open(url, options);
   } catch (const std::system_error& e) {
+    std::string message = in_flag_words(tidy(e));
     if (!url_from_environment.empty() && url == url_from_environment) {
-      throw cli_error(exit_code_for(e.code()), tidy(e) + " (the URL came from $DLOCK_URL)");
+      message += " (the URL came from $DLOCK_URL)";
     }
-    rethrow_as_cli_error();
+    throw cli_error(exit_code_for(e.code()), message);
   } catch (...) {
     rethrow_as_cli_error();
   }

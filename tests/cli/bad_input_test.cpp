@@ -166,6 +166,11 @@ TEST(CliBadInput, UsageErrorsExit64AndCreateNothing) {
     expect_rejected(box, {args, 64, refused});
   }
   EXPECT_FALSE(file_exists(box.dir() + "/up.db"));
+  // --ttl given as the default's value is given too (it was taken for unset: the URL's won).
+  expect_rejected(
+      box, {{"run", "x", "--ttl", "15s", "--url", box.url() + "?ttl=5s", "--", "echo", "CMD-RAN"},
+            64,
+            "ttl given twice: 15.0s in the options (--ttl) and ttl=5s in the URL"});
   // The URL's own ttl= is checked as strictly as --ttl.
   expect_rejected(
       box, {{"run", "x", "--url", box.url() + "?ttl=0", "--", "echo", "CMD-RAN"}, 64, "ttl"});

@@ -174,12 +174,36 @@ TEST(url, ttl_in_options_and_url_must_agree) {
   EXPECT_EQ(ec, make_error_code(errc::invalid_argument));
   EXPECT_NE(dlock::last_error_message().find("ttl given twice"), std::string::npos)
       << dlock::last_error_message();
+  // A library user has no --ttl: the message names the option as the code spells it.
+  EXPECT_NE(dlock::last_error_message().find("in the options (session_options::ttl)"),
+            std::string::npos)
+      << dlock::last_error_message();
+  EXPECT_EQ(dlock::last_error_message().find("--ttl"), std::string::npos)
+      << dlock::last_error_message();
+  // The default's value, given, is given: it was taken for unset and the URL's won.
+  auto default_given = dlock::session::open("memory://twice?ttl=5s", {.ttl = 15s}, ec);
+  EXPECT_FALSE(default_given);
+  EXPECT_EQ(ec, make_error_code(errc::invalid_argument));
+  EXPECT_NE(dlock::last_error_message().find("ttl given twice: 15.0s"), std::string::npos)
+      << dlock::last_error_message();
+  dlock::session_options assigned;
+  assigned.ttl = 15s;
+  EXPECT_FALSE(dlock::session::open("memory://twice?ttl=5s", assigned, ec));
+  auto keepalive =
+      dlock::session::open("memory://twice?keepalive=2s", {.keepalive_interval = 1s}, ec);
+  EXPECT_FALSE(keepalive);
+  EXPECT_NE(dlock::last_error_message().find("(session_options::keepalive_interval)"),
+            std::string::npos)
+      << dlock::last_error_message();
   // The same value twice, or the URL alone, is fine.
   auto same = dlock::session::open("memory://twice?ttl=5s", {.ttl = 5s}, ec);
   EXPECT_TRUE(same) << ec.message();
   auto url_only = dlock::session::open("memory://twice?ttl=5s", {}, ec);
   ASSERT_TRUE(url_only) << ec.message();
   EXPECT_EQ(url_only.ttl(), 5s);
+  auto default_only = dlock::session::open("memory://twice", {.ttl = 15s}, ec);
+  ASSERT_TRUE(default_only) << ec.message();
+  EXPECT_EQ(default_only.ttl(), 15s);
 }
 
 TEST(duration, takes_units) {
