@@ -142,21 +142,20 @@ std::string resolve_url(const std::string& url_option, bool create) {
     return not_memory(env);
   }
   const std::string dir = default_state_dir();
-  if (create) {
-    // Below a home directory, never the home directory itself: HOME=/nonexistent (Debian's
-    // for system users) must not be created for a lock file nobody would find again.
-    const char* xdg = std::getenv("XDG_STATE_HOME");
-    if (std::string home = xdg && xdg[0] == '/' ? std::string() : home_dir(); !home.empty()) {
-      struct stat st {};
-      if (::stat(home.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
-        throw cli_error(exit_usage, "the home directory '" + home +
-                                        "' does not exist, so the default lock file (" + dir +
-                                        "/locks.db) has no place: give --url or DLOCK_URL, or "
-                                        "set XDG_STATE_HOME");
-      }
+  // Below a home directory, never the home directory itself: HOME=/nonexistent (Debian's for
+  // system users) must not be created for a lock file nobody would find again. Refused by the
+  // viewers too, which create nothing: "free" there would describe a file no run can make.
+  const char* xdg = std::getenv("XDG_STATE_HOME");
+  if (std::string home = xdg && xdg[0] == '/' ? std::string() : home_dir(); !home.empty()) {
+    struct stat st {};
+    if (::stat(home.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+      throw cli_error(exit_usage, "the home directory '" + home +
+                                      "' does not exist, so the default lock file (" + dir +
+                                      "/locks.db) has no place: give --url or DLOCK_URL, or "
+                                      "set XDG_STATE_HOME");
     }
-    make_private_dirs(dir);
   }
+  if (create) make_private_dirs(dir);
   return "sqlite://" + dlock::detail::encode_path(dir + "/locks.db");
 }
 

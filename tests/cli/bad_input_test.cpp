@@ -322,12 +322,26 @@ TEST(CliBadInput, AMissingHomeIsNotCreatedForTheDefault) {
   o.env["XDG_STATE_HOME"] = "";
   o.env["HOME"] = home;
   o.merge_stderr = true;
-  child_process p({DLOCK_CLI_PATH, "run", "x", "--", "echo", "CMD-RAN"}, o);
-  std::string out;
-  while (auto l = p.read_line(std::chrono::seconds{30})) out += *l + "\n";
-  EXPECT_EQ(p.wait(std::chrono::seconds{30}), 64) << out;
-  EXPECT_NE(out.find("home directory '" + home + "' does not exist"), std::string::npos) << out;
-  EXPECT_EQ(out.find("CMD-RAN"), std::string::npos);
+  // Every command that takes the default, the viewers too: status said "free" (exit 1).
+  for (const auto& args :
+       std::vector<std::vector<std::string>>{{"run", "x", "--", "echo", "CMD-RAN"},
+                                             {"elect", "x", "--", "echo", "CMD-RAN"},
+                                             {"status", "x"},
+                                             {"list"},
+                                             {"leader", "x"},
+                                             {"observe", "x"},
+                                             {"unlock", "x", "--force", "--yes"},
+                                             {"doctor"}}) {
+    std::vector<std::string> argv{DLOCK_CLI_PATH};
+    argv.insert(argv.end(), args.begin(), args.end());
+    child_process p(argv, o);
+    std::string out;
+    while (auto l = p.read_line(std::chrono::seconds{30})) out += *l + "\n";
+    EXPECT_EQ(p.wait(std::chrono::seconds{30}), 64) << args.front() << ": " << out;
+    EXPECT_NE(out.find("home directory '" + home + "' does not exist"), std::string::npos)
+        << args.front() << ": " << out;
+    EXPECT_EQ(out.find("CMD-RAN"), std::string::npos);
+  }
   EXPECT_FALSE(std::filesystem::exists(home)) << "dlock created the missing home directory";
 }
 
