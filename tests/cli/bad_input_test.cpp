@@ -45,6 +45,9 @@ TEST(CliBadInput, UsageErrorsExit64AndCreateNothing) {
       {{"run", "x", "--ttl=-5s", "--", "echo", "CMD-RAN"}, 64, "--ttl"},
       {{"run", "x", "--ttl", "5parsecs", "--", "echo", "CMD-RAN"}, 64, "5parsecs"},
       {{"run", "x", "-w", "soon", "--", "echo", "CMD-RAN"}, 64, "soon"},
+      {{"run", "x", "-w", "1s ", "--", "echo", "CMD-RAN"},
+       64,
+       "--wait: duration '1s ': unexpected ' ' after '1s'"},
       // An empty value (an unset variable in a cron line) is no duration, never "no limit".
       {{"run", "x", "-w", "", "--", "echo", "CMD-RAN"}, 64, "--wait: duration '': empty"},
       {{"run", "x", "--ttl", "", "--", "echo", "CMD-RAN"}, 64, "--ttl: duration '': empty"},

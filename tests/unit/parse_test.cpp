@@ -222,6 +222,18 @@ TEST(duration, takes_units) {
       EXPECT_NE(d.error().message.find("duration"), std::string::npos);
     }
   }
+  // A stray character is named with where it is, never "expected a number" after "1s".
+  for (auto [text, says] : std::vector<std::pair<std::string, std::string>>{
+           {"1s ", "duration '1s ': unexpected ' ' after '1s'"},
+           {" 1s", "duration ' 1s': unexpected ' ' at the start"},
+           {"1 s", "unexpected ' ' after '1'"},
+           {"1m,30s", "unexpected ',' after '1m'"},
+           {"5", "missing unit"}}) {
+    auto d = parse_duration(text);
+    ASSERT_FALSE(d) << text;
+    EXPECT_NE(d.error().message.find(says), std::string::npos)
+        << text << " -> " << d.error().message;
+  }
   auto negative = parse_duration("-5s");
   ASSERT_FALSE(negative);
   EXPECT_NE(negative.error().message.find("must not be negative"), std::string::npos)
