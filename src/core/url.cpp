@@ -118,6 +118,13 @@ std::string redact_url_text(std::string_view text) {
   return std::string(text.substr(0, begin)) + "***" + std::string(text.substr(end));
 }
 
+std::string host_port_text(std::string_view host, unsigned port) {
+  // A host name has no ':'; an IPv6 address always has one, and its last group would read as
+  // the port.
+  const bool ipv6 = host.find(':') != std::string_view::npos;
+  return (ipv6 ? "[" + std::string(host) + "]" : std::string(host)) + ":" + std::to_string(port);
+}
+
 std::string url::param(std::string_view key, std::string_view fallback) const {
   auto it = query.find(key);
   return it == query.end() ? std::string(fallback) : it->second;

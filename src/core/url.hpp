@@ -44,6 +44,9 @@ result<url> parse_url(std::string_view text);
 // more: for every message that quotes a URL the parser could not read.
 std::string redact_url_text(std::string_view text);
 
+// "host:port" for messages, an IPv6 address in brackets as a URL writes it ([::1]:6379).
+std::string host_port_text(std::string_view host, unsigned port);
+
 // Percent-decoding of one URL component.
 result<std::string> percent_decode(std::string_view s);
 

@@ -283,6 +283,14 @@ TEST(CliBadInput, JunkDlockUrlIsNamedAsComingFromTheEnvironment) {
   EXPECT_EQ(out.find("CMD-RAN"), std::string::npos);
 }
 
+// An IPv6 server is named as its URL names it, in brackets: "redis ::1:1" was ambiguous.
+TEST(CliBadInput, AnIpv6ServerIsNamedInBrackets) {
+  cli_sandbox box;
+  auto r = box.run({"status", "x", "--url", "redis://[::1]:1"});
+  EXPECT_EQ(r.status, 69) << r.output;
+  EXPECT_NE(r.output.find("redis [::1]:1:"), std::string::npos) << r.output;
+}
+
 TEST(CliBadInput, UpperCaseSchemeIsAccepted) {
   cli_sandbox box;
   auto r = box.run(

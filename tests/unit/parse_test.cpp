@@ -50,6 +50,14 @@ TEST(url, host_lists_and_bracketed_ipv6_keep_their_ports) {
   EXPECT_EQ(zk->path, "/path");
 }
 
+// Messages write an IPv6 address as a URL does: "redis ::1:6379" read as a host "::1:6379".
+TEST(url, host_port_text_brackets_ipv6) {
+  EXPECT_EQ(host_port_text("::1", 56379), "[::1]:56379");
+  EXPECT_EQ(host_port_text("fe80::1%eth0", 1), "[fe80::1%eth0]:1");
+  EXPECT_EQ(host_port_text("127.0.0.1", 6379), "127.0.0.1:6379");
+  EXPECT_EQ(host_port_text("redis.example", 6379), "redis.example:6379");
+}
+
 TEST(url, sqlite_paths_have_no_host) {
   auto u = parse_url("sqlite:///var/lib/x%20y/locks.db?ttl=1s");
   ASSERT_TRUE(u);
