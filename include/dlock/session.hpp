@@ -12,6 +12,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <type_traits>
 
 namespace dlock {
 
@@ -35,14 +36,34 @@ struct retry_policy {
   int max_attempts{8};
 };
 
+/// session_options::ttl: a std::chrono::milliseconds (it reads, compares and computes as one)
+/// that knows whether it was given. Left at its default (15 s), the URL's `ttl=` sets it; given,
+/// even as 15 s, it must agree with the URL's. Takes any duration that converts to
+/// milliseconds without loss, as a plain milliseconds did: `{.ttl = 10s}`, `o.ttl = 500ms`.
+class ttl_option : public std::chrono::milliseconds {
+ public:
+  /// The default, 15 s, not given.
+  constexpr ttl_option() noexcept : std::chrono::milliseconds(std::chrono::seconds{15}) {}
+  /// Given.
+  template <class Rep, class Period>
+  requires std::is_convertible_v<std::chrono::duration<Rep, Period>, std::chrono::milliseconds>
+  constexpr ttl_option(const std::chrono::duration<Rep, Period>& d) noexcept  // NOLINT: implicit
+      : std::chrono::milliseconds(d), given_(true) {}
+  /// True when a value was given (initialized or assigned), even the default's.
+  constexpr bool given() const noexcept { return given_; }
+
+ private:
+  bool given_{false};
+};
+
 /// Options of a session; an aggregate for designated initializers:
 /// `dlock::session::open(url, {.ttl = 10s})`. Validated by session::open.
 struct session_options {
   /// Lease length. A holder that stops renewing (crash, pause, partition) loses its locks
   /// after at most this long. At least 10 ms. ZooKeeper: the requested session timeout (the
   /// server may clamp it to [2, 20] ticks). URL parameter `ttl=` sets it too; both set to
-  /// different values is invalid_argument.
-  std::chrono::milliseconds ttl{std::chrono::seconds{15}};
+  /// different values is invalid_argument (set here means given, even as the default 15 s).
+  ttl_option ttl{};
   /// Time between renewals; zero means ttl / 3.
   std::chrono::milliseconds keepalive_interval{0};
   /// Bound on connecting and on each backend request before it counts as a failure. Keep it

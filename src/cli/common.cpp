@@ -142,21 +142,20 @@ std::string resolve_url(const std::string& url_option, bool create) {
     return not_memory(env);
   }
   const std::string dir = default_state_dir();
-  if (create) {
-    // Below a home directory, never the home directory itself: HOME=/nonexistent (Debian's
-    // for system users) must not be created for a lock file nobody would find again.
-    const char* xdg = std::getenv("XDG_STATE_HOME");
-    if (std::string home = xdg && xdg[0] == '/' ? std::string() : home_dir(); !home.empty()) {
-      struct stat st {};
-      if (::stat(home.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
-        throw cli_error(exit_usage, "the home directory '" + home +
-                                        "' does not exist, so the default lock file (" + dir +
-                                        "/locks.db) has no place: give --url or DLOCK_URL, or "
-                                        "set XDG_STATE_HOME");
-      }
+  // Below a home directory, never the home directory itself: HOME=/nonexistent (Debian's for
+  // system users) must not be created for a lock file nobody would find again. Refused by the
+  // viewers too, which create nothing: "free" there would describe a file no run can make.
+  const char* xdg = std::getenv("XDG_STATE_HOME");
+  if (std::string home = xdg && xdg[0] == '/' ? std::string() : home_dir(); !home.empty()) {
+    struct stat st {};
+    if (::stat(home.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+      throw cli_error(exit_usage, "the home directory '" + home +
+                                      "' does not exist, so the default lock file (" + dir +
+                                      "/locks.db) has no place: give --url or DLOCK_URL, or "
+                                      "set XDG_STATE_HOME");
     }
-    make_private_dirs(dir);
   }
+  if (create) make_private_dirs(dir);
   return "sqlite://" + dlock::detail::encode_path(dir + "/locks.db");
 }
 
@@ -171,7 +170,8 @@ bool sqlite_file_missing(const std::string& url) {
   auto u = dlock::detail::parse_url(url);
   // Only a valid sqlite URL's file: any other (sqlite://relative/path) goes on to be refused
   // by session::open, never read as "nothing held".
-  if (!u || u->scheme != "sqlite" || u->path.empty() || !u->hosts.empty()) return false;
+  if (!u || u->scheme != "sqlite" || u->path.empty() || !u->hosts.empty() || u->has_user_info)
+    return false;
   struct stat st {};
   if (::stat(u->path.c_str(), &st) == 0 || errno != ENOENT) return false;
   // No database in a directory that does not exist either: a mistyped path, which `dlock run`
@@ -216,14 +216,26 @@ void check_lock_name(const std::string& name) {
   }
 }
 
+namespace {
+// The library names its options as code spells them; here they were given as flags.
+std::string in_flag_words(std::string message) {
+  static constexpr std::string_view option = "(session_options::ttl)";
+  if (auto at = message.find(option); at != std::string::npos) {
+    message.replace(at, option.size(), "(--ttl)");
+  }
+  return message;
+}
+}  // namespace
+
 dlock::session open_session(const std::string& url, const dlock::session_options& options) {
   try {
     return dlock::session::open(url, options);
   } catch (const std::system_error& e) {
+    std::string message = in_flag_words(tidy(e));
     if (!url_from_environment.empty() && url == url_from_environment) {
-      throw cli_error(exit_code_for(e.code()), tidy(e) + " (the URL came from $DLOCK_URL)");
+      message += " (the URL came from $DLOCK_URL)";
     }
-    rethrow_as_cli_error();
+    throw cli_error(exit_code_for(e.code()), message);
   } catch (...) {
     rethrow_as_cli_error();
   }

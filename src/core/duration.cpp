@@ -8,9 +8,16 @@ namespace dlock::detail {
 
 result<std::chrono::milliseconds> parse_duration(std::string_view text) {
   using namespace std::chrono;
-  auto bad = [&](const char* why) {
+  auto bad = [&](const std::string& why) {
     return fail(errc::invalid_argument,
                 "duration '" + std::string(text) + "': " + why + " (want e.g. 500ms, 30s, 2m)");
+  };
+  // A stray character, named with what precedes it: '1s ' (a space pasted in) said only
+  // "expected a number".
+  auto unexpected = [&](std::string_view rest) {
+    const auto read = text.substr(0, text.size() - rest.size());
+    return bad("unexpected '" + std::string(1, rest.front()) + "' " +
+               (read.empty() ? std::string("at the start") : "after '" + std::string(read) + "'"));
   };
   if (text.empty()) return bad("empty");
   if (text.front() == '-') return bad("must not be negative");
@@ -21,13 +28,14 @@ result<std::chrono::milliseconds> parse_duration(std::string_view text) {
     std::size_t n = 0;
     while (n < rest.size() && (std::isdigit(static_cast<unsigned char>(rest[n])) || rest[n] == '.'))
       ++n;
-    if (n == 0) return bad("expected a number");
+    if (n == 0) return unexpected(rest);
     double value = 0;
     auto [p, ec] = std::from_chars(rest.data(), rest.data() + n, value);
     if (ec != std::errc{} || p != rest.data() + n) return bad("bad number");
     rest = rest.substr(n);
     std::size_t u = 0;
     while (u < rest.size() && std::isalpha(static_cast<unsigned char>(rest[u]))) ++u;
+    if (u == 0 && !rest.empty()) return unexpected(rest);
     std::string_view unit = rest.substr(0, u);
     rest = rest.substr(u);
     double scale = 0;

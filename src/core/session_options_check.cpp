@@ -6,32 +6,38 @@
 
 namespace dlock::detail {
 
-// URL query parameters every backend understands set what the options left at their
-// defaults. Both set, to different values, is refused: silently preferring one would run with
-// a lease its author did not choose (`dlock run --ttl 20s` with `?ttl=5s`).
+// URL query parameters every backend understands set what the options left unset. Both set,
+// to different values, is refused: silently preferring one would run with a lease its author
+// did not choose (`dlock run --ttl 20s` with `?ttl=5s`). The message names the option as a
+// library user writes it (session_options::ttl); the CLI says its flag instead.
 result<session_options> apply_query(const url& u, session_options o) {
-  const session_options defaults;
-  auto merge = [&](std::string_view key, std::chrono::milliseconds& field,
-                   std::chrono::milliseconds fallback) -> result<void> {
+  auto merge = [&](std::string_view key, std::string_view option, std::chrono::milliseconds field,
+                   bool given) -> result<std::chrono::milliseconds> {
     auto v = u.param(key);
-    if (v.empty()) return {};
+    if (v.empty()) return field;
     auto d = parse_duration(v);
     if (!d) {
       return fail(errc::invalid_argument,
                   "URL parameter " + std::string(key) + ": " + d.error().message);
     }
-    if (field != fallback && field != *d) {
+    if (given && field != *d) {
       return fail(errc::invalid_argument,
                   std::string(key) + " given twice: " + format_duration(field) +
-                      " in the options (--" + std::string(key) + ") and " + std::string(key) + "=" +
-                      v + " in the URL; give it once");
+                      " in the options (session_options::" + std::string(option) + ") and " +
+                      std::string(key) + "=" + v + " in the URL; give it once");
     }
-    field = *d;
-    return {};
+    return *d;
   };
-  if (auto r = merge("ttl", o.ttl, defaults.ttl); !r) return fail(r.error());
-  if (auto r = merge("keepalive", o.keepalive_interval, defaults.keepalive_interval); !r)
-    return fail(r.error());
+  // Given even as 15 s, the default: compared with the default's value, --ttl 15s was taken
+  // for unset and the URL's ttl= won.
+  auto ttl = merge("ttl", "ttl", o.ttl, o.ttl.given());
+  if (!ttl) return fail(ttl.error());
+  if (*ttl != o.ttl) o.ttl = *ttl;
+  // Zero is "ttl / 3", the unset value, not an interval anyone asks for.
+  auto keepalive = merge("keepalive", "keepalive_interval", o.keepalive_interval,
+                         o.keepalive_interval.count() != 0);
+  if (!keepalive) return fail(keepalive.error());
+  o.keepalive_interval = *keepalive;
   if (o.ttl.count() <= 0) return fail(errc::invalid_argument, "ttl must be greater than zero");
   // Below this the drift allowance (1% + 2 ms) leaves no lease to renew: every hold would be
   // lost at once.

@@ -49,23 +49,29 @@ result<host_port> parse_host(std::string_view text, std::string_view whole) {
       }
       port = rest.substr(1);
     }
-  } else if (auto colon = text.rfind(':'); colon != std::string_view::npos) {
+  } else if (auto colon = text.find(':'); colon != std::string_view::npos) {
+    // The first ':': with the last, h:1:2 was host "h:1" (a name no resolver knows, exit 69),
+    // not the bad port it is.
     host = text.substr(0, colon);
     port = text.substr(colon + 1);
+  }
+  if (!port.empty() || text.ends_with(':')) {
+    unsigned value = 0;
+    auto [p, ec] = std::from_chars(port.data(), port.data() + port.size(), value);
+    if (ec != std::errc{} || p != port.data() + port.size() || value == 0 || value > 65535) {
+      return fail(errc::invalid_argument,
+                  "URL '" + std::string(whole) + "': bad port '" + std::string(port) +
+                      "' (want 1-65535" +
+                      (port.find(':') != std::string_view::npos
+                           ? std::string("; an IPv6 address goes in brackets: [::1]:6379)")
+                           : std::string(")")));
+    }
+    hp.port = static_cast<std::uint16_t>(value);
   }
   if (host.empty()) {
     return fail(errc::invalid_argument, "URL '" + std::string(whole) + "': empty host");
   }
   hp.host = std::string(host);
-  if (!port.empty() || text.ends_with(':')) {
-    unsigned value = 0;
-    auto [p, ec] = std::from_chars(port.data(), port.data() + port.size(), value);
-    if (ec != std::errc{} || p != port.data() + port.size() || value == 0 || value > 65535) {
-      return fail(errc::invalid_argument, "URL '" + std::string(whole) + "': bad port '" +
-                                              std::string(port) + "' (want 1-65535)");
-    }
-    hp.port = static_cast<std::uint16_t>(value);
-  }
   return hp;
 }
 
@@ -74,10 +80,18 @@ result<host_port> parse_host(std::string_view text, std::string_view whole) {
 // digits and then the end, '/',
 // '?', '#' or ',' is a port (host:6379?owner=a@b has no password).
 std::pair<std::size_t, std::size_t> password_span(std::string_view text) {
-  auto sep = text.find("://");
-  if (sep == std::string_view::npos) return {0, 0};
-  auto start = sep + 3;
   auto at = text.rfind('@');
+  auto sep = text.find("://");
+  if (sep == std::string_view::npos || !valid_scheme(lower_scheme(text.substr(0, sep)))) {
+    // No scheme the parser can read (redis//u:p@h, u:p@h, u:p@redis://h): no syntax tells a
+    // password from a path, so all from the first ':' to the last '@' may be one.
+    auto colon = text.find(':');
+    if (at == std::string_view::npos || colon == std::string_view::npos || colon > at) {
+      return {0, 0};
+    }
+    return {colon + 1, at};
+  }
+  auto start = sep + 3;
   if (at == std::string_view::npos || at < start) return {0, 0};
   // The user name ends the authority's first part: a ':' after a '/', '?' or '#' is a path's
   // or a query's (sqlite:///a:b/c@d.db; ?description=a:b@c).
@@ -102,6 +116,13 @@ std::string redact_url_text(std::string_view text) {
   auto [begin, end] = password_span(text);
   if (begin == end) return std::string(text);
   return std::string(text.substr(0, begin)) + "***" + std::string(text.substr(end));
+}
+
+std::string host_port_text(std::string_view host, unsigned port) {
+  // A host name has no ':'; an IPv6 address always has one, and its last group would read as
+  // the port.
+  const bool ipv6 = host.find(':') != std::string_view::npos;
+  return (ipv6 ? "[" + std::string(host) + "]" : std::string(host)) + ":" + std::to_string(port);
 }
 
 std::string url::param(std::string_view key, std::string_view fallback) const {
@@ -156,7 +177,9 @@ result<url> parse_url(std::string_view text) {
   auto sep = text.find("://");
   if (sep == std::string_view::npos) return bad("missing '://' (want scheme://...)");
   u.scheme = lower_scheme(text.substr(0, sep));
-  if (!valid_scheme(u.scheme)) return bad("bad scheme '" + std::string(text.substr(0, sep)) + "'");
+  // Quoted as shown: what precedes "://" may hold a password (u:p@redis://h).
+  if (!valid_scheme(u.scheme))
+    return bad("bad scheme '" + shown.substr(0, shown.find("://")) + "'");
   std::string_view rest = text.substr(sep + 3);
   if (auto [begin, end] = password_span(text);
       text.substr(begin, end - begin).find_first_of("/?#") != std::string_view::npos) {
@@ -180,14 +203,23 @@ result<url> parse_url(std::string_view text) {
   if (auto at = authority.rfind('@'); at != std::string_view::npos) {
     std::string_view userinfo = authority.substr(0, at);
     authority = authority.substr(at + 1);
+    u.has_user_info = true;
     std::string_view user = userinfo;
     if (auto colon = userinfo.find(':'); colon != std::string_view::npos) {
       user = userinfo.substr(0, colon);
+      // The hosts begin after the last '@', so an unencoded one in the password (p@ss) cut it
+      // as the user meant it only by luck; refused like '/', '?' and '#', never guessed.
+      if (userinfo.find('@', colon) != std::string_view::npos) {
+        return bad("the password holds '@': percent-encode it as %40");
+      }
       auto pw = percent_decode(userinfo.substr(colon + 1));
       if (!pw) return bad("bad password encoding");
       u.password = *pw;
       u.has_password = true;
       redacted_authority = std::string(user) + ":***@" + std::string(authority);
+    }
+    if (user.find('@') != std::string_view::npos) {
+      return bad("the user name holds '@': percent-encode it as %40");
     }
     auto dec = percent_decode(user);
     if (!dec) return bad("bad user name encoding");

@@ -21,6 +21,7 @@ struct url {
   std::string user;
   std::string password;
   bool has_password{false};
+  bool has_user_info{false};     // "user[:password]@" before the hosts, even an empty one
   std::vector<host_port> hosts;  // empty for sqlite:///path
   std::string path;              // with the leading '/', percent-decoded
   std::map<std::string, std::string, std::less<>> query;
@@ -38,9 +39,13 @@ struct url {
 result<url> parse_url(std::string_view text);
 
 // `text`, a URL as typed, valid or not, with what may be a password replaced by "***": from
-// the first ':' after "scheme://" (unless a port follows it) to the last '@'. Errs toward
-// hiding more: for every message that quotes a URL the parser could not read.
+// the first ':' after "scheme://" (unless a port follows it) to the last '@'; with no valid
+// "scheme://" (redis//u:p@h, u:p@h), from the first ':' to the last '@'. Errs toward hiding
+// more: for every message that quotes a URL the parser could not read.
 std::string redact_url_text(std::string_view text);
+
+// "host:port" for messages, an IPv6 address in brackets as a URL writes it ([::1]:6379).
+std::string host_port_text(std::string_view host, unsigned port);
 
 // Percent-decoding of one URL component.
 result<std::string> percent_decode(std::string_view s);

@@ -45,6 +45,9 @@ TEST(CliBadInput, UsageErrorsExit64AndCreateNothing) {
       {{"run", "x", "--ttl=-5s", "--", "echo", "CMD-RAN"}, 64, "--ttl"},
       {{"run", "x", "--ttl", "5parsecs", "--", "echo", "CMD-RAN"}, 64, "5parsecs"},
       {{"run", "x", "-w", "soon", "--", "echo", "CMD-RAN"}, 64, "soon"},
+      {{"run", "x", "-w", "1s ", "--", "echo", "CMD-RAN"},
+       64,
+       "--wait: duration '1s ': unexpected ' ' after '1s'"},
       // An empty value (an unset variable in a cron line) is no duration, never "no limit".
       {{"run", "x", "-w", "", "--", "echo", "CMD-RAN"}, 64, "--wait: duration '': empty"},
       {{"run", "x", "--ttl", "", "--", "echo", "CMD-RAN"}, 64, "--ttl: duration '': empty"},
@@ -84,6 +87,12 @@ TEST(CliBadInput, UsageErrorsExit64AndCreateNothing) {
       {{"list", "--url", ""}, 64, "--url is empty"},
       {{"demo", "flash-sale", "--url", ""}, 64, "--url is empty"},
       {{"status", "x", "--url", "redis://127.0.0.1:1?ttl="}, 64, "'ttl' has no value"},
+      {{"status", "x", "--url", "redis://u:secret@h:1:2"},
+       64,
+       "URL 'redis://u:***@h:1:2': bad port '1:2'"},
+      {{"status", "x", "--url", "redis://:s3c@ret@127.0.0.1:1"},
+       64,
+       "URL 'redis://:***@127.0.0.1:1': the password holds '@': percent-encode it as %40"},
       // A mistyped option is named, with the likely meaning, never blamed on another word.
       {{"run", "--wiat", "5s", "x", "--", "true"},
        64,
@@ -143,6 +152,30 @@ TEST(CliBadInput, UsageErrorsExit64AndCreateNothing) {
       box, {{"run", "x", "--ttl", "20s", "--url", box.url() + "?ttl=5s", "--", "echo", "CMD-RAN"},
             64,
             "ttl given twice: 20"});
+  // A password is hidden in a URL that does not parse, too.
+  expect_rejected(
+      box,
+      {{"status", "x", "--url", "redis//u:secret@h"}, 64, "URL 'redis//u:***@h': missing '://'"});
+  expect_rejected(box, {{"status", "x", "--url", "u:secret@h"}, 64, "URL 'u:***@h': missing"});
+  // A sqlite:// URL has no use for a user or password: refused, never ignored (the file was
+  // used), and masked by every command that shows the URL.
+  const std::string with_user = "sqlite://u:secret@" + box.dir() + "/up.db";
+  const std::string refused =
+      "URL 'sqlite://u:***@" + box.dir() + "/up.db': a sqlite:// URL takes no user or password";
+  for (const auto& args : std::vector<std::vector<std::string>>{
+           {"run", "x", "--url", with_user, "--", "echo", "CMD-RAN"},
+           {"status", "x", "--url", with_user},
+           {"list", "--json", "--url", with_user},
+           {"leader", "x", "--url", with_user},
+           {"unlock", "x", "--force", "--yes", "--url", with_user}}) {
+    expect_rejected(box, {args, 64, refused});
+  }
+  EXPECT_FALSE(file_exists(box.dir() + "/up.db"));
+  // --ttl given as the default's value is given too (it was taken for unset: the URL's won).
+  expect_rejected(
+      box, {{"run", "x", "--ttl", "15s", "--url", box.url() + "?ttl=5s", "--", "echo", "CMD-RAN"},
+            64,
+            "ttl given twice: 15.0s in the options (--ttl) and ttl=5s in the URL"});
   // The URL's own ttl= is checked as strictly as --ttl.
   expect_rejected(
       box, {{"run", "x", "--url", box.url() + "?ttl=0", "--", "echo", "CMD-RAN"}, 64, "ttl"});
@@ -262,6 +295,14 @@ TEST(CliBadInput, JunkDlockUrlIsNamedAsComingFromTheEnvironment) {
   EXPECT_EQ(out.find("CMD-RAN"), std::string::npos);
 }
 
+// An IPv6 server is named as its URL names it, in brackets: "redis ::1:1" was ambiguous.
+TEST(CliBadInput, AnIpv6ServerIsNamedInBrackets) {
+  cli_sandbox box;
+  auto r = box.run({"status", "x", "--url", "redis://[::1]:1"});
+  EXPECT_EQ(r.status, 69) << r.output;
+  EXPECT_NE(r.output.find("redis [::1]:1:"), std::string::npos) << r.output;
+}
+
 TEST(CliBadInput, UpperCaseSchemeIsAccepted) {
   cli_sandbox box;
   auto r = box.run(
@@ -304,12 +345,26 @@ TEST(CliBadInput, AMissingHomeIsNotCreatedForTheDefault) {
   o.env["XDG_STATE_HOME"] = "";
   o.env["HOME"] = home;
   o.merge_stderr = true;
-  child_process p({DLOCK_CLI_PATH, "run", "x", "--", "echo", "CMD-RAN"}, o);
-  std::string out;
-  while (auto l = p.read_line(std::chrono::seconds{30})) out += *l + "\n";
-  EXPECT_EQ(p.wait(std::chrono::seconds{30}), 64) << out;
-  EXPECT_NE(out.find("home directory '" + home + "' does not exist"), std::string::npos) << out;
-  EXPECT_EQ(out.find("CMD-RAN"), std::string::npos);
+  // Every command that takes the default, the viewers too: status said "free" (exit 1).
+  for (const auto& args :
+       std::vector<std::vector<std::string>>{{"run", "x", "--", "echo", "CMD-RAN"},
+                                             {"elect", "x", "--", "echo", "CMD-RAN"},
+                                             {"status", "x"},
+                                             {"list"},
+                                             {"leader", "x"},
+                                             {"observe", "x"},
+                                             {"unlock", "x", "--force", "--yes"},
+                                             {"doctor"}}) {
+    std::vector<std::string> argv{DLOCK_CLI_PATH};
+    argv.insert(argv.end(), args.begin(), args.end());
+    child_process p(argv, o);
+    std::string out;
+    while (auto l = p.read_line(std::chrono::seconds{30})) out += *l + "\n";
+    EXPECT_EQ(p.wait(std::chrono::seconds{30}), 64) << args.front() << ": " << out;
+    EXPECT_NE(out.find("home directory '" + home + "' does not exist"), std::string::npos)
+        << args.front() << ": " << out;
+    EXPECT_EQ(out.find("CMD-RAN"), std::string::npos);
+  }
   EXPECT_FALSE(std::filesystem::exists(home)) << "dlock created the missing home directory";
 }
 

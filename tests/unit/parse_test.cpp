@@ -30,6 +30,34 @@ TEST(url, parses_every_part) {
   EXPECT_NE(u->redacted.find("alice:***@"), std::string::npos) << u->redacted;
 }
 
+TEST(url, host_lists_and_bracketed_ipv6_keep_their_ports) {
+  auto u = parse_url("redlock://a:1,[::1]:2,b,[fe80::1]/0");
+  ASSERT_TRUE(u) << u.error().message;
+  ASSERT_EQ(u->hosts.size(), 4u);
+  EXPECT_EQ(u->hosts[0].host, "a");
+  EXPECT_EQ(u->hosts[0].port, 1);
+  EXPECT_EQ(u->hosts[1].host, "::1");
+  EXPECT_EQ(u->hosts[1].port, 2);
+  EXPECT_EQ(u->hosts[2].host, "b");
+  EXPECT_EQ(u->hosts[2].port, 0);
+  EXPECT_EQ(u->hosts[3].host, "fe80::1");
+  EXPECT_EQ(u->hosts[3].port, 0);
+  auto zk = parse_url("zk://h1:2181,h2:2181/path");
+  ASSERT_TRUE(zk) << zk.error().message;
+  ASSERT_EQ(zk->hosts.size(), 2u);
+  EXPECT_EQ(zk->hosts[1].host, "h2");
+  EXPECT_EQ(zk->hosts[1].port, 2181);
+  EXPECT_EQ(zk->path, "/path");
+}
+
+// Messages write an IPv6 address as a URL does: "redis ::1:6379" read as a host "::1:6379".
+TEST(url, host_port_text_brackets_ipv6) {
+  EXPECT_EQ(host_port_text("::1", 56379), "[::1]:56379");
+  EXPECT_EQ(host_port_text("fe80::1%eth0", 1), "[fe80::1%eth0]:1");
+  EXPECT_EQ(host_port_text("127.0.0.1", 6379), "127.0.0.1:6379");
+  EXPECT_EQ(host_port_text("redis.example", 6379), "redis.example:6379");
+}
+
 TEST(url, sqlite_paths_have_no_host) {
   auto u = parse_url("sqlite:///var/lib/x%20y/locks.db?ttl=1s");
   ASSERT_TRUE(u);
@@ -45,6 +73,12 @@ TEST(url, malformed_urls_name_what_is_wrong) {
            {"redis://h?ttl=", "'ttl' has no value"},
            {"redis://h:99999", "bad port"},
            {"redis://h:abc", "bad port"},
+           // One port per host: h:1:2 is no host "h:1" for a resolver to miss.
+           {"redis://u:secret@h:1:2",
+            "bad port '1:2' (want 1-65535; an IPv6 address goes in "
+            "brackets: [::1]:6379)"},
+           {"redlock://a:1,b:2:3,c:4", "bad port '2:3'"},
+           {"redis://::1:6379", "bad port ':1:6379'"},
            {"redis://:1", "empty host"},
            {"zk://h:1/x?novalue", "not key=value"},
            {"redis://h/%zz", "bad path encoding"},
@@ -77,6 +111,16 @@ TEST(url, no_error_message_shows_the_password) {
       }
     }
   }
+  // With no "scheme://" the parser can read, what looks like user:password@ is hidden too.
+  for (std::string text : {"redis//u:" + secret + "@h", "u:" + secret + "@h",
+                           "u:" + secret + "@redis://h", "redis:/u:" + secret + "@h:1"}) {
+    auto u = parse_url(text);
+    ASSERT_FALSE(u) << text;
+    EXPECT_EQ(u.error().message.find(secret), std::string::npos)
+        << text << " -> " << u.error().message;
+    EXPECT_NE(u.error().message.find(":***@"), std::string::npos)
+        << text << " -> " << u.error().message;
+  }
   // A password the URL's syntax would cut ('/', '?', '#' unencoded) is refused as such.
   for (std::string text : {"redis://default:p@ss:w/rd" + secret + "@127.0.0.1:6379",
                            "redis://default:a?" + secret + "@127.0.0.1",
@@ -86,6 +130,30 @@ TEST(url, no_error_message_shows_the_password) {
     EXPECT_EQ(u.error().message.find(secret), std::string::npos) << u.error().message;
     EXPECT_NE(u.error().message.find("percent-encode"), std::string::npos) << u.error().message;
   }
+}
+
+// The hosts begin after the last '@': an unencoded '@' in the user info is refused, never
+// split by a guess, whichever the scheme (one shared parser).
+TEST(url, an_unencoded_at_in_user_info_is_refused) {
+  for (std::string scheme :
+       {"redis", "redlock", "redis-sentinel", "postgres", "mysql", "etcd", "zk", "sqlite"}) {
+    for (auto [text, says] : std::vector<std::pair<std::string, std::string>>{
+             {scheme + "://:s3c@ret@127.0.0.1:6379",
+              "URL '" + scheme +
+                  "://:***@127.0.0.1:6379': the password holds '@': percent-encode it as %40"},
+             {scheme + "://u:s3c@ret@h/x", "the password holds '@'"},
+             {scheme + "://a@b@h:1", "the user name holds '@': percent-encode it as %40"}}) {
+      auto u = parse_url(text);
+      ASSERT_FALSE(u) << text;
+      EXPECT_NE(u.error().message.find(says), std::string::npos)
+          << text << " -> " << u.error().message;
+      EXPECT_EQ(u.error().message.find("ret@"), std::string::npos) << u.error().message;
+    }
+  }
+  auto encoded = parse_url("redis://:s3c%40ret@127.0.0.1:6379");
+  ASSERT_TRUE(encoded) << encoded.error().message;
+  EXPECT_EQ(encoded->password, "s3c@ret");
+  EXPECT_EQ(encoded->hosts.at(0).host, "127.0.0.1");
 }
 
 TEST(url, what_looks_like_a_password_elsewhere_is_kept) {
@@ -114,12 +182,36 @@ TEST(url, ttl_in_options_and_url_must_agree) {
   EXPECT_EQ(ec, make_error_code(errc::invalid_argument));
   EXPECT_NE(dlock::last_error_message().find("ttl given twice"), std::string::npos)
       << dlock::last_error_message();
+  // A library user has no --ttl: the message names the option as the code spells it.
+  EXPECT_NE(dlock::last_error_message().find("in the options (session_options::ttl)"),
+            std::string::npos)
+      << dlock::last_error_message();
+  EXPECT_EQ(dlock::last_error_message().find("--ttl"), std::string::npos)
+      << dlock::last_error_message();
+  // The default's value, given, is given: it was taken for unset and the URL's won.
+  auto default_given = dlock::session::open("memory://twice?ttl=5s", {.ttl = 15s}, ec);
+  EXPECT_FALSE(default_given);
+  EXPECT_EQ(ec, make_error_code(errc::invalid_argument));
+  EXPECT_NE(dlock::last_error_message().find("ttl given twice: 15.0s"), std::string::npos)
+      << dlock::last_error_message();
+  dlock::session_options assigned;
+  assigned.ttl = 15s;
+  EXPECT_FALSE(dlock::session::open("memory://twice?ttl=5s", assigned, ec));
+  auto keepalive =
+      dlock::session::open("memory://twice?keepalive=2s", {.keepalive_interval = 1s}, ec);
+  EXPECT_FALSE(keepalive);
+  EXPECT_NE(dlock::last_error_message().find("(session_options::keepalive_interval)"),
+            std::string::npos)
+      << dlock::last_error_message();
   // The same value twice, or the URL alone, is fine.
   auto same = dlock::session::open("memory://twice?ttl=5s", {.ttl = 5s}, ec);
   EXPECT_TRUE(same) << ec.message();
   auto url_only = dlock::session::open("memory://twice?ttl=5s", {}, ec);
   ASSERT_TRUE(url_only) << ec.message();
   EXPECT_EQ(url_only.ttl(), 5s);
+  auto default_only = dlock::session::open("memory://twice", {.ttl = 15s}, ec);
+  ASSERT_TRUE(default_only) << ec.message();
+  EXPECT_EQ(default_only.ttl(), 15s);
 }
 
 TEST(duration, takes_units) {
@@ -137,6 +229,18 @@ TEST(duration, takes_units) {
     if (!d) {
       EXPECT_NE(d.error().message.find("duration"), std::string::npos);
     }
+  }
+  // A stray character is named with where it is, never "expected a number" after "1s".
+  for (auto [text, says] : std::vector<std::pair<std::string, std::string>>{
+           {"1s ", "duration '1s ': unexpected ' ' after '1s'"},
+           {" 1s", "duration ' 1s': unexpected ' ' at the start"},
+           {"1 s", "unexpected ' ' after '1'"},
+           {"1m,30s", "unexpected ',' after '1m'"},
+           {"5", "missing unit"}}) {
+    auto d = parse_duration(text);
+    ASSERT_FALSE(d) << text;
+    EXPECT_NE(d.error().message.find(says), std::string::npos)
+        << text << " -> " << d.error().message;
   }
   auto negative = parse_duration("-5s");
   ASSERT_FALSE(negative);

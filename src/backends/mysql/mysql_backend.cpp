@@ -26,6 +26,7 @@
 #include "backends/mysql/my_window_poll.hpp"
 #include "core/duration.hpp"
 #include "core/poll_pacer.hpp"
+#include "core/url.hpp"
 
 namespace dlock::detail {
 namespace {
@@ -347,7 +348,7 @@ result<std::unique_ptr<backend_session>> open_mysql(const url& u, const session_
   t.has_password = u.has_password;
   t.db = db;
   t.where = "mysql " + (u.user.empty() ? "" : u.user + "@") +
-            (t.host.empty() ? "localhost" : t.host) + ":" + std::to_string(t.port) + "/" + db;
+            host_port_text(t.host.empty() ? "localhost" : t.host, t.port) + "/" + db;
   auto ceil_secs = [](milliseconds d) { return std::max<long long>(1, (d.count() + 999) / 1000); };
   auto ttl_text = "ttl=" + format_duration(info.ttl);
   if (mode == "advisory") {

@@ -7,6 +7,7 @@
 #include <set>
 
 #include "core/duration.hpp"
+#include "core/url.hpp"
 
 namespace dlock::detail::redis {
 namespace {
@@ -40,8 +41,8 @@ std::string duplicate_server(const url& u) {
       if (seen[i].second != port) continue;
       for (const auto& a : addrs) {
         if (seen[i].first.contains(a)) {
-          return u.hosts[i].host + ":" + std::to_string(port) + " and " + hp.host + ":" +
-                 std::to_string(port) + " (both " + a + ")";
+          return host_port_text(u.hosts[i].host, port) + " and " + host_port_text(hp.host, port) +
+                 " (both " + a + ")";
         }
       }
     }
@@ -100,7 +101,7 @@ result<void> parse_sentinel(const url& u, config& c, int& db) {
     target t;
     t.host = hp.host;
     t.port = hp.port == 0 ? 26379 : hp.port;
-    t.where = "redis sentinel " + t.host + ":" + std::to_string(t.port);
+    t.where = "redis sentinel " + host_port_text(t.host, t.port);
     c.sentinels.push_back(std::move(t));
   }
   return {};
@@ -154,7 +155,7 @@ result<config> parse_config(const url& u, std::chrono::milliseconds timeout) {
     t.has_password = u.has_password;
     t.db = db;
     t.timeout = timeout;
-    t.where = "redis " + t.host + ":" + std::to_string(t.port);
+    t.where = "redis " + host_port_text(t.host, t.port);
     c.servers.push_back(std::move(t));
   };
   if (sentinel) {

@@ -7,6 +7,7 @@
 #include <map>
 
 #include "backends/redis/redis_sentinel.hpp"
+#include "core/url.hpp"
 
 namespace dlock::detail::redis {
 namespace {
@@ -65,7 +66,7 @@ std::uint64_t node::epoch() const {
 
 std::string node::master_address() const {
   std::lock_guard lk(mu_);
-  return sentinels_.empty() ? target_.host + ":" + std::to_string(target_.port) : address_;
+  return sentinels_.empty() ? host_port_text(target_.host, target_.port) : address_;
 }
 
 void node::forget_connections() {

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "backends/redis/redis_doctor.hpp"
+#include "core/url.hpp"
 
 namespace dlock::detail::redis {
 namespace {
@@ -31,7 +32,7 @@ result<target> ask(const target& sentinel, const std::string& name, const target
   if (t.host.empty() || value == 0 || value > 65535)
     return fail(errc::protocol_error, sentinel.where + ": malformed master address");
   t.port = static_cast<std::uint16_t>(value);
-  t.where = "redis " + t.host + ":" + port + " (master '" + name + "')";
+  t.where = "redis " + host_port_text(t.host, t.port) + " (master '" + name + "')";
   return t;
 }
 
@@ -72,8 +73,7 @@ result<found_master> find_master(std::span<const target> sentinels, std::size_t&
         auto replid = check_master(**c);
         if (replid) {
           first = i;
-          return found_master{std::move(*c), t->host + ":" + std::to_string(t->port),
-                              std::move(*replid)};
+          return found_master{std::move(*c), host_port_text(t->host, t->port), std::move(*replid)};
         }
         t = fail(replid.error());
       } else {

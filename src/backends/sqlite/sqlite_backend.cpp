@@ -24,6 +24,14 @@ result<std::unique_ptr<backend_session>> open_sqlite(const url& u, const session
     return fail(errc::invalid_argument,
                 "URL '" + u.redacted + "': want sqlite:///path/to/locks.db (an absolute path)");
   }
+  // A file has no log-in (its mode decides who may lock): a user or password here was meant
+  // for another URL, and ignoring it would hide that mix-up.
+  if (u.has_user_info) {
+    return fail(errc::invalid_argument,
+                "URL '" + u.redacted +
+                    "': a sqlite:// URL takes no user or password (before '@'); want "
+                    "sqlite:///path/to/locks.db");
+  }
   // SQLite says only "unable to open database file" (read as a permission problem) or, opened
   // read-only, "disk I/O error" (read as a backend fault). It is a wrong URL, as a missing
   // directory is (db::open), and the fix is a file name in it.
