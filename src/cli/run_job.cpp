@@ -220,8 +220,9 @@ int run_reported(const run_options& o, run_report& rep) {
     // guard process: below 100ms a host's ordinary scheduling delays end it (an outside
     // tester's --ttl 10ms exited 70 every time, on an idle host).
     if (so.ttl < min_command_ttl) {
-      throw cli_error(exit_usage,
-                      "--ttl: " + *o.ttl + " is too short for a command's lease (at least 100ms)");
+      throw cli_error(exit_usage, "--ttl: " + *o.ttl +
+                                      " is too short for a command's lease (at least " +
+                                      dlock::detail::format_duration(min_command_ttl) + ")");
     }
   }
   auto grace = parse_duration_option("--grace", o.grace);
@@ -268,7 +269,7 @@ int run_reported(const run_options& o, run_report& rep) {
   if (session.ttl() < min_command_ttl) {  // from the URL's ttl=, which --ttl did not check
     throw cli_error(exit_usage, "the lease (ttl=" + dlock::detail::format_duration(session.ttl()) +
                                     " in the URL) is too short for a command's lease (at least " +
-                                    "100ms)");
+                                    dlock::detail::format_duration(min_command_ttl) + ")");
   }
   run_grant m(session, o.name, {static_cast<std::uint32_t>(o.permits), o.campaign});
 

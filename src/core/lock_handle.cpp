@@ -46,12 +46,6 @@ recipe_kind recipe_of(entry_kind k) noexcept {
 bool lock_handle::acquire(entry_kind kind, steady::time_point deadline, std::stop_token stop,
                           std::error_code& ec, std::string* message,
                           std::string_view value) noexcept {
-  if (!session_) {
-    // Made by a moved-from semaphore or election, whose callers refuse first.
-    ec = make_error_code(errc::invalid_argument);
-    if (message) *message = "a moved-from object has no session";
-    return false;
-  }
   const auto& obs = session_->options().observer;
   const auto started = obs ? steady::now() : steady::time_point{};
   const bool reentry = hold_ != nullptr;
