@@ -42,6 +42,9 @@ class zk_client final : public client {
     std::string hosts = t.host + ":" + std::to_string(t.port ? t.port : 2181);
     zh_ = zookeeper_init(hosts.c_str(), session_watcher, 10000, nullptr, nullptr, 0);
     if (!zh_) throw std::runtime_error("zookeeper: init failed");
+    // As dlock's session does: the C client otherwise re-resolves its hosts at each wake-up,
+    // a cost no raw round trip has to pay.
+    zoo_set_servers_resolution_delay(zh_, 10000);
     auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
     while (zoo_state(zh_) != ZOO_CONNECTED_STATE) {
       if (std::chrono::steady_clock::now() > until) {

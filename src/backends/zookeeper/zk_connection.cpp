@@ -18,6 +18,8 @@ void log_sink(const char* message) {
 
 bool is_connected(int state) { return state == ZOO_CONNECTED_STATE || state == ZOO_READONLY_STATE; }
 
+constexpr std::chrono::milliseconds resolution_delay{10'000};
+
 }  // namespace
 
 connection::connection(config c) : cfg_(std::move(c)) {}
@@ -35,6 +37,11 @@ result<std::unique_ptr<connection>> connection::open(const config& c) {
     return fail(errc::backend_unavailable,
                 "zookeeper " + c.hosts + ": cannot create a client handle (bad host list?)");
   }
+  // The C client re-resolves every host name each time its I/O thread polls (a netlink query,
+  // /etc/hosts and /etc/gai.conf read: 20-odd system calls per wake-up), which made up most of a
+  // contended client's CPU. Resolve at most every 10 s while connected, and at once on every
+  // reconnect, as Java's client does (it resolves only when it connects).
+  zoo_set_servers_resolution_delay(zh, static_cast<int>(resolution_delay.count()));
   {
     std::unique_lock hk(self->handle_mu_);
     self->zh_ = zh;
