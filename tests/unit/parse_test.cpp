@@ -168,6 +168,26 @@ TEST(url, what_looks_like_a_password_elsewhere_is_kept) {
   EXPECT_EQ(redact_url_text("redis://u@h:1"), "redis://u@h:1");
 }
 
+// The password ends at its own '@', not at an '@' of the query after it.
+TEST(url, a_password_and_an_at_in_the_query_both_parse) {
+  for (std::string scheme : {"redis", "postgres", "mysql", "etcd", "zk"}) {
+    const std::string text = scheme + "://u:pw@h:1/?description=a@b";
+    auto u = parse_url(text);
+    ASSERT_TRUE(u) << text << ": " << u.error().message;
+    EXPECT_EQ(u->password, "pw");
+    EXPECT_EQ(u->hosts.at(0).host, "h");
+    EXPECT_EQ(u->redacted.find("pw"), std::string::npos) << u->redacted;
+  }
+  // A '?' in the password is still refused, whatever the query holds.
+  for (std::string text : {"redis://u:p?ss@h:1/", "redis://u:p?ss@h:1/?description=a@b"}) {
+    auto u = parse_url(text);
+    ASSERT_FALSE(u) << text;
+    EXPECT_NE(u.error().message.find("the password holds '/', '?' or '#'"), std::string::npos)
+        << u.error().message;
+    EXPECT_EQ(u.error().message.find("p?ss"), std::string::npos) << u.error().message;
+  }
+}
+
 TEST(url, scheme_is_case_insensitive) {
   auto u = parse_url("REDIS://h:1?ttl=5s");
   ASSERT_TRUE(u) << u.error().message;
