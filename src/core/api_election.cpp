@@ -2,6 +2,7 @@
 // queue entry with a value; the head leads) and its observers over wait_change().
 #include <dlock/election.hpp>
 
+#include "core/capability_refusals.hpp"
 #include "core/hold_core.hpp"
 #include "core/lock_handle.hpp"
 #include "core/names.hpp"
@@ -62,13 +63,8 @@ constexpr const char* moved_from = "this election object was moved from";
 void check_values(const dlock::session& s, const std::string& name) {
   if (!s) refuse(errc::invalid_argument, moved_from);
   if (const auto caps = s.capabilities(); !caps.values) {
-    if (!caps.no_values_because.empty()) {
-      refuse(errc::unsupported, "election '" + name + "': " + s.url() +
-                                    " has no elections: " + std::string(caps.no_values_because));
-    }
-    refuse(errc::unsupported, "election '" + name + "': " + s.url() +
-                                  " has no elections (its entries carry no values: its "
-                                  "capabilities); see the README's backend table");
+    refuse(errc::unsupported,
+           "election '" + name + "': " + s.url() + " " + detail::lacks_elections(caps));
   }
 }
 

@@ -2,6 +2,7 @@
 
 #include <limits>
 
+#include "core/capability_refusals.hpp"
 #include "core/events.hpp"
 #include "core/hold_core.hpp"
 #include "core/joined_stop.hpp"
@@ -188,19 +189,10 @@ result<void> lock_handle::check_recipe(entry_kind kind, std::string_view value) 
   const std::string& url = session_->redacted_url();
   const std::string backend = "the " + url.substr(0, url.find("://")) + " backend";
   if (kind == entry_kind::shared && !caps.shared_locks) {
-    return fail(errc::unsupported, backend +
-                                       " has no shared locks (its capabilities); "
-                                       "see its page in docs/ for a mode that has them");
+    return fail(errc::unsupported, backend + " " + lacks_shared_locks());
   }
   if (kind == entry_kind::candidate && !caps.values) {
-    if (!caps.no_values_because.empty()) {
-      return fail(errc::unsupported,
-                  backend + " has no elections: " + std::string(caps.no_values_because));
-    }
-    return fail(errc::unsupported, backend +
-                                       " has no elections (its entries carry no "
-                                       "values: its capabilities); see the README's backend "
-                                       "table for those that have");
+    return fail(errc::unsupported, backend + " " + lacks_elections(caps));
   }
   if (value.size() > max_value_size) {
     return fail(errc::invalid_argument, what() + ": a value of " + std::to_string(value.size()) +
@@ -208,13 +200,7 @@ result<void> lock_handle::check_recipe(entry_kind kind, std::string_view value) 
                                             "-byte limit");
   }
   if (kind == entry_kind::permit && !caps.permits) {
-    if (!caps.no_permits_because.empty()) {
-      return fail(errc::unsupported,
-                  backend + " has no semaphores: " + std::string(caps.no_permits_because));
-    }
-    return fail(errc::unsupported, backend +
-                                       " has no semaphores (its capabilities); "
-                                       "see the README's backend table for those that have");
+    return fail(errc::unsupported, backend + " " + lacks_semaphores(caps));
   }
   return {};
 }
