@@ -176,7 +176,9 @@ result<std::string> percent_decode(std::string_view s) {
   return out;
 }
 
-result<url> parse_url(std::string_view text) {
+namespace {
+
+result<url> parse_url_text(std::string_view text) {
   url u;
   const std::string shown = redact_url_text(text);
   auto bad = [&](const std::string& what) {
@@ -276,6 +278,22 @@ result<url> parse_url(std::string_view text) {
   }
   u.redacted = std::string(text.substr(0, sep)) + "://" + redacted_authority;
   u.redacted += text.substr(sep + 3 + rest.size() - path.size());  // raw path and query
+  return u;
+}
+
+}  // namespace
+
+result<url> parse_url(std::string_view text) {
+  auto u = parse_url_text(text);
+  // The parse read the password up to the last '@' before the query; messages mask up to the
+  // last '@' of all. Where those differ and the parse failed, what a message would quote
+  // between them may be a password that holds '@' and '?' unencoded: quote none of it.
+  if (!u && password_span(text) != password_span(text, /*before_query=*/true)) {
+    return fail(errc::invalid_argument,
+                "URL '" + redact_url_text(text) +
+                    "': does not parse, and an '@' after its '?' may be the password's: "
+                    "percent-encode '@', '/', '?' and '#' in a password (%40, %2F, %3F, %23)");
+  }
   return u;
 }
 

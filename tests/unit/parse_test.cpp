@@ -178,12 +178,13 @@ TEST(url, a_password_and_an_at_in_the_query_both_parse) {
     EXPECT_EQ(u->hosts.at(0).host, "h");
     EXPECT_EQ(u->redacted.find("pw"), std::string::npos) << u->redacted;
   }
-  // A '?' in the password is still refused, whatever the query holds.
+  // A '?' in the password is still refused, whatever the query holds, and no message quotes
+  // what may be the password (with an '@' after the '?', the whole stretch up to it).
   for (std::string text : {"redis://u:p?ss@h:1/", "redis://u:p?ss@h:1/?description=a@b"}) {
     auto u = parse_url(text);
     ASSERT_FALSE(u) << text;
-    EXPECT_NE(u.error().message.find("the password holds '/', '?' or '#'"), std::string::npos)
-        << u.error().message;
+    EXPECT_NE(u.error().message.find("percent-encode"), std::string::npos) << u.error().message;
+    EXPECT_EQ(u.error().message.find("ss@h"), std::string::npos) << u.error().message;
     EXPECT_EQ(u.error().message.find("p?ss"), std::string::npos) << u.error().message;
   }
 }
