@@ -4,8 +4,14 @@
 
 #include "cli/leader_format.hpp"
 #include "cli/queue_format.hpp"
+#include "core/caller_deadline.hpp"
 
 namespace dlock::cli {
+namespace {
+
+constexpr std::chrono::milliseconds who_budget{500};
+
+}  // namespace
 
 run_grant::run_grant(const dlock::session& s, const std::string& name, const grant_spec& spec)
     : session_(s), name_(name) {
@@ -70,6 +76,10 @@ std::string run_grant::granted() const {
 }
 
 std::string run_grant::who() const {
+  // Only to word a message: a server that stopped answering (the likely reason the wait timed
+  // out) must not hold the exit for another request timeout. Backends that cannot cut a
+  // request off still take up to theirs.
+  dlock::detail::caller_deadline_scope bounded(std::chrono::steady_clock::now() + who_budget);
   try {
     if (election_) {
       auto l = election_->leader();

@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <dlock/inspect.hpp>
 
+#include "core/caller_deadline.hpp"
 #include "core/names.hpp"
 #include "core/retry.hpp"
 #include "core/session_core.hpp"
@@ -12,10 +13,12 @@ namespace {
 
 // One backend request of an operator call, with the session's retries of transient faults
 // (a server that picked the request as a deadlock victim, a dropped connection), as every
-// other operation has them; within request_timeout, as a try-lock.
+// other operation has them; within request_timeout, as a try-lock, or the caller's deadline
+// (caller_deadline.hpp) if that comes first.
 template <class F>
 auto retried(const detail::session_core& core, F&& f) {
-  auto until = std::chrono::steady_clock::now() + core.options().request_timeout;
+  auto until = detail::within_caller_deadline(std::chrono::steady_clock::now() +
+                                              core.options().request_timeout);
   return detail::with_retry(core.options().retry, until, {}, std::forward<F>(f));
 }
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 
+#include "core/caller_deadline.hpp"
 #include "core/exit_guard.hpp"
 #include "core/retry.hpp"
 
@@ -11,6 +12,8 @@ namespace dlock::detail {
 namespace {
 std::atomic<std::uint64_t> inline_attempts{0};
 std::atomic<std::uint64_t> handed_off{0};
+// One background attempt's wait for a busy same-host store (see remover_loop).
+constexpr std::chrono::milliseconds same_host_attempt{250};
 }  // namespace
 
 removal_counts removal_stats() noexcept { return {inline_attempts.load(), handed_off.load()}; }
@@ -89,6 +92,10 @@ std::shared_ptr<removal_ticket> removal_queue::submit(
       }
     }
     inline_attempts.fetch_add(1, std::memory_order_relaxed);
+    // A same-host store's wait for a busy file ends at the caller's deadline too; the
+    // remover threads retry what it left.
+    std::optional<caller_deadline_scope> bounded;
+    if (caller_deadline) bounded.emplace(*caller_deadline);
     auto r = same_host ? backend_.remove(lock, entry_id)
                        : backend_.remove_until(lock, entry_id, *caller_deadline);
     if (!same_host) unreachable_hint_ = !r && is_transient(r.error());
@@ -163,6 +170,12 @@ void removal_queue::remover_loop(std::stop_token stop) {
     lk.unlock();
     auto r = [&] {
       exit_guard::background_call during;
+      // A same-host store waits for a busy file while holding its session's one connection:
+      // short attempts leave it to the session's other calls (a listing, the close) between
+      // retries, instead of a request timeout each behind another process's write lock.
+      std::optional<caller_deadline_scope> bounded;
+      if (backend_.caps().scope != reach::network)
+        bounded.emplace(steady::now() + same_host_attempt);
       return backend_.remove(j.lock, j.id);
     }();
     lk.lock();

@@ -3,6 +3,9 @@
 // session's lease from the server side, and a raw look at the stored entries.
 // Every backend instantiates the suite once (see memory_test.cpp) with its fixture.
 
+#include <signal.h>
+#include <sys/types.h>
+
 #include <chrono>
 #include <dlock/dlock.hpp>
 #include <functional>
@@ -11,6 +14,25 @@
 #include <string>
 
 namespace dlock::test {
+
+// The backend made to stop answering while this lives: its connections stay open and its
+// requests get no reply, as a paused server (GC, a stopped VM) or a black-holed route does.
+class stalled_server {
+ public:
+  virtual ~stalled_server() = default;
+};
+
+// A server process stopped with SIGSTOP, continued when destroyed.
+class stopped_process final : public stalled_server {
+ public:
+  explicit stopped_process(pid_t pid) : pid_(pid) { ::kill(pid_, SIGSTOP); }
+  ~stopped_process() override { ::kill(pid_, SIGCONT); }
+  stopped_process(const stopped_process&) = delete;
+  stopped_process& operator=(const stopped_process&) = delete;
+
+ private:
+  pid_t pid_;
+};
 
 class backend_fixture {
  public:
@@ -23,6 +45,9 @@ class backend_fixture {
   virtual std::size_t raw_entries(const std::string& lock) = 0;
   // Ends the lease of session `s` from the server side, as a crash or partition would.
   virtual void expire(const dlock::session& s) = 0;
+  // Makes the backend stop answering until the result is destroyed; nullptr where the fixture
+  // cannot (the suite's test then skips).
+  virtual std::unique_ptr<stalled_server> stall() { return nullptr; }
   // The TTL the fixture's URLs ask for.
   virtual std::chrono::milliseconds ttl() const { return std::chrono::seconds{2}; }
   // What the backend provides (FIFO, shared locks, listing names, a dead process freed at

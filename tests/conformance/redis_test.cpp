@@ -22,6 +22,9 @@ class redis_fixture : public backend_fixture {
   void expire(const dlock::session& s) override {
     server().command({"DEL", prefix_ + "s:" + s.id()});
   }
+  std::unique_ptr<stalled_server> stall() override {
+    return std::make_unique<stopped_process>(server().pid());
+  }
 
  private:
   std::string prefix_ = "c" + random_suffix() + ":";

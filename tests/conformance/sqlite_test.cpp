@@ -8,6 +8,25 @@
 namespace dlock::test {
 namespace {
 
+class write_locked final : public stalled_server {
+ public:
+  explicit write_locked(const std::string& path) {
+    if (sqlite3_open(path.c_str(), &db_) != SQLITE_OK ||
+        sqlite3_exec(db_, "BEGIN IMMEDIATE", nullptr, nullptr, nullptr) != SQLITE_OK) {
+      throw std::runtime_error("cannot write-lock " + path);
+    }
+  }
+  ~write_locked() override {
+    sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
+    sqlite3_close(db_);
+  }
+  write_locked(const write_locked&) = delete;
+  write_locked& operator=(const write_locked&) = delete;
+
+ private:
+  sqlite3* db_{nullptr};
+};
+
 class sqlite_fixture : public backend_fixture {
  public:
   std::string url() override { return "sqlite://" + path_ + "?ttl=2s"; }
@@ -18,6 +37,8 @@ class sqlite_fixture : public backend_fixture {
   void expire(const dlock::session& s) override {
     query("UPDATE dlock_sessions SET expires_boot_ms = 0 WHERE id = ?1", s.id());
   }
+  // Another connection's write transaction: every write waits for the file (SQLITE_BUSY).
+  std::unique_ptr<stalled_server> stall() override { return std::make_unique<write_locked>(path_); }
 
  private:
   // Runs one statement with one text parameter on a connection of our own; returns column 0.

@@ -15,6 +15,9 @@ class zookeeper_fixture : public backend_fixture {
     return raw().children(chroot_ + lock_node(lock)).size();
   }
   void expire(const dlock::session& s) override { expire_zk_session(s, shared_zk().hosts()); }
+  std::unique_ptr<stalled_server> stall() override {
+    return std::make_unique<stopped_process>(shared_zk().pid());
+  }
 
  private:
   raw_zk& raw() {

@@ -51,6 +51,7 @@ class zk_server {
   zk_server();
   std::uint16_t port() const noexcept { return proc_->port(); }
   std::string hosts() const { return "127.0.0.1:" + std::to_string(port()); }
+  pid_t pid() const { return proc_->pid(); }  // -1 if not running
   // SIGKILL (a crash: the transaction log is already on disk), then start again on the same
   // port and data directory; sessions survive if the client reconnects within their timeout.
   void stop() { proc_->kill(); }

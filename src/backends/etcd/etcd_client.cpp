@@ -11,6 +11,7 @@
 
 #include "backends/etcd/etcd_channel.hpp"
 #include "backends/etcd/etcd_watch.hpp"
+#include "core/caller_deadline.hpp"
 #include "etcd_rpc.grpc.pb.h"
 
 namespace dlock::detail::etcd {
@@ -280,7 +281,7 @@ class grpc_client final : public client {
   result<void> unary(std::string_view what, steady::time_point deadline, F&& call) {
     for (int attempt = 0;; ++attempt) {
       grpc::ClientContext ctx;
-      ctx.set_deadline(wall_deadline(deadline));
+      ctx.set_deadline(wall_deadline(within_caller_deadline(deadline)));
       ride_out_reconnects(ctx);
       auto reg = track(&ctx);
       if (!reg) return fail(reg.error());

@@ -7,6 +7,7 @@
 #include <map>
 
 #include "backends/redis/redis_sentinel.hpp"
+#include "core/caller_deadline.hpp"
 #include "core/url.hpp"
 
 namespace dlock::detail::redis {
@@ -166,6 +167,7 @@ result<reply_ptr> node::finish(connection& c, const request& req, reply_ptr r, u
 }
 
 result<reply_ptr> node::run(const request& req, std::stop_token stop, until_t until) {
+  until = within_caller_deadline(until);
   for (int attempt = 0;; ++attempt) {
     bool reused = false;
     {
@@ -287,6 +289,7 @@ result<std::optional<std::string>> node::pop_wake(const std::string& key, steady
 
 std::vector<result<reply_ptr>> run_all(std::span<node* const> nodes, std::span<const request> reqs,
                                        until_t until, std::stop_token stop) {
+  until = within_caller_deadline(until);
   std::vector<result<reply_ptr>> out;
   out.reserve(nodes.size());
   if (nodes.size() == 1) {

@@ -11,6 +11,8 @@
 #include <filesystem>
 #include <thread>
 
+#include "core/caller_deadline.hpp"
+
 namespace dlock::detail::sqlite {
 
 failure map_error(sqlite3* h, int rc, std::string_view what) {
@@ -200,7 +202,8 @@ int db::on_busy(void* retry, int attempts) {
   auto& r = *static_cast<busy_retry*>(retry);
   auto now = std::chrono::steady_clock::now();
   if (attempts == 0) r.since = now;
-  auto left = r.timeout - (now - r.since);
+  // Up to the request timeout, or the deadline of the caller the statement serves.
+  auto left = std::min(r.timeout - (now - r.since), within_caller_deadline(now + r.timeout) - now);
   if (left <= std::chrono::steady_clock::duration::zero()) return 0;
   std::chrono::steady_clock::duration nap =
       std::chrono::microseconds{std::min(1000L, 20L << std::min(attempts, 6))};

@@ -256,18 +256,9 @@ result<bool> connection::await_any_change(std::span<const std::string> paths,
   lk.unlock();
   int rc = ZOK;
   std::size_t set = 0;
-  {
-    auto u = acquire();
-    if (!u) rc = ZCLOSING;
-    for (; rc == ZOK && set < paths.size(); ++set) {
-      // getData rather than exists: on a missing node exists would leave a watch behind.
-      char buf[1];
-      int len = sizeof buf;
-      struct Stat st {};
-      sent(op::get_data);
-      rc = zoo_wget(u->zh(), paths[set].c_str(), &connection::node_watcher, this, buf, &len, &st);
-    }
-  }
+  // Until the caller's deadline: a synchronous call would wait for a server that stopped
+  // answering until the client gives up on it (2/3 of the session timeout), past the deadline.
+  for (; rc == ZOK && set < paths.size(); ++set) rc = watch_data_until(paths[set], deadline);
   lk.lock();
   if (rc != ZOK) {
     // The failed path and those never asked for carry no watch of ours.

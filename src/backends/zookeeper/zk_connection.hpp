@@ -108,6 +108,8 @@ class connection {
   // request may still be applied; its late completion only frees what it was given). Return
   // the ZooKeeper code, ZCLOSING once close() began.
   int delete_until(const std::string& path, steady::time_point deadline);
+  // getData with this connection's node watch on `path` (its event ends await_any_change).
+  int watch_data_until(const std::string& path, steady::time_point deadline);
   int get_children_until(const std::string& path, steady::time_point deadline,
                          std::vector<std::string>& out);
 

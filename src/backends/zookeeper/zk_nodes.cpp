@@ -6,6 +6,7 @@
 #include "backends/zookeeper/zk_names.hpp"
 #include "backends/zookeeper/zk_queue.hpp"
 #include "backends/zookeeper/zk_value.hpp"
+#include "core/caller_deadline.hpp"
 
 namespace dlock::detail::zk {
 
@@ -96,8 +97,12 @@ result<std::vector<zk::node_read>> lock_nodes::fetch(const std::vector<std::stri
   if (!u) return fail(u.error());
   zk::fetch_error err;
   conn_->sent(connection::op::get_data, paths.size());
-  auto reads =
-      zk::fetch_nodes(u->zh(), paths, conn_->negotiated_timeout() * 2, conn_->ended(), err);
+  const auto now = steady::now();
+  const auto limit =
+      std::max(std::chrono::ceil<std::chrono::milliseconds>(
+                   within_caller_deadline(now + conn_->negotiated_timeout() * 2) - now),
+               std::chrono::milliseconds{0});
+  auto reads = zk::fetch_nodes(u->zh(), paths, limit, conn_->ended(), err);
   if (err.rc == ZCLOSING) err.rc = conn_->ended_rc();
   if (err.rc != ZOK) return fail(conn_->error(err.rc, "getData", err.path));
   return reads;

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "backends/zookeeper/zk_connection.hpp"
+#include "core/caller_deadline.hpp"
 
 namespace dlock::detail::zk {
 
@@ -43,6 +44,7 @@ struct pending_call {
 template <class Start>
 inline int call_until(connection& c, steady::time_point deadline, std::shared_ptr<pending_call>& p,
                       Start start) {
+  deadline = within_caller_deadline(deadline);
   p = std::make_shared<pending_call>();
   {
     auto u = c.acquire();

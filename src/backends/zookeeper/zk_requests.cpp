@@ -32,6 +32,20 @@ int connection::get_children_until(const std::string& path, steady::time_point d
   return rc;
 }
 
+// getData rather than exists: on a missing node exists would leave a watch behind.
+int connection::watch_data_until(const std::string& path, steady::time_point deadline) {
+  std::shared_ptr<pending_call> p;
+  return call_until(*this, deadline, p, [&](zhandle_t* zh, const void* d) {
+    sent(op::get_data);
+    return zoo_awget(
+        zh, path.c_str(), &connection::node_watcher, this,
+        [](int rc, const char*, int, const struct Stat*, const void* d) {
+          pending_call::finish(d, rc, nullptr);
+        },
+        d);
+  });
+}
+
 int connection::create_until(const std::string& path, std::string_view data, const ACL_vector* acl,
                              int mode, steady::time_point deadline, std::string& created,
                              struct Stat& st) {
