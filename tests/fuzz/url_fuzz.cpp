@@ -31,8 +31,11 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         if (c < 0x20 || c == 0x7f || std::isxdigit(c) || std::strchr("%/?#@:", c)) continue;
         other[i] = c == 'x' ? 'y' : 'x';
       }
+      // `other` may parse: with an '@' after the '?', the stretch masked runs into the query,
+      // whose letters the parse reads (a key such as "=@x" against "x@x"). Then there is no
+      // message to compare; the original's, which depends on no letter of it, is not a leak.
       auto v = dlock::detail::parse_url(other);
-      if (v || v.error().message != u.error().message) std::abort();
+      if (!v && v.error().message != u.error().message) std::abort();
     }
   }
   (void)dlock::detail::percent_decode(text);
