@@ -15,6 +15,9 @@ class etcd_fixture : public backend_fixture {
     return shared_etcd().keys(prefix_ + "/" + lock + "/").size();
   }
   void expire(const dlock::session& s) override { expire_etcd_session(s, shared_etcd()); }
+  std::unique_ptr<stalled_server> stall() override {
+    return std::make_unique<stopped_process>(shared_etcd().pid());
+  }
 
  private:
   std::string prefix_ = "c" + random_suffix();

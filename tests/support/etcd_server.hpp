@@ -33,6 +33,7 @@ class etcd_server {
   std::uint16_t port() const noexcept { return client_port_; }
   std::string address() const { return "127.0.0.1:" + std::to_string(client_port_); }
   std::string endpoint() const { return (tls_ ? "https://" : "http://") + address(); }
+  pid_t pid() const { return proc_ ? proc_->pid() : -1; }  // -1 if not running
 
   // Every later etcdctl passes `flag` (--user=root:PASSWORD once auth is enabled).
   void add_etcdctl_flag(std::string flag) { ctl_flags_.push_back(std::move(flag)); }

@@ -108,8 +108,13 @@ class connection {
   // request may still be applied; its late completion only frees what it was given). Return
   // the ZooKeeper code, ZCLOSING once close() began.
   int delete_until(const std::string& path, steady::time_point deadline);
-  // getData with this connection's node watch on `path` (its event ends await_any_change).
-  int watch_data_until(const std::string& path, steady::time_point deadline);
+  // getData, getChildren and exists with this connection's node watch on `path` (its event
+  // ends await_any_change and await_queue_change), given up like delete_until.
+  int watch_data_until(const std::string& path, steady::time_point deadline,
+                       struct Stat* st = nullptr);
+  int watch_children_until(const std::string& path, steady::time_point deadline,
+                           std::vector<std::string>& out);
+  int watch_exists_until(const std::string& path, steady::time_point deadline);
   int get_children_until(const std::string& path, steady::time_point deadline,
                          std::vector<std::string>& out);
 

@@ -27,62 +27,47 @@ result<void> connection::await_queue_change(
   watched_queue now;
   bool differs = false;
   std::string where = lock;  // the path of a failed request
+  // Each request until the caller's deadline: a synchronous call would wait for a server
+  // that stopped answering until the client gives up on it (2/3 of the session timeout).
   int rc = ZOK;
-  {
-    auto u = acquire();
-    if (!u) rc = ZCLOSING;
-    if (rc == ZOK) {
-      enlist(lock, armed_children_);
-      String_vector v{};
-      sent(op::get_children);
-      rc = zoo_wget_children(u->zh(), lock.c_str(), &connection::node_watcher, this, &v);
-      if (rc == ZOK) {
-        now.children.assign(v.data, v.data + v.count);
-        deallocate_String_vector(&v);
-      } else {
-        disarm(lock, armed_children_);  // no node, no watch
+  enlist(lock, armed_children_);
+  rc = watch_children_until(lock, deadline, now.children);
+  if (rc != ZOK) disarm(lock, armed_children_);  // no node (or no answer), no watch
+  if (rc == ZNONODE) {
+    // The container is reaped once empty: an election nobody stands in has none. Its
+    // creation is the next change; an exists watch is the only one a missing node takes,
+    // and only worth leaving when the caller saw no queue either.
+    rc = ZOK;
+    differs = !unchanged(now);
+    if (!differs) {
+      {
+        std::lock_guard lk(mu_);
+        armed_.insert(lock);
+      }
+      rc = watch_exists_until(lock, deadline);
+      if (rc == ZOK) differs = true;  // created meanwhile: look again
+      if (rc == ZNONODE) rc = ZOK;
+      if (rc != ZOK) disarm(lock, armed_);
+    }
+  } else if (rc == ZOK) {
+    if (auto head = pick(now.children)) {
+      auto path = lock + "/" + *head;
+      enlist(path, armed_);
+      // Only its stat is compared; the caller's listing read its value.
+      struct Stat st {};
+      rc = watch_data_until(path, deadline, &st);
+      if (rc == ZOK) now.head_version = st.version;
+      if (rc != ZOK) {
+        disarm(path, armed_);
+        where = path;
+      }
+      // Gone since the listing: the queue differs (its deletion fired the child watch).
+      if (rc == ZNONODE) {
+        rc = ZOK;
+        differs = true;
       }
     }
-    if (rc == ZNONODE) {
-      // The container is reaped once empty: an election nobody stands in has none. Its
-      // creation is the next change; an exists watch is the only one a missing node takes,
-      // and only worth leaving when the caller saw no queue either.
-      rc = ZOK;
-      differs = !unchanged(now);
-      if (!differs) {
-        {
-          std::lock_guard lk(mu_);
-          armed_.insert(lock);
-        }
-        struct Stat st {};
-        sent(op::exists);
-        rc = zoo_wexists(u->zh(), lock.c_str(), &connection::node_watcher, this, &st);
-        if (rc == ZOK) differs = true;  // created meanwhile: look again
-        if (rc == ZNONODE) rc = ZOK;
-        if (rc != ZOK) disarm(lock, armed_);
-      }
-    } else if (rc == ZOK) {
-      if (auto head = pick(now.children)) {
-        auto path = lock + "/" + *head;
-        enlist(path, armed_);
-        char buf[1];  // only its stat is compared; the caller's listing read its value
-        int len = sizeof buf;
-        struct Stat st {};
-        sent(op::get_data);
-        rc = zoo_wget(u->zh(), path.c_str(), &connection::node_watcher, this, buf, &len, &st);
-        if (rc == ZOK) now.head_version = st.version;
-        if (rc != ZOK) {
-          disarm(path, armed_);
-          where = path;
-        }
-        // Gone since the listing: the queue differs (its deletion fired the child watch).
-        if (rc == ZNONODE) {
-          rc = ZOK;
-          differs = true;
-        }
-      }
-      if (rc == ZOK && !differs) differs = !unchanged(now);
-    }
+    if (rc == ZOK && !differs) differs = !unchanged(now);
   }
   std::unique_lock lk(mu_);
   auto changed = [&] {

@@ -32,17 +32,55 @@ int connection::get_children_until(const std::string& path, steady::time_point d
   return rc;
 }
 
-// getData rather than exists: on a missing node exists would leave a watch behind.
-int connection::watch_data_until(const std::string& path, steady::time_point deadline) {
+// The watching reads, with this connection's node watch: getData rather than exists where
+// the node should be there (on a missing node exists would leave a watch behind).
+int connection::watch_data_until(const std::string& path, steady::time_point deadline,
+                                 struct Stat* st) {
   std::shared_ptr<pending_call> p;
-  return call_until(*this, deadline, p, [&](zhandle_t* zh, const void* d) {
+  int rc = call_until(*this, deadline, p, [&](zhandle_t* zh, const void* d) {
     sent(op::get_data);
     return zoo_awget(
         zh, path.c_str(), &connection::node_watcher, this,
-        [](int rc, const char*, int, const struct Stat*, const void* d) {
+        [](int rc, const char*, int, const struct Stat* stat, const void* d) {
+          auto* held = static_cast<const std::shared_ptr<pending_call>*>(d);
+          if (rc == ZOK && stat) {
+            std::lock_guard lk((*held)->m);
+            (*held)->stat = *stat;
+          }
           pending_call::finish(d, rc, nullptr);
         },
         d);
+  });
+  if (rc == ZOK && st) {
+    std::lock_guard lk(p->m);
+    *st = p->stat;
+  }
+  return rc;
+}
+
+int connection::watch_children_until(const std::string& path, steady::time_point deadline,
+                                     std::vector<std::string>& out) {
+  std::shared_ptr<pending_call> p;
+  int rc = call_until(*this, deadline, p, [&](zhandle_t* zh, const void* d) {
+    sent(op::get_children);
+    return zoo_awget_children(
+        zh, path.c_str(), &connection::node_watcher, this,
+        [](int rc, const String_vector* v, const void* d) { pending_call::finish(d, rc, v); }, d);
+  });
+  if (rc == ZOK) {
+    std::lock_guard lk(p->m);
+    out = std::move(p->children);
+  }
+  return rc;
+}
+
+int connection::watch_exists_until(const std::string& path, steady::time_point deadline) {
+  std::shared_ptr<pending_call> p;
+  return call_until(*this, deadline, p, [&](zhandle_t* zh, const void* d) {
+    sent(op::exists);
+    return zoo_awexists(
+        zh, path.c_str(), &connection::node_watcher, this,
+        [](int rc, const struct Stat*, const void* d) { pending_call::finish(d, rc, nullptr); }, d);
   });
 }
 
