@@ -11,6 +11,22 @@
 #include "core/session_core.hpp"
 
 namespace dlock::test {
+namespace {
+
+// `url` with its lease set to `ttl`: its own parameter replaced (one given twice is refused).
+std::string with_ttl(std::string url, const std::string& ttl) {
+  for (std::string name : {"?ttl=", "&ttl=", "?session_timeout=", "&session_timeout="}) {
+    auto at = url.find(name);
+    if (at == std::string::npos) continue;
+    at += name.size();
+    auto end = url.find('&', at);
+    return url.replace(at, end == std::string::npos ? url.npos : end - at, ttl);
+  }
+  return url + (url.find('?') == std::string::npos ? "?" : "&") + "ttl=" + ttl;
+}
+
+}  // namespace
+
 TEST_P(conformance, a_semaphore_admits_its_limit_and_the_next_one_when_a_permit_returns) {
   auto s = open();
   dlock::semaphore sem(s, lock_name(), 3);
@@ -200,6 +216,51 @@ TEST_P(conformance, a_killed_holders_permit_returns_within_its_ttl) {
   w2.write_stdin("held\n");
   EXPECT_EQ(w2.wait_for_line("held", 10s), "held yes") << "the live holder lost its permit";
   EXPECT_FALSE(sem.try_acquire()) << "a third permit of two";
+}
+
+// A waiter's own lease must not pace how soon it finds a holder's lapsed: with a 60 s TTL
+// it renews every 20 s, and the dead holder's permit is due after the holder's 2 s. On Redis
+// the waiter looked again only at its own safety net (granted after 13 s with ttl=45s).
+TEST_P(conformance, a_long_lease_waiter_gets_a_killed_holders_permit_at_the_holders_lease_end) {
+  DLOCK_REQUIRE_MULTI_PROCESS();
+  if (!caps().permits) GTEST_SKIP() << "this mode has no semaphores (see its capabilities)";
+  auto holder = worker({"permit", fx().url(), lock_name(), "1"});
+  ASSERT_GT(token_of(holder.wait_for_line("granted", 20s)), 0u);
+  holder.signal(SIGKILL);
+  ASSERT_TRUE(holder.wait(5s).has_value());
+  const auto killed = std::chrono::steady_clock::now();
+  dlock::semaphore sem(dlock::session::open(with_ttl(fx().url(), "60s")), lock_name(), 1);
+  auto p = sem.try_acquire_for(fx().ttl() * 3 + 2s);
+  const auto took = std::chrono::steady_clock::now() - killed;
+  EXPECT_TRUE(p) << "not granted within 3 of the holder's TTLs";
+  EXPECT_LT(took, fx().ttl() * 3 + 1s);
+}
+
+// The same for a waiter already asleep while the holders ahead renew: of two, one freezes.
+TEST_P(conformance, a_long_lease_waiter_gets_a_frozen_holders_permit_at_the_holders_lease_end) {
+  DLOCK_REQUIRE_MULTI_PROCESS();
+  if (!caps().permits) GTEST_SKIP() << "this mode has no semaphores (see its capabilities)";
+  auto frozen = worker({"permit", fx().url(), lock_name(), "2"});
+  auto live = worker({"permit", fx().url(), lock_name(), "2"});
+  ASSERT_GT(token_of(frozen.wait_for_line("granted", 20s)), 0u);
+  ASSERT_GT(token_of(live.wait_for_line("granted", 20s)), 0u);
+  dlock::semaphore sem(dlock::session::open(with_ttl(fx().url(), "60s")), lock_name(), 2);
+  std::atomic<bool> granted{false};
+  std::jthread waiter([&] { granted = static_cast<bool>(sem.try_acquire_for(30s)); });
+  ASSERT_TRUE(poll_until([&] { return fx().raw_entries(lock_name()) == 3u; }, 10s));
+  std::this_thread::sleep_for(fx().ttl());  // past a renewal of each holder
+  frozen.signal(SIGSTOP);
+  const auto stopped = std::chrono::steady_clock::now();
+  const bool in_time = poll_until([&] { return granted.load(); }, fx().ttl() * 3 + 1s);
+  const auto took = std::chrono::steady_clock::now() - stopped;
+  frozen.signal(SIGCONT);
+  EXPECT_TRUE(in_time) << "not granted within 3 of the holder's TTLs, but after "
+                       << std::chrono::duration_cast<std::chrono::milliseconds>(took).count()
+                       << " ms";
+  waiter.join();
+  EXPECT_TRUE(granted.load());
+  live.write_stdin("held\n");
+  EXPECT_EQ(live.wait_for_line("held", 10s), "held yes") << "the live holder lost its permit";
 }
 
 }  // namespace dlock::test

@@ -72,6 +72,10 @@ local prefix, ttl, inbox = ARGV[1], ARGV[2], ARGV[3]
 -- Registers `inbox` on each awaited entry, in the same step as seeing that it is still there
 -- and its session alive: a removal after this pushes to the inbox, one before it is seen
 -- here (0: look again at once). Which waiter holds next is not decided here.
+-- Else the earliest end of an awaited lease (ms, at least 1; -1: none ends by itself): a
+-- crashed holder's entry goes when its session key expires, which pushes nothing, so that
+-- is when the waiter must look again.
+local soonest = -1
 for a = 4, #ARGV do
   local id = ARGV[a]
   local sid
@@ -84,12 +88,14 @@ for a = 4, #ARGV do
       sid = string.match(hv, '^[^|]+|%d+|%a|(%x+)|')
     end
   end
-  if not sid or redis.call('PTTL', prefix .. 's:' .. sid) == -2 then return 0 end
+  local left = sid and redis.call('PTTL', prefix .. 's:' .. sid) or -2
+  if left == -2 then return 0 end
+  if left >= 0 and (soonest < 0 or left < soonest) then soonest = math.max(left, 1) end
   local r = prefix .. 'r:' .. id
   redis.call('SADD', r, inbox)
   redis.call('PEXPIRE', r, ttl)
 end
-return 1
+return soonest
 )lua";
 
 constexpr std::string_view observe_text = R"lua(

@@ -34,14 +34,16 @@ result<void> session::wait_any(std::string_view lock, std::span<const entry> awa
   if (auto r = check_open(); !r) return r;
   if (awaited.empty()) return {};
   if (redlock()) return backend_session::wait_any(lock, awaited, deadline, std::move(stop));
-  // A crashed holder's entry goes only when its session key expires, which pushes nothing:
-  // the registration is renewed (and the awaited sessions' keys looked at) after a quarter
-  // of the TTL, or just after the first awaited lease ends. Only a removal or an ended
-  // session returns to the engine, so a waiter lists again only when its answer may change.
-  auto safety = std::max(info_.ttl / 4, std::chrono::milliseconds{10});
-  for (const auto& e : awaited) {
-    if (e.lease_left) safety = std::min(safety, *e.lease_left + std::chrono::milliseconds{20});
-  }
+  // A crashed holder's entry goes only when its session key expires, which pushes nothing.
+  // So each registration reads the earliest end of the awaited leases, as a mutex waiter's
+  // listing does (wait_for_token), and the next look comes just after it (or at a quarter of
+  // the TTL, if sooner): a live holder has renewed by then, a dead one is seen gone. The
+  // engine's view knew the leases only as they were at its listing, and past a first look
+  // there the waiter was left to its own net (ttl=45s: granted 13 s in, behind a 2 s lease;
+  // a pop may also end up to 100 ms before the lease end it aimed at). Only a removal or an
+  // ended session returns to the engine, so a waiter lists again only when its answer may
+  // change.
+  const auto net = std::max(info_.ttl / 4, std::chrono::milliseconds{10});
   auto inbox = next_inbox();
   std::vector<std::string> argv{
       "2", key('m', lock), key('h', lock), cfg_.prefix, std::to_string(wake_ttl().count()), inbox};
@@ -51,11 +53,13 @@ result<void> session::wait_any(std::string_view lock, std::span<const entry> awa
     if (stop.stop_requested()) return {};
     if (!r) return fail(r.error());
     if ((*r)->type != REDIS_REPLY_INTEGER || (*r)->integer == 0) return {};  // one has left
+    auto safety = net;
+    if (const auto lease = (*r)->integer; lease > 0)
+      safety = std::min(safety, std::chrono::milliseconds{lease} + std::chrono::milliseconds{20});
     const auto until = std::min(deadline, steady::now() + safety);
     auto popped = nodes_[0]->pop_wake(inbox, until, stop);
     if (!popped) return fail(popped.error());
     if (*popped) return {};
-    safety = std::max(info_.ttl / 4, std::chrono::milliseconds{10});
   }
   return {};
 }
