@@ -170,9 +170,14 @@ result<sqlite3*> open_uri(const std::string& uri, const std::string& path, int b
 
 }  // namespace
 
-result<db> db::open_read_only(const std::string& path, int busy_timeout_ms) {
+result<db> db::open_read_only(const std::string& path, int busy_timeout_ms,
+                              std::chrono::steady_clock::time_point open_until) {
+  auto until_open =
+      std::chrono::ceil<std::chrono::milliseconds>(open_until - std::chrono::steady_clock::now());
+  const int probe_ms =
+      static_cast<int>(std::clamp<long long>(until_open.count(), 1, std::max(busy_timeout_ms, 1)));
   int rc = SQLITE_OK;
-  auto h = open_uri(file_uri(path) + "?mode=ro", path, busy_timeout_ms, rc);
+  auto h = open_uri(file_uri(path) + "?mode=ro", path, probe_ms, rc);
   // A file read-only SQLite cannot open through its locks (no -shm can be made beside it: a
   // directory this user may not write) is read as immutable, a snapshot that never changes
   // again. Never for a writer's lock (busy: a file being created, or a long write): an
@@ -180,7 +185,7 @@ result<db> db::open_read_only(const std::string& path, int busy_timeout_ms) {
   const int primary = rc & 0xff;
   if (!h && primary != SQLITE_BUSY && primary != SQLITE_LOCKED &&
       !std::filesystem::exists(path + "-wal"))
-    h = open_uri(file_uri(path) + "?immutable=1", path, busy_timeout_ms, rc);
+    h = open_uri(file_uri(path) + "?immutable=1", path, probe_ms, rc);
   if (!h) return fail(h.error());
   return db(*h, path, busy_timeout_ms);
 }
@@ -201,6 +206,7 @@ int db::on_busy(void* retry, int attempts) {
   auto now = std::chrono::steady_clock::now();
   if (attempts == 0) r.since = now;
   auto left = r.timeout - (now - r.since);
+  if (r.until) left = std::min(left, std::chrono::steady_clock::duration{*r.until - now});
   if (left <= std::chrono::steady_clock::duration::zero()) return 0;
   std::chrono::steady_clock::duration nap =
       std::chrono::microseconds{std::min(1000L, 20L << std::min(attempts, 6))};
