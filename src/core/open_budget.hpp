@@ -6,7 +6,8 @@
 // after another, and a silent first master must not leave nothing for the others. Outside an
 // open (reconnects later in the session's life) connect_bound returns its argument.
 // Thread-local rather than a session_info field: backends connect on the calling thread during
-// open, and a stored bound would wrongly apply to every later reconnect.
+// open, and a stored bound would wrongly apply to every later reconnect. SQLite has no
+// connect: its waits for another connection's write lock share the bound (open_sqlite).
 
 #include <algorithm>
 #include <chrono>

@@ -224,6 +224,48 @@ TEST_F(CliBackends, AdvisoryHolderIsShownByStatusAndNeverListedAsFree) {
   }
 }
 
+// `dlock list` prints the names in byte order (what dlock::list_locks promises), text and JSON
+// alike, on every backend: "m/100" before "m/24" (a tester read that as unsorted), capitals
+// before lower case, UTF-8 after ASCII. Names started out of order, so that an unsorted
+// listing is unlikely to come out sorted by chance.
+TEST_F(CliBackends, ListPrintsNamesInByteOrder) {
+  cli_sandbox box;
+  auto urls = srv_->urls();
+  for (const auto& url : srv_->newer_urls()) urls.push_back(url);
+  urls.push_back(box.url());
+  for (const auto& url : urls) {
+    SCOPED_TRACE(url);
+    const std::string prefix = "order-" + random_suffix() + "/";
+    std::vector<child_process> holders;
+    for (const char* n : {"26", "100", "\xc3\xa9", "3", "24", "a", "B"}) {
+      holders.push_back(box.start(
+          {"run", prefix + n, "--url", url, "--", "sh", "-c", "echo held; read x; exit 0"}));
+      ASSERT_TRUE(holders.back().wait_for_line("held", 30s)) << n;
+    }
+    std::vector<std::string> sorted;
+    for (const char* n : {"100", "24", "26", "3", "B", "a", "\xc3\xa9"})
+      sorted.push_back(prefix + n);
+
+    auto text = box.run({"list", prefix, "--url", url});
+    ASSERT_EQ(text.status, 0) << text.output;
+    std::vector<std::string> names;  // the lines that are not a name's details (indented)
+    for (const auto& l : text.lines()) {
+      if (!l.empty() && l[0] != ' ') names.push_back(l);
+    }
+    EXPECT_EQ(names, sorted) << text.output;
+
+    auto j = box.run({"list", prefix, "--url", url, "--json"});
+    ASSERT_EQ(j.status, 0) << j.output;
+    names.clear();
+    auto locks = json::parse(j.output)["locks"];
+    for (const auto& l : locks) names.push_back(l["name"].get<std::string>());
+    EXPECT_EQ(names, sorted) << j.output;
+
+    for (auto& h : holders) h.close_stdin();
+    for (auto& h : holders) EXPECT_EQ(h.wait(30s), 0);
+  }
+}
+
 // `dlock unlock NAME --force --yes` ends a stuck holder's session where the backend can (its
 // `dlock run` is told it lost the lock and exits 70) and refuses (69, nothing changed) where
 // another client's session cannot be ended: ZooKeeper, and locks in mode=advisory.

@@ -4,9 +4,12 @@
 #include <signal.h>
 
 #include <chrono>
+#include <string>
 #include <thread>
+#include <vector>
 
 #include "cli_harness.hpp"
+#include "sqlite/raw_db.hpp"
 
 namespace dlock::test {
 namespace {
@@ -233,6 +236,35 @@ TEST(CliRunOptions, PermitsLetNCopiesRunAndRefuseTheNext) {
   }
   b.signal(SIGTERM);
   EXPECT_EQ(b.wait(30s), 128 + SIGTERM);
+}
+
+// Opening the session counts against -w and -n (docs/cli.md) on SQLite too, whose open waits
+// for another program's write transaction on the file: writing the session row waited the
+// whole 5 s request timeout (`-w 500ms` and `-n` alike gave up after 5 s).
+TEST(CliRunOptions, WaitAndNonblockBoundOpeningAWriteLockedSqliteFile) {
+  cli_sandbox box;
+  const std::string db = box.dir() + "/held.db";
+  // A file dlock made (WAL): in a new rollback-journal file, the switch to WAL fails at once.
+  ASSERT_EQ(box.run({"run", "--url", "sqlite://" + db, "k", "--", "true"}).status, 0);
+  raw_db other(db);
+  ASSERT_EQ(other.exec("BEGIN IMMEDIATE"), "");
+  // -w 500ms gives the open about 0.5 s, -n about 2 s: generous slack, well under 5 s.
+  const std::vector<std::pair<std::vector<std::string>, long long>> bounds = {
+      {{"-w", "500ms"}, 3000}, {{"-n"}, 4000}};
+  for (const auto& [bound, limit_ms] : bounds) {
+    SCOPED_TRACE(bound[0]);
+    std::vector<std::string> args = {"run"};
+    args.insert(args.end(), bound.begin(), bound.end());
+    args.insert(args.end(), {"--url", "sqlite://" + db, "k", "--", "echo", "CMD-RAN"});
+    auto t0 = steady::now();
+    auto r = box.run(args);
+    auto took = std::chrono::duration_cast<std::chrono::milliseconds>(steady::now() - t0);
+    EXPECT_EQ(r.status, 69) << r.output;
+    EXPECT_EQ(r.output.find("CMD-RAN"), std::string::npos) << r.output;
+    EXPECT_NE(r.output.find("database is locked"), std::string::npos) << r.output;
+    EXPECT_LT(took.count(), limit_ms) << r.output;
+  }
+  other.exec("ROLLBACK");
 }
 
 }  // namespace

@@ -13,6 +13,7 @@
 #include "backends/sqlite/shared_file.hpp"
 #include "backends/sqlite/sqlite_db.hpp"
 #include "backends/sqlite/sqlite_session.hpp"
+#include "core/open_budget.hpp"
 #include "core/url.hpp"
 
 namespace dlock::detail {
@@ -47,11 +48,17 @@ result<std::unique_ptr<backend_session>> open_sqlite(const url& u, const session
   // Before anything is made beside this name (session::start checks again, once it is open).
   if (auto r = sqlite::check_single_name(u.path); !r) return fail(r.error());
   auto busy_ms = static_cast<int>(info.request_timeout.count());
+  // A file has no connect: what bounds an open is waiting out another connection's write
+  // transaction. Every such wait of this attempt (the read-only probe, the switch to WAL, the
+  // schema, the session row) ends within the attempt's bound together, so that `-w 500ms`
+  // gives up after about 500 ms, not after each statement's request timeout.
+  const auto open_until = steady::now() + connect_bound(info.request_timeout);
   if (!info.observe_only) sqlite::create_group_shared(u.path);
-  auto d = info.observe_only ? db::open_read_only(u.path, busy_ms) : db::open(u.path, busy_ms);
+  auto d = info.observe_only ? db::open_read_only(u.path, busy_ms, open_until)
+                             : db::open(u.path, busy_ms);
   if (!d) return fail(d.error());
   auto s = std::make_unique<sqlite::session>(std::move(*d), info);
-  if (auto r = s->start(); !r) {
+  if (auto r = s->start(open_until); !r) {
     auto& m = r.error().message;
     if (m.find("'" + u.path + "'") != std::string::npos) return fail(r.error());
     return fail(failure{r.error().code, "sqlite database '" + u.path + "': " + m});

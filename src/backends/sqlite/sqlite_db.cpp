@@ -172,9 +172,14 @@ result<sqlite3*> open_uri(const std::string& uri, const std::string& path, int b
 
 }  // namespace
 
-result<db> db::open_read_only(const std::string& path, int busy_timeout_ms) {
+result<db> db::open_read_only(const std::string& path, int busy_timeout_ms,
+                              std::chrono::steady_clock::time_point open_until) {
+  auto until_open =
+      std::chrono::ceil<std::chrono::milliseconds>(open_until - std::chrono::steady_clock::now());
+  const int probe_ms =
+      static_cast<int>(std::clamp<long long>(until_open.count(), 1, std::max(busy_timeout_ms, 1)));
   int rc = SQLITE_OK;
-  auto h = open_uri(file_uri(path) + "?mode=ro", path, busy_timeout_ms, rc);
+  auto h = open_uri(file_uri(path) + "?mode=ro", path, probe_ms, rc);
   // A file read-only SQLite cannot open through its locks (no -shm can be made beside it: a
   // directory this user may not write) is read as immutable, a snapshot that never changes
   // again. Never for a writer's lock (busy: a file being created, or a long write): an
@@ -182,7 +187,7 @@ result<db> db::open_read_only(const std::string& path, int busy_timeout_ms) {
   const int primary = rc & 0xff;
   if (!h && primary != SQLITE_BUSY && primary != SQLITE_LOCKED &&
       !std::filesystem::exists(path + "-wal"))
-    h = open_uri(file_uri(path) + "?immutable=1", path, busy_timeout_ms, rc);
+    h = open_uri(file_uri(path) + "?immutable=1", path, probe_ms, rc);
   if (!h) return fail(h.error());
   return db(*h, path, busy_timeout_ms);
 }
@@ -202,8 +207,10 @@ int db::on_busy(void* retry, int attempts) {
   auto& r = *static_cast<busy_retry*>(retry);
   auto now = std::chrono::steady_clock::now();
   if (attempts == 0) r.since = now;
-  // Up to the request timeout, or the deadline of the caller the statement serves.
+  // Up to the request timeout, the open's budget while opening (until), or the deadline of
+  // the caller the statement serves.
   auto left = std::min(r.timeout - (now - r.since), within_caller_deadline(now + r.timeout) - now);
+  if (r.until) left = std::min(left, std::chrono::steady_clock::duration{*r.until - now});
   if (left <= std::chrono::steady_clock::duration::zero()) return 0;
   std::chrono::steady_clock::duration nap =
       std::chrono::microseconds{std::min(1000L, 20L << std::min(attempts, 6))};

@@ -72,7 +72,9 @@ class db {
   // WAL database while another connection keeps its -shm; when nobody does (no -wal file:
   // the last connection checkpointed everything into the main file), the file is read as
   // immutable, since a read-only reader cannot create the -shm.
-  static result<db> open_read_only(const std::string& path, int busy_timeout_ms);
+  // Its probe read, the first to meet a writer's lock, waits until `open_until` at most.
+  static result<db> open_read_only(const std::string& path, int busy_timeout_ms,
+                                   std::chrono::steady_clock::time_point open_until);
   db(db&& o) noexcept
       : h_(o.h_),
         path_(std::move(o.path_)),
@@ -93,6 +95,11 @@ class db {
   // renamed, or replaced by another file): SQLITE_FCNTL_HAS_MOVED, one stat() of the path.
   bool moved() const;
   const std::string& path() const { return path_; }
+  // Until set back to nothing, every busy wait also ends at `until`: the statements of
+  // session::open share its budget, where each would wait the whole busy timeout.
+  void bound_busy_waits(std::optional<std::chrono::steady_clock::time_point> until) {
+    busy_->until = until;
+  }
   // The file as SQLite names it: absolute, symlinks resolved. Where its -wal and -shm are,
   // and so where every file kept beside the database must be, whatever path reached it.
   std::string file_name() const;
@@ -102,6 +109,7 @@ class db {
   struct busy_retry {
     std::chrono::milliseconds timeout;
     std::chrono::steady_clock::time_point since{};
+    std::optional<std::chrono::steady_clock::time_point> until{};
   };
   db(sqlite3* h, std::string path, int busy_timeout_ms);
   static int on_busy(void* retry, int attempts);

@@ -29,8 +29,13 @@ session::session(db d, session_info info)
       wake_(db_.path()),
       marks_(db_.file_name(), !info_.observe_only) {}
 
-result<void> session::start() {
+result<void> session::start(steady::time_point open_until) {
   std::lock_guard lk(mu_);
+  db_.bound_busy_waits(open_until);
+  struct unbound {
+    db& d;
+    ~unbound() { d.bound_busy_waits(std::nullopt); }  // later requests wait request_timeout
+  } unbound_at_exit{db_};
   if (boot_.empty()) {
     return fail(errc::unsupported,
                 "cannot read this boot's id (/proc/sys/kernel/random/boot_id), which dates "

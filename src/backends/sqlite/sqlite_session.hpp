@@ -26,8 +26,8 @@ class session final : public backend_session {
   session(db d, session_info info);
 
   // Checks this boot's id and, unless observing, prepares the schema and writes the session
-  // row (and its mark).
-  result<void> start();
+  // row (and its mark). Its waits for a busy file end by `open_until`.
+  result<void> start(steady::time_point open_until);
 
   // A holder's process is checked by pid (and start time) on this host.
   capabilities caps() const noexcept override {
