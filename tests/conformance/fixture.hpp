@@ -43,6 +43,10 @@ class backend_fixture {
   // Entries of `lock` stored in the backend, read raw (not through dlock), including ones
   // whose lease has lapsed but that were not yet removed.
   virtual std::size_t raw_entries(const std::string& lock) = 0;
+  // Entries of `lock` stored wherever the backend keeps them (Redlock: on every master, where
+  // raw_entries counts any master's): a waiter counted here has its place in every order the
+  // backend keeps, so one that starts after it queues behind it.
+  virtual std::size_t queued_entries(const std::string& lock) { return raw_entries(lock); }
   // Ends the lease of session `s` from the server side, as a crash or partition would.
   virtual void expire(const dlock::session& s) = 0;
   // Makes the backend stop answering until the result is destroyed; nullptr where the fixture

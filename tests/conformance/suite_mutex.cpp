@@ -130,7 +130,7 @@ TEST_P(conformance, waiters_are_served_one_at_a_time_in_arrival_order) {
     });
     // Arrival order is the order the entries reach the backend.
     ASSERT_TRUE(poll_until(
-        [&] { return fx().raw_entries(lock_name()) == static_cast<std::size_t>(i + 2); }));
+        [&] { return fx().queued_entries(lock_name()) == static_cast<std::size_t>(i + 2); }));
   }
   holder.unlock();
   threads.clear();
@@ -216,7 +216,7 @@ TEST_P(conformance, a_cancelled_wait_leaves_nothing_behind) {
     granted =
         waiter.try_lock_until(std::chrono::steady_clock::time_point::max(), cancel.get_token(), ec);
   });
-  ASSERT_TRUE(poll_until([&] { return fx().raw_entries(lock_name()) == 2; }));
+  ASSERT_TRUE(poll_until([&] { return fx().queued_entries(lock_name()) == 2; }));
   cancel.request_stop();
   t.join();
   EXPECT_FALSE(granted);

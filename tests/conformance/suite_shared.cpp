@@ -49,7 +49,7 @@ TEST_P(conformance, a_reader_queued_behind_a_writer_waits) {
   r1.lock_shared();
   bool writer_granted = false;
   std::jthread t([&] { writer_granted = w.try_lock_for(30s); });
-  ASSERT_TRUE(poll_until([&] { return fx().raw_entries(lock_name()) == 2; }));
+  ASSERT_TRUE(poll_until([&] { return fx().queued_entries(lock_name()) == 2; }));
   EXPECT_FALSE(r2.try_lock_shared()) << "a reader overtook a queued writer";
   r1.unlock_shared();
   t.join();
@@ -71,9 +71,9 @@ TEST_P(conformance, a_reader_is_never_blocked_by_a_writer_that_arrived_after_it)
   auto first_token = w1.token();
   bool reader_granted = false, writer_granted = false;
   std::jthread tr([&] { reader_granted = r.try_lock_shared_for(30s); });
-  ASSERT_TRUE(poll_until([&] { return fx().raw_entries(lock_name()) == 2; }));
+  ASSERT_TRUE(poll_until([&] { return fx().queued_entries(lock_name()) == 2; }));
   std::jthread tw([&] { writer_granted = w2.try_lock_for(30s); });
-  ASSERT_TRUE(poll_until([&] { return fx().raw_entries(lock_name()) == 3; }));
+  ASSERT_TRUE(poll_until([&] { return fx().queued_entries(lock_name()) == 3; }));
   w1.unlock();
   tr.join();
   EXPECT_TRUE(reader_granted);

@@ -48,8 +48,9 @@ TEST_P(conformance, a_waiter_keeps_its_deadline_while_the_backend_does_not_answe
   stalled.reset();
   EXPECT_FALSE(got);
   // The deadline, then at most release_timeout (1 s) for the removal of its entry (which the
-  // stall keeps waiting too), and a second of slack: never a request timeout (5 s) more.
-  EXPECT_LT(took.load(), wait + 2s)
+  // stall keeps waiting too), and two seconds of slack for a loaded machine: never a request
+  // timeout (5 s) more. Without the bound: 6.5 s (SQLite) to 14 s (ZooKeeper).
+  EXPECT_LT(took.load(), wait + 3s)
       << "the wait took "
       << std::chrono::duration_cast<std::chrono::milliseconds>(took.load()).count() << " ms";
 }
