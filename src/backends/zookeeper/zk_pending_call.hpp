@@ -38,6 +38,17 @@ struct pending_call {
     }
     p.cv.notify_all();
   }
+
+  // A completion that carries a stat (setData, exists; getData's through a lambda): keeps
+  // it, then finishes.
+  static void finish_stat(int rc, const struct Stat* stat, const void* data) {
+    if (rc == ZOK && stat) {
+      auto& p = **static_cast<const std::shared_ptr<pending_call>*>(data);
+      std::lock_guard lk(p.m);
+      p.stat = *stat;
+    }
+    finish(data, rc, nullptr);
+  }
 };
 
 // Issues `start(zh, completion data)` and waits for its completion until `deadline`.

@@ -42,12 +42,7 @@ int connection::watch_data_until(const std::string& path, steady::time_point dea
     return zoo_awget(
         zh, path.c_str(), &connection::node_watcher, this,
         [](int rc, const char*, int, const struct Stat* stat, const void* d) {
-          auto* held = static_cast<const std::shared_ptr<pending_call>*>(d);
-          if (rc == ZOK && stat) {
-            std::lock_guard lk((*held)->m);
-            (*held)->stat = *stat;
-          }
-          pending_call::finish(d, rc, nullptr);
+          pending_call::finish_stat(rc, stat, d);
         },
         d);
   });
@@ -78,9 +73,8 @@ int connection::watch_exists_until(const std::string& path, steady::time_point d
   std::shared_ptr<pending_call> p;
   return call_until(*this, deadline, p, [&](zhandle_t* zh, const void* d) {
     sent(op::exists);
-    return zoo_awexists(
-        zh, path.c_str(), &connection::node_watcher, this,
-        [](int rc, const struct Stat*, const void* d) { pending_call::finish(d, rc, nullptr); }, d);
+    return zoo_awexists(zh, path.c_str(), &connection::node_watcher, this,
+                        &pending_call::finish_stat, d);
   });
 }
 
@@ -116,17 +110,8 @@ int connection::set_until(const std::string& path, std::string_view data, int ve
   std::shared_ptr<pending_call> p;
   int rc = call_until(*this, deadline, p, [&](zhandle_t* zh, const void* d) {
     sent(op::set_data);
-    return zoo_aset(
-        zh, path.c_str(), data.data(), static_cast<int>(data.size()), version,
-        [](int rc, const struct Stat* stat, const void* d) {
-          auto* held = static_cast<const std::shared_ptr<pending_call>*>(d);
-          if (rc == ZOK && stat) {
-            std::lock_guard lk((*held)->m);
-            (*held)->stat = *stat;
-          }
-          pending_call::finish(d, rc, nullptr);
-        },
-        d);
+    return zoo_aset(zh, path.c_str(), data.data(), static_cast<int>(data.size()), version,
+                    &pending_call::finish_stat, d);
   });
   if (rc == ZOK) {
     std::lock_guard lk(p->m);
