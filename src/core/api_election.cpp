@@ -58,10 +58,10 @@ reading read(detail::session_core& core, const std::string& name) {
 
 // A moved-from election has no session: its use is refused as a misuse, never a null
 // dereference in the caller's process (nor "has no elections" of a backend that has them).
-constexpr const char* moved_from = "this election object was moved from";
+constexpr const char* election_moved_from = "this election object was moved from";
 
 void check_values(const dlock::session& s, const std::string& name) {
-  if (!s) refuse(errc::invalid_argument, moved_from);
+  if (!s) refuse(errc::invalid_argument, election_moved_from);
   if (const auto caps = s.capabilities(); !caps.values) {
     refuse(errc::unsupported,
            "election '" + name + "': " + s.url() + " " + detail::lacks_elections(caps));
@@ -146,7 +146,7 @@ leadership election::campaign(std::string_view value,
                               std::error_code& ec) noexcept {
   if (!session_) {
     ec = make_error_code(errc::invalid_argument);
-    detail::remember(detail::failure{ec, moved_from}, "dlock: campaign");
+    detail::remember(detail::failure{ec, election_moved_from}, "dlock: campaign");
     return {};
   }
   try {
@@ -163,7 +163,7 @@ leadership election::campaign(std::string_view value,
 
 leadership election::try_campaign_until(std::string_view value,
                                         std::chrono::steady_clock::time_point deadline) {
-  if (!session_) refuse(errc::invalid_argument, std::string("campaign: ") + moved_from);
+  if (!session_) refuse(errc::invalid_argument, std::string("campaign: ") + election_moved_from);
   auto h = std::make_unique<detail::lock_handle>(session_.core(), name_, detail::lock_type::mutex);
   std::error_code ec;
   std::string msg;

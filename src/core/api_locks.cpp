@@ -18,13 +18,13 @@ std::string context(const lock_handle& h, const char* op) {
 
 // A moved-from lock object has no handle: its acquires are refused as a misuse (as an empty
 // session's are), never a null dereference in the caller's process.
-constexpr const char* moved_from = "this lock object was moved from";
+constexpr const char* lock_moved_from = "this lock object was moved from";
 
 bool acquire_or_throw(lock_handle* h, entry_kind kind, steady::time_point deadline,
                       const char* op) {
   if (!h) {
     throw system_error(make_error_code(errc::invalid_argument),
-                       "dlock: " + std::string(op) + ": " + moved_from);
+                       "dlock: " + std::string(op) + ": " + lock_moved_from);
   }
   std::error_code ec;
   std::string msg;
@@ -37,7 +37,7 @@ bool acquire_noexcept(lock_handle* h, entry_kind kind, steady::time_point deadli
                       std::stop_token stop, std::error_code& ec) noexcept {
   if (!h) {
     ec = make_error_code(errc::invalid_argument);
-    remember(failure{ec, moved_from}, "dlock: acquire");
+    remember(failure{ec, lock_moved_from}, "dlock: acquire");
     return false;
   }
   return h->acquire(kind, deadline, std::move(stop), ec);

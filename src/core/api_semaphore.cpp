@@ -56,7 +56,7 @@ void permit::release(std::error_code& ec) noexcept {
 namespace {
 // A moved-from semaphore has no session: acquiring is refused as a misuse, never a null
 // dereference in the caller's process.
-constexpr const char* moved_from = "this semaphore object was moved from";
+constexpr const char* semaphore_moved_from = "this semaphore object was moved from";
 }  // namespace
 
 semaphore::semaphore(dlock::session s, std::string_view name, std::uint32_t max_permits)
@@ -78,7 +78,7 @@ permit semaphore::try_acquire_until(std::chrono::steady_clock::time_point deadli
                                     std::stop_token stop, std::error_code& ec) noexcept {
   if (!session_) {
     ec = make_error_code(errc::invalid_argument);
-    detail::remember(detail::failure{ec, moved_from}, "dlock: acquire a permit");
+    detail::remember(detail::failure{ec, semaphore_moved_from}, "dlock: acquire a permit");
     return permit();
   }
   try {
@@ -95,7 +95,7 @@ permit semaphore::try_acquire_until(std::chrono::steady_clock::time_point deadli
 permit semaphore::take(std::chrono::steady_clock::time_point deadline, const char* op) {
   if (!session_) {
     throw system_error(make_error_code(errc::invalid_argument),
-                       "dlock: " + std::string(op) + " a permit: " + moved_from);
+                       "dlock: " + std::string(op) + " a permit: " + semaphore_moved_from);
   }
   auto h =
       std::make_unique<detail::lock_handle>(session_.core(), name_, detail::lock_type::mutex, max_);
