@@ -271,6 +271,25 @@ TEST(CliBadInput, ForeignDatabaseNamesModeOwnerAndUserExits77) {
   }
 }
 
+// A tester (2026-12-06): a run refused (77) on a file it may only read, in a directory it may
+// write, left -wal and -shm files beside it. A refused run makes nothing.
+TEST(CliBadInput, AReadOnlyDatabaseIsRefusedWithoutMakingFilesBesideIt) {
+  if (::geteuid() != 0) GTEST_SKIP() << "runs dlock as another user through setpriv (root only)";
+  cli_sandbox box;
+  std::string db = box.dir() + "/locks.db";
+  ASSERT_EQ(box.run({"run", "x", "--url", "sqlite://" + db, "--", "true"}).status, 0);
+  ASSERT_FALSE(file_exists(db + "-wal") || file_exists(db + "-shm"));
+  ASSERT_EQ(::chmod(box.dir().c_str(), 0777), 0);
+  ASSERT_EQ(::chmod(db.c_str(), 0644), 0);
+  auto r = box.run_through({"setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--"},
+                           {"run", "x", "--url", "sqlite://" + db, "--", "echo", "CMD-RAN"});
+  EXPECT_EQ(r.status, 77) << r.output;
+  EXPECT_NE(r.output.find("permission denied"), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("CMD-RAN"), std::string::npos) << r.output;
+  EXPECT_FALSE(file_exists(db + "-wal")) << r.output;
+  EXPECT_FALSE(file_exists(db + "-shm")) << r.output;
+}
+
 TEST(CliBadInput, BackendThatCannotServeExits69) {
   cli_sandbox box;
   std::string junk = box.dir() + "/not-a-database.db";

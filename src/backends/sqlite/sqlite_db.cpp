@@ -104,6 +104,15 @@ result<void> stmt::run() {
 }
 
 result<db> db::open(const std::string& path, int busy_timeout_ms) {
+  // SQLite opens a file this process may only read read-only, without a word, and the switch
+  // to WAL that follows then makes -wal and -shm files beside it before the first write is
+  // refused: a refused run left them behind. Refuse before anything is made.
+  if (::access(path.c_str(), F_OK) == 0 && ::access(path.c_str(), W_OK) != 0) {
+    auto why = explain_access(path, true);
+    return fail(errc::permission_denied,
+                "cannot open database '" + path +
+                    "': " + why.value_or("permission denied: this process may not write it"));
+  }
   sqlite3* h = nullptr;
   int rc = sqlite3_open_v2(
       path.c_str(), &h, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, nullptr);
