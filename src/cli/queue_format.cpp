@@ -39,6 +39,11 @@ std::optional<bool> running_here(const owner_parts& o) {
   return ::kill(static_cast<pid_t>(o.pid), 0) == 0 || errno == EPERM;
 }
 
+bool this_process(const owner_parts& o) {
+  char host[256] = {};
+  return o.pid == ::getpid() && gethostname(host, sizeof host - 1) == 0 && o.host == host;
+}
+
 std::string since_text(sys_clock::time_point t) {
   auto age = std::chrono::duration_cast<std::chrono::milliseconds>(sys_clock::now() - t);
   return fmt::format("since {} ({} ago)", local_time(t),

@@ -23,6 +23,8 @@ owner_parts parse_owner(const std::string& owner);
 // True/false for an owner on this host (its process exists or not), nullopt elsewhere: a
 // holder whose process is gone here is worth a second look (a stuck lease, a pid reused).
 std::optional<bool> running_here(const owner_parts& o);
+// True for an entry this very process created (same host, same pid).
+bool this_process(const owner_parts& o);
 
 // "2026-12-01T07:32:40.123Z": JSON times are UTC.
 std::string iso_utc(std::chrono::system_clock::time_point t);

@@ -81,13 +81,20 @@ std::string run_grant::who() const {
   // request off still take up to theirs.
   dlock::detail::caller_deadline_scope bounded(std::chrono::steady_clock::now() + who_budget);
   try {
+    // This run was not granted, so an entry of its own at the head is one not yet removed
+    // (its abandoned acquire's removal still queued behind a busy or silent server): never
+    // name the run itself as the holder it waited for.
     if (election_) {
       auto l = election_->leader();
-      return l ? "leader " + leader_line(*l) : std::string();
+      if (!l || this_process(parse_owner(l->owner))) return {};
+      return "leader " + leader_line(*l);
     }
     auto q = split_queue(dlock::inspect(session_, name_));
     std::string out;
-    for (const auto& h : q.holders) out += (out.empty() ? "" : "; ") + entry_line(h);
+    for (const auto& h : q.holders) {
+      if (this_process(parse_owner(h.owner))) continue;
+      out += (out.empty() ? "" : "; ") + entry_line(h);
+    }
     if (out.empty()) return out;
     return (sem_ ? "holders " : "holder ") + out;
   } catch (const std::exception&) {
