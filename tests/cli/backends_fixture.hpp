@@ -3,9 +3,11 @@
 // started once per test executable (TEST_F(CliBackends, ...) in any of its files).
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <iostream>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "support/etcd_server.hpp"
@@ -15,6 +17,17 @@
 #include "support/zk_server.hpp"
 
 namespace dlock::test {
+
+// Polls `pred` every 20 ms, at most `limit`; true once it holds.
+template <class Pred>
+bool poll(Pred pred, std::chrono::milliseconds limit = std::chrono::seconds{20}) {
+  using namespace std::chrono_literals;
+  for (int i = 0; i < limit / 20ms; ++i) {
+    if (pred()) return true;
+    std::this_thread::sleep_for(20ms);
+  }
+  return pred();
+}
 
 struct servers {
   std::unique_ptr<zk_server> zk;
@@ -30,8 +43,8 @@ struct servers {
   }
   // etcd's and Redlock's, which the tests written before them do not take.
   std::vector<std::string> newer_urls() const {
-    return {"etcd://" + etcd->address(), "redlock://" + redis->address() + "," +
-                                             redis2->address() + "," + redis3->address()};
+    return {"etcd://" + etcd->address(),
+            "redlock://" + redis->address() + "," + redis2->address() + "," + redis3->address()};
   }
 };
 
