@@ -5,6 +5,7 @@
 // did again.
 #include <atomic>
 #include <dlock/dlock.hpp>
+#include <iostream>
 #include <thread>
 
 #include "conformance/suite.hpp"
@@ -67,6 +68,39 @@ TEST_P(conformance, a_waiter_keeps_its_deadline_while_the_backend_does_not_answe
   EXPECT_LT(took.load(), wait + 3s)
       << "the wait took "
       << std::chrono::duration_cast<std::chrono::milliseconds>(took.load()).count() << " ms";
+}
+
+// An acquire that begins while the backend does not answer ends by its request timeout (or its
+// deadline, if later), with the backend's error: its enqueue's requests are cut off there.
+// ZooKeeper's create waited for the client's own backstop (2 session timeouts, at least 10 s)
+// and then retried: about 30 s for `try_lock_for(500ms)`.
+TEST_P(conformance,
+       an_acquire_begun_while_the_backend_does_not_answer_ends_by_its_request_timeout) {
+  dlock::session_options opts;
+  opts.request_timeout = 2s;
+  // Retried: the test before may have just let the server go on (an etcd client's channel
+  // can still be reconnecting, and its first attempt fail at once).
+  opts.open_timeout = 10s;
+  auto s = dlock::session::open(with_long_lease(fx().url()), opts);
+  auto stalled = fx().stall();
+  if (!stalled) GTEST_SKIP() << "the fixture cannot stall this backend";
+  dlock::mutex m(s, lock_name());
+  const auto start = std::chrono::steady_clock::now();
+  bool got = true;
+  try {
+    got = m.try_lock_for(500ms);
+  } catch (const dlock::system_error& e) {
+    got = false;  // the backend's error (unavailable): what an acquire that cannot reach it says
+    std::cout << "acquire failed: " << e.what() << "\n";
+  }
+  const auto took = std::chrono::steady_clock::now() - start;
+  stalled.reset();
+  EXPECT_FALSE(got);
+  // The request timeout, at most release_timeout (1 s) for the abandoned entry's removal, and
+  // two seconds of slack for a loaded machine.
+  EXPECT_LT(took, opts.request_timeout + 3s)
+      << "the acquire took " << std::chrono::duration_cast<std::chrono::milliseconds>(took).count()
+      << " ms";
 }
 
 }  // namespace dlock::test
