@@ -1,6 +1,7 @@
 #include "core/lock_handle.hpp"
 
 #include <limits>
+#include <optional>
 
 #include "core/caller_deadline.hpp"
 #include "core/capability_refusals.hpp"
@@ -41,6 +42,31 @@ recipe_kind recipe_of(entry_kind k) noexcept {
   }
   return recipe_kind::lock;
 }
+
+// An acquire's requests before its wait, each bound to `until` (caller_deadline.hpp). A retry
+// cut off there says only that time ran out: the failure worth reporting is the last one
+// before it (a replica shortfall, a refused connection), where there was one.
+class bounded_attempts {
+ public:
+  explicit bounded_attempts(steady::time_point until) : until_(until) {}
+  template <class F>
+  auto operator()(F&& f) -> decltype(f()) {
+    caller_deadline_scope bounded(until_);
+    auto r = f();
+    if (!r) {
+      if (steady::now() < until_) {
+        cause_ = r.error();
+      } else if (cause_) {
+        return fail(*cause_);
+      }
+    }
+    return r;
+  }
+
+ private:
+  steady::time_point until_;
+  std::optional<failure> cause_;
+};
 
 }  // namespace
 
@@ -130,10 +156,12 @@ result<void> lock_handle::acquire_impl(entry_kind kind, steady::time_point deadl
   // answering held `try_lock_for(1s)` for ZooKeeper's backstop of 2 session timeouts (about
   // 30 s) instead of the request timeout. An entry its cut-off create may still have made is
   // removed with the others abandoned.
+  bounded_attempts enqueue_attempt(retry_until);
   auto q = with_patient_retry(policy, retry_until, deadline, joined.token(), [&] {
-    caller_deadline_scope bounded(retry_until);
-    auto& b = session_->backend();
-    return mutex_entry ? b.enqueue_mutex(name_, id) : b.enqueue(name_, stored, id);
+    return enqueue_attempt([&] {
+      auto& b = session_->backend();
+      return mutex_entry ? b.enqueue_mutex(name_, id) : b.enqueue(name_, stored, id);
+    });
   });
   if (!q) {
     abandon(id);
@@ -144,9 +172,9 @@ result<void> lock_handle::acquire_impl(entry_kind kind, steady::time_point deadl
   if (kind == entry_kind::candidate) {
     // Before the wait: a leader is never seen without its value by the caller it returns to
     // (observers skip the moment between the two requests: version 0).
+    bounded_attempts value_attempt(retry_until);
     auto v = with_patient_retry(policy, retry_until, deadline, joined.token(), [&] {
-      caller_deadline_scope bounded(retry_until);
-      return session_->backend().set_value(name_, id, value);
+      return value_attempt([&] { return session_->backend().set_value(name_, id, value); });
     });
     if (!v) {
       abandon(id);
