@@ -33,16 +33,22 @@ std::string local_time(sys_clock::time_point t) {
   return fmt::format("{:%Y-%m-%d %H:%M:%S %Z}", tm);
 }
 
-std::optional<bool> running_here(const owner_parts& o) {
+namespace {
+
+// An owner on this host, as the session that made it names hosts (session_core's owner_text).
+bool on_this_host(const owner_parts& o) {
   char host[256] = {};
-  if (o.pid <= 0 || gethostname(host, sizeof host - 1) != 0 || o.host != host) return std::nullopt;
+  return gethostname(host, sizeof host - 1) == 0 && o.host == host;
+}
+
+}  // namespace
+
+std::optional<bool> running_here(const owner_parts& o) {
+  if (o.pid <= 0 || !on_this_host(o)) return std::nullopt;
   return ::kill(static_cast<pid_t>(o.pid), 0) == 0 || errno == EPERM;
 }
 
-bool this_process(const owner_parts& o) {
-  char host[256] = {};
-  return o.pid == ::getpid() && gethostname(host, sizeof host - 1) == 0 && o.host == host;
-}
+bool this_process(const owner_parts& o) { return o.pid == ::getpid() && on_this_host(o); }
 
 std::string since_text(sys_clock::time_point t) {
   auto age = std::chrono::duration_cast<std::chrono::milliseconds>(sys_clock::now() - t);
