@@ -153,8 +153,8 @@ result<void> lock_handle::acquire_impl(entry_kind kind, steady::time_point deadl
   // an acquire begun during an outage shorter than the lease waits it out (a one-try acquire
   // has no patience beyond the policy).
   // No request runs past retry_until either (caller_deadline.hpp): a backend that stopped
-  // answering held `try_lock_for(1s)` for ZooKeeper's backstop of 2 session timeouts (about
-  // 30 s) instead of the request timeout. An entry its cut-off create may still have made is
+  // answering held `try_lock_for(500ms)` for 14 s on ZooKeeper (the C client's backstop, then a
+  // retry) instead of the 2 s request timeout. An entry its cut-off create may still have made is
   // removed with the others abandoned.
   bounded_attempts enqueue_attempt(retry_until);
   auto q = with_patient_retry(policy, retry_until, deadline, joined.token(), [&] {
