@@ -1,0 +1,76 @@
+// request_cutter cuts a connection's blocking request at its caller's deadline (the MariaDB
+// doorbells' GET_LOCK, mode=advisory's polls): a server that stops answering must not hold a
+// waiter for the connection's read timeout. Here a socket pair stands for the connection.
+#include "backends/common/request_cutter.hpp"
+
+#include <gtest/gtest.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <memory>
+#include <stdexcept>
+#include <thread>
+
+namespace dlock::test {
+namespace {
+
+using namespace std::chrono_literals;
+using steady = std::chrono::steady_clock;
+
+class socket_pair {
+ public:
+  socket_pair() {
+    if (::socketpair(AF_UNIX, SOCK_STREAM, 0, fd_) != 0) throw std::runtime_error("socketpair");
+    cut->set(fd_[0]);
+  }
+  ~socket_pair() {
+    cut->clear();
+    ::close(fd_[0]);
+    ::close(fd_[1]);
+  }
+  // Whether our end reads end-of-file (it was shut down) within `within`; false if it stays
+  // silent that long.
+  bool shut_within(std::chrono::milliseconds within) const {
+    pollfd p{fd_[0], POLLIN, 0};
+    if (::poll(&p, 1, static_cast<int>(within.count())) <= 0) return false;
+    char c;
+    return ::recv(fd_[0], &c, 1, MSG_DONTWAIT) == 0;
+  }
+  std::shared_ptr<detail::socket_interrupt> cut = std::make_shared<detail::socket_interrupt>();
+
+ private:
+  int fd_[2]{-1, -1};
+};
+
+TEST(request_cutter, cuts_the_connection_at_the_armed_time) {
+  detail::request_cutter cutter;
+  socket_pair conn;
+  auto ticket = cutter.arm(steady::now() + 20ms, conn.cut);
+  EXPECT_TRUE(conn.shut_within(10s));
+  EXPECT_TRUE(ticket.fired());
+}
+
+TEST(request_cutter, a_ticket_given_up_before_its_time_cuts_nothing) {
+  detail::request_cutter cutter;
+  socket_pair conn;
+  { auto ticket = cutter.arm(steady::now() + 50ms, conn.cut); }
+  EXPECT_FALSE(conn.shut_within(300ms));
+}
+
+// The thread sleeps until the earliest armed time: one armed sooner must wake it.
+TEST(request_cutter, a_sooner_time_armed_later_is_not_kept_waiting_by_a_later_one) {
+  detail::request_cutter cutter;
+  socket_pair late, soon;
+  auto far = cutter.arm(steady::now() + 1h, late.cut);
+  std::this_thread::sleep_for(20ms);  // the thread is asleep until the hour is up
+  auto near = cutter.arm(steady::now() + 20ms, soon.cut);
+  EXPECT_TRUE(soon.shut_within(10s));
+  EXPECT_TRUE(near.fired());
+  EXPECT_FALSE(far.fired());
+  EXPECT_FALSE(late.shut_within(0ms));
+}
+
+}  // namespace
+}  // namespace dlock::test
