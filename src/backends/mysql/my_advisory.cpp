@@ -3,10 +3,15 @@
 #include <mysqld_error.h>
 
 #include <algorithm>
+#include <chrono>
+#include <memory>
+#include <mutex>
 #include <optional>
+#include <stop_token>
 #include <vector>
 
 #include "backends/common/advisory_session.hpp"
+#include "backends/common/request_cutter.hpp"
 #include "backends/mysql/my_doctor.hpp"
 #include "backends/mysql/my_schema.hpp"
 #include "core/poll_pacer.hpp"
@@ -163,22 +168,61 @@ class advisory_session final : public advisory_session_base<conn, std::string, p
   // query per ~max_pause. The caller retries GET_LOCK once it is free.
   result<void> wait_remote(std::string_view lock, steady::time_point deadline,
                            std::stop_token stop) override {
-    std::unique_lock lk(mu_);
     poll_pacer pacer{first_pause, max_pause};
-    for (int polls = 0; polls < max_polls && !stop.stop_requested() && !lost_; ++polls) {
+    const auto k = key(lock);
+    for (int polls = 0; polls < max_polls; ++polls) {
+      std::unique_lock lk(mu_);
       auto until = std::min(deadline, steady::now() + pacer.next());
       cv_.wait_until(lk, stop, until, [&] { return lost_ || closed_; });
       if (stop.stop_requested() || lost_ || closed_ || steady::now() >= deadline) break;
-      auto r = run_locked(is_free, {key(lock)}, lk);
-      if (!r) return lost_ ? result<void>{} : fail(r.error());
-      if (r->rows.empty() || r->i64(0, 0) == 1) break;
+      lk.unlock();
+      auto free = poll_aside(k, deadline, stop);
+      if (!free) {
+        // No connection of its own to poll on: on the session's, as its other requests.
+        lk.lock();
+        auto r = run_locked(is_free, {k}, lk);
+        if (!r) return lost_ ? result<void>{} : fail(r.error());
+        free = r->rows.empty() || r->i64(0, 0) == 1;
+      }
+      if (*free) break;
     }
     return {};
+  }
+
+  // IS_FREE_LOCK on a connection kept for the session's polls, cut off at the waiter's
+  // deadline: on the session's connection a server that stopped answering would hold the
+  // waiter for a whole request timeout, and cutting that connection would end the session
+  // and free its named locks. true also when the poll failed or was cut (the caller asks
+  // GET_LOCK again, or finds its deadline passed); nullopt when no such connection could be
+  // had (max_connections).
+  std::optional<bool> poll_aside(const std::string& k, steady::time_point deadline,
+                                 const std::stop_token& stop) {
+    std::lock_guard lk(poll_mu_);
+    if (!poll_conn_ || !poll_conn_->usable()) {
+      poll_conn_.reset();
+      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - steady::now());
+      if (left.count() <= 0) return true;
+      auto c = conn::open(target_, std::min(info_.request_timeout, left));
+      if (!c) return std::nullopt;
+      poll_conn_ = std::make_unique<conn>(std::move(*c));
+    }
+    auto cut = poll_conn_->interrupter();
+    std::stop_callback on_stop(stop, [&cut] { cut->interrupt(); });
+    auto ticket = cutter_.arm(deadline, cut);
+    auto r = poll_conn_->run(is_free, {k});
+    if (!r || ticket.fired() || stop.stop_requested()) {
+      poll_conn_.reset();  // a late answer must not be read as the next poll's
+      return true;
+    }
+    return r->rows.empty() || r->i64(0, 0) == 1;
   }
 
   // Closing the connection frees every named lock at once: unlock_on_close has nothing to do.
 
   target target_;
+  std::mutex poll_mu_;  // one poll at a time on poll_conn_
+  std::unique_ptr<conn> poll_conn_;
+  request_cutter cutter_;  // last: its thread ends before poll_conn_ closes
 };
 
 }  // namespace

@@ -93,14 +93,21 @@ bells::rung bells::wait(const std::string& entry_id, std::uint64_t token,
     return left.count() <= 0 ? rung::timed_out : rung::no_bell;
   }
   auto cut = c->interrupter();
+  bool late = false;
   result<outcome> r = [&] {
     std::stop_callback on_stop(stop, [&cut] { cut->interrupt(); });
-    return c->run(statements::ring, {entry_id, std::string(secs), entry_id});
+    // The server answers when the GET_LOCK's own time is up; one that does not (paused, or
+    // its route black-holed) would hold the caller until the read timeout, `longest` plus a
+    // request timeout after it.
+    auto ticket = cutter_.arm(std::chrono::steady_clock::now() + left + answer_grace(), cut);
+    auto out = c->run(statements::ring, {entry_id, std::string(secs), entry_id});
+    late = ticket.fired();
+    return out;
   }();
-  if (stop.stop_requested()) {
+  if (stop.stop_requested() || late) {
     c->close();  // cut off, or about to be: its late answer must not be read as another's
     give_back(std::move(c));
-    return rung::stopped;
+    return late && !stop.stop_requested() ? rung::timed_out : rung::stopped;
   }
   if (!r || r->rows.empty() || !r->rows[0][0]) {
     c->close();

@@ -17,6 +17,7 @@
 // head of their queue first (the smallest awaited token): in a FIFO queue those are the next to
 // be woken. When the server refuses another connection the caller polls.
 
+#include <algorithm>
 #include <chrono>
 #include <condition_variable>
 #include <cstddef>
@@ -28,6 +29,7 @@
 #include <string>
 #include <vector>
 
+#include "backends/common/request_cutter.hpp"
 #include "backends/mysql/my_conn.hpp"
 
 namespace dlock::detail::my {
@@ -63,6 +65,11 @@ class bells {
     return queued_.empty() || token <= *queued_.begin();
   }
   void give_back(std::unique_ptr<conn> c);
+  // How long after its GET_LOCK's own time a doorbell's answer may still come before the
+  // connection is cut: a round trip on a loaded machine, never a request timeout.
+  std::chrono::milliseconds answer_grace() const {
+    return std::min(request_timeout_, std::chrono::milliseconds{500});
+  }
 
   target target_;
   std::chrono::milliseconds request_timeout_;
@@ -75,6 +82,7 @@ class bells {
   std::uint64_t returns_{0};
   std::multiset<std::uint64_t> queued_;  // tokens awaited by the waits in wait_slot()
   bool closed_{false};
+  detail::request_cutter cutter_;  // last: its thread ends before the connections it may cut
 };
 
 }  // namespace dlock::detail::my
