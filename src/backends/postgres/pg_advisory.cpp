@@ -195,7 +195,7 @@ class advisory_session final : public advisory_session_base<conn, statement, std
   // this session's "waiting" mark, went without one or unseen).
   result<void> wait_remote(std::string_view lock, steady::time_point deadline,
                            std::stop_token stop) override {
-    auto t = listener_.subscribe(release_channel(lock));
+    auto t = listener_.subscribe(release_channel(lock), deadline);
     if (!t) return fail(t.error());
     auto nap = std::min<steady::time_point>(deadline, steady::now() + remote_nap);
     listener_.wait(*t, nap, std::move(stop));

@@ -217,16 +217,17 @@ std::vector<std::string> conn::take_notifications() {
   return out;
 }
 
-result<rows> conn::await(steady::time_point deadline, std::string_view what) {
+result<rows> conn::await(steady::time_point deadline, std::string_view what, bool callers) {
   std::optional<failure> error;
   std::optional<rows> last;
   for (;;) {
     while (PQisBusy(c_)) {
       if (!wait_fd(PQsocket(c_), POLLIN, deadline)) {
         close();
-        return fail(errc::backend_unavailable, where_ + ": " + std::string(what) +
-                                                   ": no reply within " +
-                                                   std::to_string(timeout_.count()) + " ms");
+        return fail(errc::backend_unavailable,
+                    where_ + ": " + std::string(what) + ": no reply " +
+                        (callers ? std::string("before the caller's deadline")
+                                 : "within " + std::to_string(timeout_.count()) + " ms"));
       }
       if (!PQconsumeInput(c_)) return fail(broken(what));
     }
@@ -260,9 +261,12 @@ result<rows> conn::await(steady::time_point deadline, std::string_view what) {
   return std::move(*last);
 }
 
-result<rows> conn::run(const statement& s, const std::vector<std::string>& params) {
+result<rows> conn::run(const statement& s, const std::vector<std::string>& params,
+                       std::optional<steady::time_point> until) {
   if (!usable()) return fail(not_connected());
   auto deadline = steady::now() + timeout_;
+  const bool callers = until && *until < deadline;
+  if (callers) deadline = *until;
   std::vector<const char*> values;
   values.reserve(params.size());
   for (const auto& p : params) values.push_back(p.c_str());
@@ -271,17 +275,17 @@ result<rows> conn::run(const statement& s, const std::vector<std::string>& param
     if (!PQsendQueryParams(c_, s.sql.c_str(), n, nullptr, values.data(), nullptr, nullptr, 0)) {
       return fail(broken(s.name));
     }
-    return await(deadline, s.name);
+    return await(deadline, s.name, callers);
   }
   if (!prepared_.contains(s.name)) {
     if (!PQsendPrepare(c_, s.name.c_str(), s.sql.c_str(), 0, nullptr)) {
       return fail(broken("prepare " + s.name));
     }
-    auto r = await(deadline, "prepare " + s.name);
+    auto r = await(deadline, "prepare " + s.name, callers);
     if (!r && usable() && r.error().message.find("SQLSTATE 42P05") != std::string::npos) {
       // Already prepared on this server process by someone else: a pooler in front.
       unnamed_ = true;
-      return run(s, params);
+      return run(s, params, until);
     }
     if (!r) return r;
     prepared_.insert(s.name);
@@ -289,11 +293,11 @@ result<rows> conn::run(const statement& s, const std::vector<std::string>& param
   if (!PQsendQueryPrepared(c_, s.name.c_str(), n, values.data(), nullptr, nullptr, 0)) {
     return fail(broken(s.name));
   }
-  auto r = await(deadline, s.name);
+  auto r = await(deadline, s.name, callers);
   if (!r && usable() && r.error().message.find("SQLSTATE 26000") != std::string::npos) {
     // Prepared on another server process: a pooler in front. Nothing ran; run it unnamed.
     unnamed_ = true;
-    return run(s, params);
+    return run(s, params, until);
   }
   return r;
 }

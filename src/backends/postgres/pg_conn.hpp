@@ -77,9 +77,11 @@ class conn {
   conn(const conn&) = delete;
   ~conn() { close(); }
 
-  // Runs `s` with text parameters. A broken connection or a missed deadline closes this
-  // connection (usable() turns false) and fails with backend_unavailable.
-  result<rows> run(const statement& s, const std::vector<std::string>& params);
+  // Runs `s` with text parameters, ending by the request timeout or `until` if sooner. A
+  // broken connection or a missed deadline closes this connection (usable() turns false) and
+  // fails with backend_unavailable.
+  result<rows> run(const statement& s, const std::vector<std::string>& params,
+                   std::optional<std::chrono::steady_clock::time_point> until = std::nullopt);
   // Runs parameterless SQL (DDL, LISTEN) through the simple protocol; may hold several
   // statements.
   result<rows> exec(const std::string& sql);
@@ -121,7 +123,9 @@ class conn {
   conn(PGconn* c, std::string where, std::chrono::milliseconds timeout,
        std::unique_ptr<unsolicited> ended)
       : c_(c), where_(std::move(where)), timeout_(timeout), ended_(std::move(ended)) {}
-  result<rows> await(std::chrono::steady_clock::time_point deadline, std::string_view what);
+  // `callers`: the deadline is the caller's, sooner than the request timeout.
+  result<rows> await(std::chrono::steady_clock::time_point deadline, std::string_view what,
+                     bool callers = false);
   failure broken(std::string_view what);
   failure not_connected() const;
 

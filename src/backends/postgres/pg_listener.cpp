@@ -17,10 +17,20 @@ void listener::wake_reader() {
   (void)!::write(wake_fd_, &one, sizeof one);
 }
 
-result<void> listener::connect_locked() {
+result<void> listener::connect_locked(until_t until) {
   if (stopping_) return fail(errc::session_closed, target_.where + ": session closed");
   if (conn_ && conn_->usable()) return {};
-  auto c = conn::open(target_, timeout_);
+  auto timeout = timeout_;
+  if (until) {
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        *until - std::chrono::steady_clock::now());
+    if (left.count() <= 0) {
+      return fail(errc::backend_unavailable,
+                  target_.where + ": no connection to listen on before the caller's deadline");
+    }
+    timeout = std::min(timeout, left);
+  }
+  auto c = conn::open(target_, timeout);
   if (!c) return fail(c.error());
   conn_ = std::move(*c);
   conn_->set_unnamed(pooled_);
@@ -66,9 +76,9 @@ void listener::dispatch_locked() {
   if (any) cv_.notify_all();
 }
 
-result<listener::ticket> listener::subscribe(const std::string& id) {
+result<listener::ticket> listener::subscribe(const std::string& id, until_t until) {
   std::lock_guard lk(mu_);
-  if (auto r = connect_locked(); !r) return fail(r.error());
+  if (auto r = connect_locked(until); !r) return fail(r.error());
   auto it = by_id_.find(id);
   if (it != by_id_.end()) {
     // Another waiter of this session listens already, or one did and its LISTEN stays: a
@@ -84,7 +94,7 @@ result<listener::ticket> listener::subscribe(const std::string& id) {
     return ticket{id, st.notified, epoch_};
   }
   bool reset = stale_channels_ && active_ == 0;
-  auto r = conn_->run(stmts_.listen, {id, reset ? "true" : "false"});
+  auto r = conn_->run(stmts_.listen, {id, reset ? "true" : "false"}, until);
   if (!r) {
     after_request_locked();
     return fail(r.error());
@@ -105,10 +115,10 @@ result<listener::ticket> listener::subscribe(const std::string& id) {
   return t;
 }
 
-result<std::optional<listener::liveness>> listener::alive(const std::string& id) {
+result<std::optional<listener::liveness>> listener::alive(const std::string& id, until_t until) {
   std::lock_guard lk(mu_);
-  if (auto r = connect_locked(); !r) return fail(r.error());
-  auto r = conn_->run(stmts_.alive, {id});
+  if (auto r = connect_locked(until); !r) return fail(r.error());
+  auto r = conn_->run(stmts_.alive, {id}, until);
   after_request_locked();
   if (!r) return fail(r.error());
   if (r->count() == 0) return std::optional<liveness>{};
@@ -116,7 +126,7 @@ result<std::optional<listener::liveness>> listener::alive(const std::string& id)
 }
 
 result<std::vector<std::optional<listener::liveness>>> listener::alive_all(
-    const std::vector<std::string>& ids) {
+    const std::vector<std::string>& ids, until_t until) {
   // A text[] literal: every element quoted, so no id can be read as anything but itself.
   std::string array = "{";
   for (const auto& id : ids) {
@@ -130,8 +140,8 @@ result<std::vector<std::optional<listener::liveness>>> listener::alive_all(
   }
   array += '}';
   std::lock_guard lk(mu_);
-  if (auto r = connect_locked(); !r) return fail(r.error());
-  auto r = conn_->run(stmts_.alive_any, {array});
+  if (auto r = connect_locked(until); !r) return fail(r.error());
+  auto r = conn_->run(stmts_.alive_any, {array}, until);
   after_request_locked();
   if (!r) return fail(r.error());
   std::vector<std::optional<liveness>> out(ids.size());

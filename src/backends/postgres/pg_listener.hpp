@@ -34,17 +34,23 @@ class listener {
     std::uint64_t epoch{0};  // connection incarnation when subscribed
   };
 
+  // Each request below ends by the request timeout, or by `until` if sooner: a waiter's
+  // deadline, which a server that stopped answering must not stretch (a request cut off there
+  // closes the connection, as a broken one; every waiter then re-checks).
+  using until_t = std::optional<std::chrono::steady_clock::time_point>;
+
   // LISTENs for the removal of entry `id` (connecting first if needed). Notifications that
   // arrive after this returns are never missed.
-  result<ticket> subscribe(const std::string& id);
+  result<ticket> subscribe(const std::string& id, until_t until = std::nullopt);
   struct liveness {
     std::chrono::milliseconds lease;  // left of the entry's session
     bool connected{true};             // its connection (server process) still exists
   };
   // Entry `id`'s session, or nullopt if the entry is gone or its lease lapsed.
-  result<std::optional<liveness>> alive(const std::string& id);
+  result<std::optional<liveness>> alive(const std::string& id, until_t until = std::nullopt);
   // The same for several entries in one round trip, in the order of `ids`.
-  result<std::vector<std::optional<liveness>>> alive_all(const std::vector<std::string>& ids);
+  result<std::vector<std::optional<liveness>>> alive_all(const std::vector<std::string>& ids,
+                                                         until_t until = std::nullopt);
   // Blocks until the entry's channel is notified, the connection breaks, `until` passes or
   // `stop` is requested; false if only `until` passed.
   bool wait(const ticket& t, std::chrono::steady_clock::time_point until, std::stop_token stop);
@@ -68,7 +74,7 @@ class listener {
     std::uint64_t notified{0};
   };
 
-  result<void> connect_locked();
+  result<void> connect_locked(until_t until);
   void after_request_locked();
   void dispatch_locked();
   void wake_reader();

@@ -20,7 +20,8 @@ void shared_liveness::forget(const std::vector<std::string>& ids) {
 }
 
 result<shared_liveness::answer> shared_liveness::recent(const std::vector<std::string>& ids,
-                                                        std::chrono::milliseconds max_age) {
+                                                        std::chrono::milliseconds max_age,
+                                                        listener::until_t until) {
   std::lock_guard lk(mu_);
   auto now = std::chrono::steady_clock::now();
   bool covered = now - at_ <= max_age && std::all_of(ids.begin(), ids.end(), [&](const auto& id) {
@@ -34,7 +35,7 @@ result<shared_liveness::answer> shared_liveness::recent(const std::vector<std::s
       if (!awaited_.count(id)) all.push_back(id);
     }
     auto sent = std::chrono::steady_clock::now();
-    auto lives = listener_.alive_all(all);
+    auto lives = listener_.alive_all(all, until);
     if (!lives) return fail(lives.error());
     last_.clear();
     for (std::size_t i = 0; i < all.size(); ++i) last_[all[i]] = (*lives)[i];

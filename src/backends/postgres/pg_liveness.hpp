@@ -31,8 +31,10 @@ class shared_liveness {
 
   // The liveness of `ids`, in their order, as of at most `max_age` ago: the last shared check
   // if it covered them that recently (each lease shortened by the check's age), else one new
-  // check of every tracked id (listener::alive_all). Errors are the listener's.
-  result<answer> recent(const std::vector<std::string>& ids, std::chrono::milliseconds max_age);
+  // check of every tracked id (listener::alive_all, ending by `until`). Errors are the
+  // listener's.
+  result<answer> recent(const std::vector<std::string>& ids, std::chrono::milliseconds max_age,
+                        listener::until_t until = std::nullopt);
 
  private:
   listener& listener_;

@@ -164,7 +164,7 @@ class pg_lease {
     if (!seen.entries.empty()) ids.push_back(seen.entries.front().id);
     result<void> out;
     for (const auto& id : ids) {
-      auto t = listener_.subscribe(id);
+      auto t = listener_.subscribe(id, deadline);
       if (!t) {
         out = fail(t.error());
         break;
@@ -192,7 +192,7 @@ class pg_lease {
     for (const auto& e : awaited) ids.push_back(e.id);
     result<void> out;
     for (const auto& e : awaited) {
-      auto t = listener_.subscribe(e.id);
+      auto t = listener_.subscribe(e.id, deadline);
       if (!t) {
         out = fail(t.error());
         break;
@@ -210,9 +210,9 @@ class pg_lease {
       auto until = std::min(deadline, now + nap);
       bool gone = false, disconnected = false, at_lease_end = false;
       // One entry (a lock's waiter): as before; several (a semaphore's): one round trip.
-      auto lives = round > 0         ? live_.recent(ids, nap / 2)
-                   : ids.size() == 1 ? one_alive(ids.front())
-                                     : listener_.alive_all(ids);
+      auto lives = round > 0         ? live_.recent(ids, nap / 2, deadline)
+                   : ids.size() == 1 ? one_alive(ids.front(), deadline)
+                                     : listener_.alive_all(ids, deadline);
       if (!lives) out = fail(lives.error());
       for (std::size_t i = 0; out && i < ids.size(); ++i) {
         const auto& alive = (*lives)[i];
@@ -244,8 +244,9 @@ class pg_lease {
   }
 
  private:
-  result<std::vector<std::optional<pg::listener::liveness>>> one_alive(const std::string& id) {
-    auto a = listener_.alive(id);
+  result<std::vector<std::optional<pg::listener::liveness>>> one_alive(
+      const std::string& id, steady::time_point deadline) {
+    auto a = listener_.alive(id, deadline);
     if (!a) return fail(a.error());
     return std::vector<std::optional<pg::listener::liveness>>{std::move(*a)};
   }
