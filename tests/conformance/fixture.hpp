@@ -12,6 +12,7 @@
 #include <memory>
 #include <ostream>
 #include <string>
+#include <vector>
 
 namespace dlock::test {
 
@@ -22,16 +23,21 @@ class stalled_server {
   virtual ~stalled_server() = default;
 };
 
-// A server process stopped with SIGSTOP, continued when destroyed.
+// Server processes stopped with SIGSTOP, continued when destroyed (in the reverse order).
 class stopped_process final : public stalled_server {
  public:
-  explicit stopped_process(pid_t pid) : pid_(pid) { ::kill(pid_, SIGSTOP); }
-  ~stopped_process() override { ::kill(pid_, SIGCONT); }
+  explicit stopped_process(pid_t pid) : stopped_process(std::vector<pid_t>{pid}) {}
+  explicit stopped_process(std::vector<pid_t> pids) : pids_(std::move(pids)) {
+    for (pid_t p : pids_) ::kill(p, SIGSTOP);
+  }
+  ~stopped_process() override {
+    for (auto p = pids_.rbegin(); p != pids_.rend(); ++p) ::kill(*p, SIGCONT);
+  }
   stopped_process(const stopped_process&) = delete;
   stopped_process& operator=(const stopped_process&) = delete;
 
  private:
-  pid_t pid_;
+  std::vector<pid_t> pids_;
 };
 
 class backend_fixture {

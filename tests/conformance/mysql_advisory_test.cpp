@@ -43,6 +43,9 @@ class mysql_advisory_fixture : public backend_fixture {
       server().query("KILL " + id);
     }
   }
+  std::unique_ptr<stalled_server> stall() override {
+    return std::make_unique<stopped_process>(server().pid());
+  }
 };
 
 INSTANTIATE_TEST_SUITE_P(mysql_advisory, conformance,

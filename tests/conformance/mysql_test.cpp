@@ -34,6 +34,10 @@ class mysql_fixture : public backend_fixture {
         " - 1000 WHERE id = ?",
         {s.id()});
   }
+  // One process answers every connection (each a thread of it).
+  std::unique_ptr<stalled_server> stall() override {
+    return std::make_unique<stopped_process>(server().pid());
+  }
 };
 
 INSTANTIATE_TEST_SUITE_P(mysql, conformance,

@@ -33,6 +33,9 @@ class postgres_advisory_fixture : public backend_fixture {
         " WHERE application_name = 'dlock:' || $1",
         {s.id()});
   }
+  std::unique_ptr<stalled_server> stall() override {
+    return std::make_unique<stopped_process>(server().processes());
+  }
 };
 
 INSTANTIATE_TEST_SUITE_P(postgres_advisory, conformance,

@@ -27,6 +27,9 @@ class postgres_fixture : public backend_fixture {
         " WHERE id = $1",
         {s.id()});
   }
+  std::unique_ptr<stalled_server> stall() override {
+    return std::make_unique<stopped_process>(server().processes());
+  }
 };
 
 INSTANTIATE_TEST_SUITE_P(postgres, conformance,

@@ -33,6 +33,8 @@ class mariadb_server {
   void crash();
   void start();
   bool running() const { return server_.has_value(); }
+  // mariadbd's pid while running (one process: its connections are threads).
+  pid_t pid() const { return server_ ? server_->pid() : -1; }
 
   // Runs SQL as root over TCP with `params` bound (prepared); returns the first column of
   // each row of the first result set. Throws on error.

@@ -147,4 +147,26 @@ std::vector<std::string> postgres_server::query(const std::string& sql,
   return out;
 }
 
+std::vector<pid_t> postgres_server::processes() const {
+  std::vector<pid_t> out;
+  if (postmaster_ <= 0) return out;
+  out.push_back(postmaster_);
+  for (const auto& e : std::filesystem::directory_iterator("/proc")) {
+    const auto name = e.path().filename().string();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream in(e.path() / "stat");
+    std::string stat;
+    std::getline(in, stat);
+    // pid (comm) state ppid ...: comm may hold spaces and parentheses, so read after the last ')'.
+    auto close = stat.rfind(')');
+    if (close == std::string::npos) continue;
+    std::istringstream rest(stat.substr(close + 1));
+    std::string state;
+    pid_t ppid = 0;
+    rest >> state >> ppid;
+    if (ppid == postmaster_) out.push_back(static_cast<pid_t>(std::stol(name)));
+  }
+  return out;
+}
+
 }  // namespace dlock::test

@@ -35,6 +35,9 @@ class postgres_server {
   bool running() const { return running_; }
   // The postmaster's pid while running (its own process group: pg_ctl starts it with setsid).
   pid_t postmaster_pid() const { return postmaster_; }
+  // The postmaster and its children (backends, WAL writer, ...), the postmaster first. Each
+  // backend is a session leader of its own, so the postmaster's process group misses them.
+  std::vector<pid_t> processes() const;
   const std::string& dir() const noexcept { return dir_.path(); }
 
   // Runs SQL as the superuser over the socket; returns the first column of each row.
