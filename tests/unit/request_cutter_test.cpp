@@ -72,5 +72,25 @@ TEST(request_cutter, a_sooner_time_armed_later_is_not_kept_waiting_by_a_later_on
   EXPECT_FALSE(late.shut_within(0ms));
 }
 
+// arm() wakes the thread only for a time sooner than it sleeps until; a later one armed after
+// a ticket was given up is found when the thread wakes for the stale time.
+TEST(request_cutter, a_later_time_armed_after_one_given_up_still_cuts) {
+  detail::request_cutter cutter;
+  socket_pair first, second;
+  { auto given_up = cutter.arm(steady::now() + 30ms, first.cut); }
+  auto later = cutter.arm(steady::now() + 60ms, second.cut);
+  EXPECT_TRUE(second.shut_within(10s));
+  EXPECT_TRUE(later.fired());
+  EXPECT_FALSE(first.shut_within(0ms));
+}
+
+TEST(request_cutter, a_caller_without_a_deadline_is_never_cut) {
+  detail::request_cutter cutter;
+  socket_pair conn;
+  auto ticket = cutter.arm(steady::time_point::max(), conn.cut);
+  EXPECT_FALSE(conn.shut_within(100ms));
+  EXPECT_FALSE(ticket.fired());
+}
+
 }  // namespace
 }  // namespace dlock::test

@@ -5,7 +5,8 @@
 // paused process, a black-holed route) would otherwise outlast its caller's deadline by up to
 // that timeout. Only for connections that carry nothing else: a cut ends the connection.
 //
-// One thread per cutter, started by the first arm(); it sleeps until the earliest armed time.
+// One thread per cutter, started by the first arm(); it sleeps until the earliest armed time,
+// and is woken by arm() only for a sooner one.
 // Thread safety: arm() and the tickets from any thread.
 
 #include <chrono>
@@ -14,6 +15,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <stop_token>
 #include <thread>
 #include <utility>
@@ -28,21 +30,20 @@ class request_cutter {
     std::shared_ptr<socket_interrupt> cut;
     bool fired{false};
   };
+  using slots = std::map<std::pair<clock::time_point, std::uint64_t>, std::shared_ptr<armed>>;
+  using slot = slots::iterator;
 
  public:
   // Disarms on destruction; fired() tells whether the cut came first.
   class ticket {
    public:
-    ticket(
-        request_cutter& owner,
-        std::map<std::pair<clock::time_point, std::uint64_t>, std::shared_ptr<armed>>::iterator at,
-        std::shared_ptr<armed> state)
+    ticket(request_cutter& owner, std::optional<slot> at, std::shared_ptr<armed> state)
         : owner_(&owner), at_(at), state_(std::move(state)) {}
     ticket(const ticket&) = delete;
     ticket& operator=(const ticket&) = delete;
     ~ticket() {
       std::lock_guard lk(owner_->mu_);
-      if (!state_->fired) owner_->armed_.erase(at_);
+      if (at_ && !state_->fired) owner_->armed_.erase(*at_);
     }
     // Whether the connection was cut at the armed time.
     [[nodiscard]] bool fired() const {
@@ -52,7 +53,7 @@ class request_cutter {
 
    private:
     request_cutter* owner_;
-    std::map<std::pair<clock::time_point, std::uint64_t>, std::shared_ptr<armed>>::iterator at_;
+    std::optional<slot> at_;  // none: armed for ever, nothing to cut
     std::shared_ptr<armed> state_;
   };
 
@@ -66,16 +67,20 @@ class request_cutter {
     }
   }
 
-  // Cuts `cut`'s connection at `at` unless the ticket is destroyed first.
+  // Cuts `cut`'s connection at `at` unless the ticket is destroyed first (never at
+  // time_point::max(), a caller without a deadline).
   [[nodiscard]] ticket arm(clock::time_point at, std::shared_ptr<socket_interrupt> cut) {
     auto state = std::make_shared<armed>();
     state->cut = std::move(cut);
+    if (at == clock::time_point::max()) return ticket(*this, std::nullopt, std::move(state));
     std::lock_guard lk(mu_);
     auto it = armed_.emplace(std::make_pair(at, next_++), state).first;
     if (!thread_.joinable()) {
       thread_ = std::jthread([this](std::stop_token stop) { run(stop); });
-    } else if (it == armed_.begin()) {
-      changed_.notify_all();  // sooner than what the thread sleeps for
+    } else if (at < sleeping_until_) {
+      // Only then: a waiter arms once per wait, mostly a later time than the thread's, and
+      // waking the thread each time would cost two context switches per wait.
+      changed_.notify_all();
     }
     return ticket(*this, it, std::move(state));
   }
@@ -84,29 +89,32 @@ class request_cutter {
   void run(std::stop_token stop) {
     std::unique_lock lk(mu_);
     while (!stop.stop_requested()) {
+      const auto now = clock::now();
+      while (!armed_.empty() && armed_.begin()->first.first <= now) {
+        auto first = armed_.begin();
+        first->second->fired = true;
+        first->second->cut->interrupt();
+        armed_.erase(first);
+      }
       if (armed_.empty()) {
+        sleeping_until_ = clock::time_point::max();
         changed_.wait(lk, stop, [&] { return !armed_.empty(); });
-        continue;
+      } else {
+        // A ticket given up meanwhile leaves this time stale: one wake-up finds nothing due.
+        const auto at = armed_.begin()->first.first;
+        sleeping_until_ = at;
+        changed_.wait_until(lk, stop, at,
+                            [&] { return !armed_.empty() && armed_.begin()->first.first < at; });
       }
-      auto first = armed_.begin();
-      if (clock::now() < first->first.first) {
-        const auto at = first->first.first;
-        const auto seen = next_;
-        changed_.wait_until(lk, stop, at, [&] {
-          return next_ != seen || armed_.empty() || armed_.begin()->first.first != at;
-        });
-        continue;
-      }
-      first->second->fired = true;
-      first->second->cut->interrupt();
-      armed_.erase(first);
     }
   }
 
   mutable std::mutex mu_;
   std::condition_variable_any changed_;
-  std::map<std::pair<clock::time_point, std::uint64_t>, std::shared_ptr<armed>> armed_;
+  slots armed_;
   std::uint64_t next_{0};
+  // What the thread sleeps until (max: until something is armed); min before it first runs.
+  clock::time_point sleeping_until_{clock::time_point::min()};
   std::jthread thread_;  // last: stopped and joined before the members it uses go
 };
 

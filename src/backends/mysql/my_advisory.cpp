@@ -175,11 +175,16 @@ class advisory_session final : public advisory_session_base<conn, std::string, p
       auto until = std::min(deadline, steady::now() + pacer.next());
       cv_.wait_until(lk, stop, until, [&] { return lost_ || closed_; });
       if (stop.stop_requested() || lost_ || closed_ || steady::now() >= deadline) break;
-      lk.unlock();
-      auto free = poll_aside(k, deadline, stop);
+      // Only a waiter with a deadline has one to keep: the others poll on the session's
+      // connection, as its other requests, and need no second one.
+      std::optional<bool> free;
+      if (deadline != steady::time_point::max()) {
+        lk.unlock();
+        free = poll_aside(k, deadline, stop);
+        lk.lock();
+      }
       if (!free) {
         // No connection of its own to poll on: on the session's, as its other requests.
-        lk.lock();
         auto r = run_locked(is_free, {k}, lk);
         if (!r) return lost_ ? result<void>{} : fail(r.error());
         free = r->rows.empty() || r->i64(0, 0) == 1;
@@ -189,7 +194,7 @@ class advisory_session final : public advisory_session_base<conn, std::string, p
     return {};
   }
 
-  // IS_FREE_LOCK on a connection kept for the session's polls, cut off at the waiter's
+  // IS_FREE_LOCK on a connection kept for the session's timed polls, cut off at the waiter's
   // deadline: on the session's connection a server that stopped answering would hold the
   // waiter for a whole request timeout, and cutting that connection would end the session
   // and free its named locks. true also when the poll failed or was cut (the caller asks
