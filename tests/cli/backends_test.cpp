@@ -309,5 +309,36 @@ TEST_F(CliBackends, AHolderWhoseProcessIsGoneHereIsMarked) {
   EXPECT_EQ(json::parse(gj.output)["holders"][0]["pid_running_here"], false) << gj.output;
 }
 
+// Lease mode's rows and advisory mode's server locks never exclude each other: a tester's
+// lease-mode `dlock run` and advisory-mode `dlock run -n` of one name on one database both
+// held it, each `status` saying "free". A database (PostgreSQL: schema) holds the locks of
+// the first mode opened there; the other mode is refused, naming both.
+TEST_F(CliBackends, TheOtherModeIsRefusedWhereOneModeKeepsItsLocks) {
+  cli_sandbox box;
+  const std::string pg_lease = srv_->pg->url("schema=modes_" + random_suffix());
+  const std::string maria = srv_->maria->url("");
+  const std::string maria_adv = maria.substr(0, maria.rfind('/')) + "/modes_" + random_suffix();
+  srv_->maria->query("CREATE DATABASE " + maria_adv.substr(maria_adv.rfind('/') + 1));
+  srv_->maria->query("GRANT ALL ON " + maria_adv.substr(maria_adv.rfind('/') + 1) +
+                     ".* TO 'dlock'@'%'");
+  struct pair_of_urls {
+    std::string first, other;
+  };
+  for (const auto& [first, other] : {pair_of_urls{pg_lease, pg_lease + "&mode=advisory"},
+                                     pair_of_urls{maria + "?mode=lease", maria + "?mode=advisory"},
+                                     pair_of_urls{maria_adv + "?mode=advisory", maria_adv}}) {
+    SCOPED_TRACE(first + " then " + other);
+    std::string name = "modes/" + random_suffix();
+    auto holder = box.start({"run", name, "--url", first, "--", "sh", "-c", "echo held; sleep 60"});
+    ASSERT_TRUE(holder.wait_for_line("held", 30s));
+    auto refused = box.run({"run", "-n", name, "--url", other, "--", "echo", "BOTH HOLD"});
+    EXPECT_EQ(refused.status, 64) << refused.output;
+    EXPECT_EQ(refused.output.find("BOTH HOLD"), std::string::npos) << refused.output;
+    EXPECT_NE(refused.output.find("would not exclude them"), std::string::npos) << refused.output;
+    holder.signal(SIGTERM);
+    (void)holder.wait(30s);
+  }
+}
+
 }  // namespace
 }  // namespace dlock::test

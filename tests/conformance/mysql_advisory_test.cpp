@@ -19,12 +19,13 @@ mariadb_server& server() {
   return s;
 }
 
-// Named locks (held, or "waiting" marks) on the hash of `lock` in database dlock.
+// Named locks (held, or "waiting" marks) on the hash of `lock` in database dlock_adv
+// (support/mode_apart.hpp).
 std::size_t named_locks(const std::string& lock) {
   return std::stoul(
       server()
           .query("SELECT count(*) FROM information_schema.METADATA_LOCK_INFO m,"
-                 " (SELECT LEFT(SHA2(CONCAT('dlock:', ?), 256), 36) AS h) k"
+                 " (SELECT LEFT(SHA2(CONCAT('dlock_adv:', ?), 256), 36) AS h) k"
                  " WHERE m.LOCK_TYPE = 'User lock' AND (m.TABLE_SCHEMA = CONCAT('dlock:', k.h)"
                  " OR m.TABLE_SCHEMA LIKE CONCAT('dlockw:', k.h, ':%'))",
                  {lock})

@@ -21,7 +21,9 @@ class postgres_advisory_fixture : public backend_fixture {
         server()
             .query("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted"
                    " AND objsubid = 1 AND ((classid::bigint << 32) | objid::bigint) IN"
-                   " (hashtextextended('dlock:' || $1, 0), hashtextextended('dlock:' || $1, 1))",
+                   // The schema is dlock_adv (support/mode_apart.hpp).
+                   " (hashtextextended('dlock_adv:' || $1, 0),"
+                   " hashtextextended('dlock_adv:' || $1, 1))",
                    {lock})
             .at(0));
   }

@@ -5,6 +5,7 @@
 
 #include "sql/sql_admin.hpp"
 #include "support/mariadb_server.hpp"
+#include "support/mode_apart.hpp"
 
 namespace dlock::test {
 namespace {
@@ -75,8 +76,8 @@ class mysql_admin final : public sql_admin {
  public:
   std::string url(const std::string& user, const std::string& password,
                   const std::string& query) override {
-    return "mysql://" + user + ":" + password + "@127.0.0.1:" + std::to_string(db_.port()) +
-           "/dlock" + (query.empty() ? "" : "?" + query);
+    return "mysql://" + user + ":" + password + "@127.0.0.1:" + std::to_string(db_.port()) + "/" +
+           mariadb_database(query) + (query.empty() ? "" : "?" + query);
   }
   std::uint16_t port() override { return db_.port(); }
   std::string url_missing_db() override {
@@ -85,6 +86,7 @@ class mysql_admin final : public sql_admin {
   void create_user(const std::string& user, const std::string& password) override {
     db_.query("CREATE USER '" + user + "'@'%' IDENTIFIED BY '" + password + "'");
     db_.query("GRANT ALL ON dlock.* TO '" + user + "'@'%'");
+    db_.query(std::string("GRANT ALL ON ") + advisory_place + ".* TO '" + user + "'@'%'");
   }
   bool end_idle_connections_of(const std::string&, int) override { return false; }
   int kill_connections(const std::string& user) override {

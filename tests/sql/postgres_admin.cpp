@@ -4,6 +4,7 @@
 #include <stdexcept>
 
 #include "sql/sql_admin.hpp"
+#include "support/mode_apart.hpp"
 #include "support/postgres_server.hpp"
 
 namespace dlock::test {
@@ -83,7 +84,7 @@ class postgres_admin final : public sql_admin {
   std::string url(const std::string& user, const std::string& password,
                   const std::string& query) override {
     return "postgres://" + user + ":" + password + "@127.0.0.1:" + std::to_string(pg_.port()) +
-           "/dlock" + (query.empty() ? "" : "?" + query);
+           "/dlock" + (query.empty() ? "" : "?" + postgres_query(query));
   }
   std::uint16_t port() override { return pg_.port(); }
   std::string url_missing_db() override {

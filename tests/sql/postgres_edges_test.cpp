@@ -104,7 +104,7 @@ void loss_precedes_grant(const std::string& query, bool advisory, int rounds) {
         return pg.query(
                      "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted"
                      " AND ((classid::bigint << 32) | objid::bigint) ="
-                     " hashtextextended('dlock:' || $1, 1)",
+                     " hashtextextended('dlock_adv:' || $1, 1)",  // support/mode_apart.hpp
                      {lock})
                    .at(0) != "0";
       }

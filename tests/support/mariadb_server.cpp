@@ -11,6 +11,8 @@
 #include <stdexcept>
 #include <thread>
 
+#include "support/mode_apart.hpp"
+
 namespace dlock::test {
 namespace {
 
@@ -53,8 +55,10 @@ mariadb_server::mariadb_server(std::vector<std::string> server_args)
   if (r.first != 0) throw std::runtime_error("mariadb-install-db failed:\n" + r.second);
   start();
   query("CREATE DATABASE dlock");
+  query(std::string("CREATE DATABASE ") + advisory_place);
   query("CREATE USER 'dlock'@'%' IDENTIFIED BY 'secret'");
   query("GRANT ALL ON dlock.* TO 'dlock'@'%'");
+  query(std::string("GRANT ALL ON ") + advisory_place + ".* TO 'dlock'@'%'");
 }
 
 mariadb_server::~mariadb_server() {
@@ -112,7 +116,7 @@ void mariadb_server::crash() {
 }
 
 std::string mariadb_server::url(const std::string& query) const {
-  return "mysql://dlock:secret@127.0.0.1:" + std::to_string(port_) + "/dlock" +
+  return "mysql://dlock:secret@127.0.0.1:" + std::to_string(port_) + "/" + mariadb_database(query) +
          (query.empty() ? "" : "?" + query);
 }
 

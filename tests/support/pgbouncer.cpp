@@ -8,6 +8,8 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "support/mode_apart.hpp"
+
 namespace dlock::test {
 
 namespace {
@@ -73,7 +75,7 @@ pgbouncer::~pgbouncer() {
 
 std::string pgbouncer::url(const std::string& query) const {
   return "postgres://dlock:secret@127.0.0.1:" + std::to_string(port_) + "/dlock" +
-         (query.empty() ? "" : "?" + query);
+         (query.empty() ? "" : "?" + postgres_query(query));
 }
 
 std::string pgbouncer::log() const {

@@ -8,6 +8,7 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "support/mode_apart.hpp"
 #include "support/process.hpp"
 
 namespace dlock::test {
@@ -114,7 +115,7 @@ void postgres_server::crash() {
 
 std::string postgres_server::url(const std::string& query) const {
   return "postgres://dlock:secret@127.0.0.1:" + std::to_string(port_) + "/dlock" +
-         (query.empty() ? "" : "?" + query);
+         (query.empty() ? "" : "?" + postgres_query(query));
 }
 
 std::vector<std::string> postgres_server::query(const std::string& sql,

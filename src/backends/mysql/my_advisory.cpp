@@ -83,6 +83,7 @@ class advisory_session final : public advisory_session_base<conn, std::string, p
     if (!seq) {
       return fail(failure{seq.error().code, seq.error().message + " (creating dlock's sequence)"});
     }
+    if (auto r = claim_mode(*conn_, "advisory"); !r) return r;
     watch_connection([](conn& live) { return !live.peer_closed(); });
     return {};
   }

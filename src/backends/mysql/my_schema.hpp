@@ -16,6 +16,7 @@
 
 #include <chrono>
 #include <string>
+#include <string_view>
 
 #include "backends/mysql/my_conn.hpp"
 
@@ -66,5 +67,11 @@ std::string bounded(const std::string& sql, std::chrono::milliseconds budget);
 // first uses are serialized by GET_LOCK. backend_error if the stored schema is newer than
 // this dlock understands.
 result<void> ensure_schema(conn& c);
+
+// Records `mode` ("lease" or "advisory") as the database's, or refuses (invalid_argument)
+// where it holds the other mode's locks: lease mode's rows and advisory mode's named locks
+// never meet, so a holder in each mode of one name would both be granted. The first session
+// to open on the database decides.
+result<void> claim_mode(conn& c, std::string_view mode);
 
 }  // namespace dlock::detail::my

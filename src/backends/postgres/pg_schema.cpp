@@ -319,4 +319,26 @@ result<void> ensure_schema(conn& c, const std::string& schema) {
   return {};
 }
 
+result<void> claim_mode(conn& c, const std::string& schema, std::string_view mode) {
+  // The first session to open records its mode; ON CONFLICT keeps the record of a session
+  // that raced this one, and the SELECT reads whichever won.
+  auto r =
+      c.exec(with_schema("INSERT INTO @S.meta(key, value) VALUES ('mode', '" + std::string(mode) +
+                             "') ON CONFLICT (key) DO NOTHING;"
+                             " SELECT value FROM @S.meta WHERE key = 'mode'",
+                         schema));
+  if (!r) return fail(failure{r.error().code, r.error().message + " (recording the mode)"});
+  if (r->count() != 1) return fail(errc::protocol_error, c.where() + ": no mode recorded");
+  const auto held = r->text(0, 0);
+  if (held == mode) return {};
+  return fail(errc::invalid_argument,
+              c.where() + ": schema \"" + schema + "\" holds mode=" + held +
+                  " locks, and mode=" + std::string(mode) +
+                  " locks there would not exclude them (each mode sees only its own): use "
+                  "mode=" +
+                  held + " on every client of this schema, or another ?schema= for mode=" +
+                  std::string(mode) + " (once no mode=" + held + " client is left: DELETE FROM \"" +
+                  schema + "\".meta WHERE key = 'mode')");
+}
+
 }  // namespace dlock::detail::pg

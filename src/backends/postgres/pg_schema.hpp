@@ -12,6 +12,7 @@
 // are one round trip each.
 
 #include <string>
+#include <string_view>
 
 #include "backends/postgres/pg_conn.hpp"
 
@@ -75,5 +76,11 @@ std::string with_schema(std::string sql, const std::string& schema);
 // (an advisory transaction lock serializes them). backend_error if the stored schema is
 // newer than this dlock understands.
 result<void> ensure_schema(conn& c, const std::string& schema);
+
+// Records `mode` ("lease" or "advisory") as the schema's, or refuses (invalid_argument) where
+// the schema holds the other mode's locks: the two modes keep their locks apart (rows and
+// advisory locks), so a lease-mode holder and an advisory-mode holder of one name would both
+// be granted. The first session to open on the schema decides.
+result<void> claim_mode(conn& c, const std::string& schema, std::string_view mode);
 
 }  // namespace dlock::detail::pg
