@@ -102,9 +102,14 @@ nlohmann::json entry_json(const dlock::queue_entry& e) {
 std::string control_escaped(std::string_view v) {
   std::string out;
   out.reserve(v.size());
-  for (char c : v) {
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    const char c = v[i];
     const auto u = static_cast<unsigned char>(c);
-    if (c == '\n') {
+    const auto next = i + 1 < v.size() ? static_cast<unsigned char>(v[i + 1]) : 0;
+    if (u == 0xC2 && next >= 0x80 && next < 0xA0) {
+      out += fmt::format("\\u{:04x}", next);  // a C1 control (U+009B starts an escape sequence)
+      ++i;
+    } else if (c == '\n') {
       out += "\\n";
     } else if (c == '\t') {
       out += "\\t";

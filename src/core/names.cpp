@@ -42,6 +42,15 @@ result<void> validate_lock_name(std::string_view name) {
       return fail(errc::invalid_argument,
                   "lock name is not valid UTF-8 at byte " + std::to_string(i));
     }
+    // U+0080..U+009F, the C1 controls: a terminal acts on some (U+009B starts an escape
+    // sequence) as on ESC.
+    if (n == 2 && c == 0xC2 && static_cast<unsigned char>(name[i + 1]) < 0xA0) {
+      const auto low = static_cast<unsigned char>(name[i + 1]);
+      return fail(errc::invalid_argument, "lock name contains control character U+00" +
+                                              std::string(1, "0123456789ABCDEF"[low >> 4]) +
+                                              "0123456789ABCDEF"[low & 15] + " at byte " +
+                                              std::to_string(i));
+    }
     i += n;
   }
   return {};

@@ -40,6 +40,13 @@ TEST(CliBadInput, UsageErrorsExit64AndCreateNothing) {
       {{"run", "x", "--url", "sqlite://host:99999/db", "--", "echo", "CMD-RAN"}, 64, "port"},
       {{"run", "", "--", "echo", "CMD-RAN"}, 64, "empty"},
       {{"run", control_name, "--", "echo", "CMD-RAN"}, 64, "control character"},
+      // U+009B, a C1 control: a terminal reads it as ESC [.
+      {{"run",
+        "c1\xc2\x9b"
+        "31m",
+        "--", "echo", "CMD-RAN"},
+       64,
+       "control character U+009B"},
       {{"run", long_name, "--", "echo", "CMD-RAN"}, 64, "255"},
       {{"run", "x", "--ttl", "0", "--", "echo", "CMD-RAN"}, 64, "--ttl"},
       {{"run", "x", "--ttl=-5s", "--", "echo", "CMD-RAN"}, 64, "--ttl"},

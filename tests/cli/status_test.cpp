@@ -53,15 +53,19 @@ TEST(CliStatus, ViewingCreatesNothing) {
 // path) must not split or forge a line of the human output. JSON carries it as it is.
 TEST(CliStatus, ControlCharactersInAnOwnersTextAreEscaped) {
   cli_sandbox box;
-  const std::string odd = box.dir() + "/two\nlines\x1b[31m";
+  // ... and a C1 control (U+009B, which a terminal reads as ESC [), as UTF-8.
+  const std::string odd = box.dir() +
+                          "/two\nlines\x1b[31m\xc2\x9b"
+                          "2J";
   ASSERT_EQ(::symlink("/bin/sh", odd.c_str()), 0);
   auto holder = box.start({"run", "odd", "--", odd, "-c", "echo held; read x; exit 0"});
   ASSERT_TRUE(holder.wait_for_line("held", 30s));
   for (const auto& args : {std::vector<std::string>{"status", "odd"}, {"list"}}) {
     auto r = box.run(args);
     EXPECT_EQ(r.status, 0) << r.output;
-    EXPECT_NE(r.output.find("/two\\nlines\\x1b[31m)"), std::string::npos) << r.output;
+    EXPECT_NE(r.output.find("/two\\nlines\\x1b[31m\\u009b2J)"), std::string::npos) << r.output;
     EXPECT_EQ(r.output.find('\x1b'), std::string::npos) << r.output;
+    EXPECT_EQ(r.output.find("\xc2\x9b"), std::string::npos) << r.output;
     EXPECT_EQ(r.lines().size(), args[0] == "list" ? 3u : 2u) << r.output;
   }
   auto j = run_json(box, {"status", "odd", "--json"});
