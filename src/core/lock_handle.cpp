@@ -203,8 +203,10 @@ result<void> lock_handle::acquire_impl(entry_kind kind, steady::time_point deadl
     session_->remove_hold(h.get());
     abandon(id);
     auto ttl = std::to_string(session_->info().ttl.count());
-    return fail(errc::lock_lost, what() + ": lease lapsed before the grant returned (ttl " + ttl +
-                                     "ms is too short for this host and backend)");
+    return fail(errc::lock_lost,
+                what() + ": lease lapsed before the grant returned (ttl " + ttl +
+                    "ms is too short for this host and backend, or this process was paused or "
+                    "stopped longer than that)");
   }
   hold_ = std::move(h);
   count_ = 1;
