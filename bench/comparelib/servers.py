@@ -124,6 +124,8 @@ class Servers:
             sql = ["mariadb", "-h127.0.0.1", f"-P{p['mysql']}", "-uroot"]
             self.wait("mysql", lambda: run(sql + ["-e", "select 1"], 2)[0] == 0)
             run(sql + ["-e", "create database if not exists dlock"], 10, check=True)
+            # mode=advisory's own: a database holds one mode's locks.
+            run(sql + ["-e", "create database if not exists dlock_adv"], 10, check=True)
 
         if shutil.which("etcd") and shutil.which("etcdctl"):
             self.start_etcd()
