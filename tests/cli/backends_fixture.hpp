@@ -44,7 +44,10 @@ struct servers {
   // etcd's and Redlock's, which the tests written before them do not take.
   std::vector<std::string> newer_urls() const {
     return {"etcd://" + etcd->address(),
-            "redlock://" + redis->address() + "," + redis2->address() + "," + redis3->address()};
+            // Its own prefix: the redis:// URL above uses the first master's default one, and
+            // a prefix holds one scheme's locks.
+            "redlock://" + redis->address() + "," + redis2->address() + "," + redis3->address() +
+                "?prefix=rl:"};
   }
 };
 

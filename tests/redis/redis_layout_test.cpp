@@ -40,7 +40,7 @@ TEST(redis_layout, a_lone_holder_is_one_key_until_a_second_contender_queues_it) 
   ASSERT_TRUE(lone.has_value()) << "an uncontended hold must live in h:job alone";
   EXPECT_TRUE(lone->starts_with(a.id() + "-")) << *lone;
   EXPECT_EQ(sorted_keys(p + "*"), sorted({p + "f:job", p + "fence-floor", p + "h:job",
-                                          p + "s:" + a.id(), p + "s:" + b.id()}));
+                                          p + "s:" + a.id(), p + "s:" + b.id(), p + "scheme"}));
 
   // Listing reads the lone holder and moves nothing.
   auto seen = dlock::inspect(b, "job");
@@ -68,8 +68,8 @@ TEST(redis_layout, a_lone_holder_is_one_key_until_a_second_contender_queues_it) 
   // The last entry to leave the queue took the queue, its data and the marker with it. The
   // wake token the hand-over left for the holder's waiters stays until it expires.
   const auto token = p + "w:" + ids[0];
-  const auto settled =
-      sorted({p + "f:job", p + "fence-floor", p + "s:" + a.id(), p + "s:" + b.id(), token});
+  const auto settled = sorted(
+      {p + "f:job", p + "fence-floor", p + "s:" + a.id(), p + "s:" + b.id(), token, p + "scheme"});
   EXPECT_EQ(sorted_keys(p + "*"), settled);
   EXPECT_GT(server().integer({"PTTL", token}), 0);
 
@@ -154,7 +154,8 @@ TEST(redis_layout, semaphores_and_elections_leave_only_expiring_keys_behind) {
     observer.join();
   }
   for (const auto& k : server().keys(p + "*")) {
-    if (k == p + "f:sem" || k == p + "f:vote" || k == p + "fence-floor" || k.starts_with(p + "s:"))
+    if (k == p + "f:sem" || k == p + "f:vote" || k == p + "fence-floor" || k == p + "scheme" ||
+        k.starts_with(p + "s:"))
       continue;
     EXPECT_GT(server().integer({"PTTL", k}), 0) << k << " is left without an expiry";
     EXPECT_FALSE(k.starts_with(p + "v:") || k.starts_with(p + "q:") || k.starts_with(p + "h:"))

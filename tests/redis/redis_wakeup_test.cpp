@@ -152,14 +152,16 @@ TEST(redis_cleanup, ten_thousand_release_reacquire_cycles_leave_no_key_behind) {
   auto live = server().keys(prefix + "*");
   std::sort(live.begin(), live.end());
   EXPECT_EQ(live, (std::vector<std::string>{prefix + "f:churn", prefix + "fence-floor",
-                                            prefix + "s:" + s.id()}));
+                                            prefix + "s:" + s.id(), prefix + "scheme"}));
   s.close();
   // After close: nothing with a TTL; the fencing counter and the floor stay (they must
   // outlive holders so that tokens keep increasing) and never expire.
   auto left = server().keys(prefix + "*");
   std::sort(left.begin(), left.end());
-  EXPECT_EQ(left, (std::vector<std::string>{prefix + "f:churn", prefix + "fence-floor"}));
+  EXPECT_EQ(left, (std::vector<std::string>{prefix + "f:churn", prefix + "fence-floor",
+                                            prefix + "scheme"}));
   EXPECT_EQ(server().integer({"PTTL", prefix + "fence-floor"}), -1);
+  EXPECT_EQ(server().integer({"PTTL", prefix + "scheme"}), -1);
   EXPECT_EQ(server().integer({"PTTL", prefix + "f:churn"}), -1);
   EXPECT_EQ(server().integer({"GET", prefix + "f:churn"}), static_cast<long long>(last));
 }
@@ -205,7 +207,8 @@ TEST(redis_cleanup, an_abandoned_wait_leaves_no_wake_list_or_entry) {
   b.close();
   auto left = server().keys(prefix + "*");
   std::sort(left.begin(), left.end());
-  EXPECT_EQ(left, (std::vector<std::string>{prefix + "f:x", prefix + "fence-floor"}));
+  EXPECT_EQ(left,
+            (std::vector<std::string>{prefix + "f:x", prefix + "fence-floor", prefix + "scheme"}));
 }
 
 }  // namespace

@@ -252,5 +252,39 @@ TEST(redlock_splits, many_threads_of_one_session_waiting_on_one_lock_are_all_gra
   EXPECT_EQ(overlaps.load(), 0);
 }
 
+// redis:// and redlock:// keep the same keys, but a Redlock grant needs only a majority: a
+// tester's redlock:// contender took a name a redis:// client held on one of its masters. A
+// prefix holds the locks of the first scheme opened under it; the other is refused.
+TEST(redlock_scheme, a_prefix_holds_one_schemes_locks) {
+  three_masters m;
+  const std::string first_master = "redis://" + m.servers[0]->address();
+  auto expect_refused = [](const std::string& url, const std::string& held) {
+    SCOPED_TRACE(url);
+    try {
+      auto s = session::open(url);
+      ADD_FAILURE() << "opened";
+    } catch (const system_error& e) {
+      EXPECT_EQ(e.code(), make_error_code(errc::invalid_argument)) << e.what();
+      EXPECT_NE(std::string(e.what()).find("holds " + held + ":// locks"), std::string::npos)
+          << e.what();
+    }
+  };
+  {
+    auto redlock = session::open(m.url("prefix=a:"));
+    mutex held(redlock, "job");
+    held.lock();
+    expect_refused(first_master + "?prefix=a:", "redlock");
+  }
+  {
+    auto single = session::open(first_master + "?prefix=b:");
+    mutex held(single, "job");
+    held.lock();
+    expect_refused(m.url("prefix=b:"), "redis");
+  }
+  // Each scheme still opens under its own prefix, and again under the one it recorded.
+  EXPECT_NO_THROW(session::open(m.url("prefix=a:")).close());
+  EXPECT_NO_THROW(session::open(first_master + "?prefix=b:").close());
+}
+
 }  // namespace
 }  // namespace dlock::test

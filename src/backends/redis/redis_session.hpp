@@ -94,6 +94,8 @@ class session final : public backend_session {
   void placed(std::string_view lock, std::string_view id, bool add);
   std::size_t quorum() const noexcept { return nodes_.size() / 2 + 1; }
   bool redlock() const noexcept { return nodes_.size() > 1; }
+  // Records this session's scheme under the prefix, or refuses the other one's (start()).
+  result<void> claim_scheme();
   std::chrono::milliseconds wake_ttl() const;
 
   // One queue_script call on every server, turned into the engine's view. Redlock: the view
