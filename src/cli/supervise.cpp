@@ -340,6 +340,15 @@ supervised supervise(const child_spec& spec, const dlock::hold& hold, signal_wat
       // signal left CMD's children unwatched. Once kill() returns, SIGKILL is pending in every
       // member: none runs another instruction of its own.
       if (lost || stopping || killed || end->guard_killed) signal_group(SIGKILL);
+      if (end->guard_killed && !stopping) {
+        // Else the run ends 128+N with no word: CMD's status was never heard, and the guard
+        // that would have reported it is the one a signal ended.
+        print_error("the guard of '" + spec.argv[0] + "' (pid " + std::to_string(group) +
+                    ") was killed by signal " + std::to_string(end->status - 128) +
+                    "; its process group was killed too, so nothing it started runs on "
+                    "without the lock (exit " +
+                    std::to_string(end->status) + ")");
+      }
       // The guard gives the terminal back, unless it was killed first.
       if (tty >= 0 && ::tcgetpgrp(tty) == group) ::tcsetpgrp(tty, ::getpgrp());
       while (::waitpid(group, nullptr, 0) < 0 && errno == EINTR) {

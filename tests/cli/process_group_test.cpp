@@ -118,5 +118,30 @@ TEST(CliRunLost, TheWholeGroupGetsSigterm) {
   EXPECT_FALSE(running(pids[1])) << "the grandchild runs on without the lock";
 }
 
+// The guard (CMD's parent, leading its process group) killed from outside: CMD and what it
+// started go, and dlock says why it exits 137. A tester's run ended 137 with no word.
+TEST(CliRunGuard, AKilledGuardIsSaidAndTakesTheGroupWithIt) {
+  cli_sandbox box;
+  auto holder = box.start(
+      {"run", "guarded", "--", "sh", "-c", "sleep 30 & echo \"pids $$ $!\"; wait; echo done"});
+  auto pids = parse_pids(holder.wait_for_line("pids ", 30s));
+  ASSERT_EQ(pids.size(), 2u);
+  group_cleanup cleanup{pids};
+  const pid_t guard = ::getpgid(pids[0]);
+  ASSERT_GT(guard, 1);
+  ASSERT_NE(guard, pids[0]);
+  ASSERT_EQ(::kill(guard, SIGKILL), 0);
+  EXPECT_EQ(holder.wait(30s), 137);
+  std::string said;
+  while (auto line = holder.read_line(3s)) said += *line + "\n";
+  EXPECT_NE(said.find("the guard of 'sh'"), std::string::npos) << said;
+  EXPECT_NE(said.find("killed by signal 9"), std::string::npos) << said;
+  for (int i = 0; i < 100 && (running(pids[0]) || running(pids[1])); ++i)
+    std::this_thread::sleep_for(50ms);
+  EXPECT_FALSE(running(pids[0])) << "sh survived";
+  EXPECT_FALSE(running(pids[1])) << "the grandchild survived";
+  EXPECT_EQ(box.run({"run", "-n", "guarded", "--", "true"}).status, 0);
+}
+
 }  // namespace
 }  // namespace dlock::test
