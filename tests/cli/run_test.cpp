@@ -111,5 +111,14 @@ TEST(CliRun, SignalWhileWaitingLeavesNothingQueued) {
   EXPECT_EQ(box.run({"status", "s"}).output.find("waiter"), std::string::npos);
 }
 
+// A ZooKeeper host that does not resolve is named, in the resolver's words, as Redis's is: the
+// C client only refuses the host list, and the message said "bad host list?".
+TEST(CliRun, AZooKeeperHostThatDoesNotResolveIsNamed) {
+  cli_sandbox box;
+  auto r = box.run({"run", "-n", "x", "--url", "zk://no-such-host.invalid:2181", "--", "true"});
+  EXPECT_EQ(r.status, 69) << r.output;
+  EXPECT_NE(r.output.find("cannot resolve no-such-host.invalid: "), std::string::npos) << r.output;
+}
+
 }  // namespace
 }  // namespace dlock::test

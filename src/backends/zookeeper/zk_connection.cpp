@@ -1,8 +1,12 @@
 #include "backends/zookeeper/zk_connection.hpp"
 
+#include <netdb.h>
+#include <sys/socket.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <string>
 
 #include "backends/zookeeper/zk_pending_call.hpp"
 #include "core/open_budget.hpp"
@@ -20,6 +24,30 @@ bool is_connected(int state) { return state == ZOO_CONNECTED_STATE || state == Z
 
 constexpr std::chrono::milliseconds resolution_delay{10'000};
 
+// Why the C client refused the host list, which it does not say: the first host that does not
+// resolve ("h:p" or "[v6]:p", comma-separated), in the resolver's words; else empty.
+std::string unresolved(const std::string& hosts) {
+  std::size_t from = 0;
+  while (from <= hosts.size()) {
+    auto to = std::min(hosts.find(',', from), hosts.size());
+    std::string hp = hosts.substr(from, to - from);
+    from = to + 1;
+    auto colon = hp.rfind(':');
+    std::string host = colon == std::string::npos ? hp : hp.substr(0, colon);
+    std::string port = colon == std::string::npos ? "2181" : hp.substr(colon + 1);
+    if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
+      host = host.substr(1, host.size() - 2);
+    }
+    addrinfo hints{};
+    hints.ai_socktype = SOCK_STREAM;
+    addrinfo* found = nullptr;
+    int rc = ::getaddrinfo(host.c_str(), port.c_str(), &hints, &found);
+    if (found) ::freeaddrinfo(found);
+    if (rc != 0) return "cannot resolve " + host + ": " + ::gai_strerror(rc);
+  }
+  return {};
+}
+
 }  // namespace
 
 connection::connection(config c) : cfg_(std::move(c)) {}
@@ -34,8 +62,10 @@ result<std::unique_ptr<connection>> connection::open(const config& c) {
       zookeeper_init2(c.hosts.c_str(), &connection::session_watcher,
                       static_cast<int>(c.session_timeout.count()), nullptr, self, 0, &log_sink);
   if (zh == nullptr) {
+    auto why = unresolved(c.hosts);
     return fail(errc::backend_unavailable,
-                "zookeeper " + c.hosts + ": cannot create a client handle (bad host list?)");
+                "zookeeper " + c.hosts + ": cannot create a client handle (" +
+                    (why.empty() ? std::string("bad host list?") : why) + ")");
   }
   // The C client re-resolves every host name each time its I/O thread polls (a netlink query,
   // /etc/hosts and /etc/gai.conf read: 20-odd system calls per wake-up), which made up most of a
