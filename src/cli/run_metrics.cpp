@@ -92,7 +92,9 @@ std::string format_run_metrics(const run_report& r) {
           number(seconds(*r.waited)));
   }
   if (r.held) {
-    gauge("dlock_run_last_hold_seconds", "How long the last run held its grant.",
+    gauge("dlock_run_last_hold_seconds",
+          "How long the last run held its grant (a lost one: until its lease ended at the "
+          "latest).",
           number(seconds(*r.held)));
   }
   if (r.token) {

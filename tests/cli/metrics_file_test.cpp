@@ -136,5 +136,31 @@ TEST(CliMetricsFile, APathThatCannotBeWrittenIsRefusedBeforeTheJobRuns) {
   EXPECT_EQ(e.output.find("CMD-RAN"), std::string::npos) << e.output;
 }
 
+// A run frozen (SIGSTOP) past its lease reports it held the lock until the lease ended at the
+// latest, not until it was continued and found out: a tester's 1 s lease read 2.3 s held.
+TEST(CliMetricsFile, ALostRunsHoldEndsByItsLease) {
+  cli_sandbox box;
+  const auto file = box.dir() + "/frozen.prom";
+  const auto url = box.url() + "?ttl=1s";
+  auto holder = box.start({"run", "--url", url, "--metrics-file", file, "frozen", "--", "sh", "-c",
+                           "echo running; exec sleep 60"});
+  ASSERT_TRUE(holder.wait_for_line("running", 30s));
+  const auto seen = std::chrono::steady_clock::now();
+  holder.signal(SIGSTOP);
+  // Another client is granted once the lease has ended; the holder stays frozen a while more.
+  ASSERT_EQ(box.run({"run", "--url", url, "-w", "30s", "frozen", "--", "true"}).status, 0);
+  std::this_thread::sleep_for(1s);
+  const auto frozen_until = std::chrono::steady_clock::now();
+  holder.signal(SIGCONT);
+  EXPECT_EQ(holder.wait(30s), 70);
+  auto m = prom_samples(read_file(file));
+  ASSERT_EQ(m[outcome("frozen", "lost")], "1") << read_file(file);
+  const double held = std::stod(m[series("dlock_run_last_hold_seconds", "frozen")]);
+  const double until_continued = std::chrono::duration<double>(frozen_until - seen).count();
+  // Held at most until the lease ended, which was before the other client's grant: at least
+  // the last second of the freeze is not counted.
+  EXPECT_LT(held, until_continued - 0.5) << read_file(file);
+}
+
 }  // namespace
 }  // namespace dlock::test
