@@ -2,10 +2,30 @@
 
 #include <algorithm>
 #include <limits>
+#include <regex>
+#include <string>
 #include <vector>
 
 namespace dlock::cli {
 namespace {
+
+// CLI11's own wording, in dlock's: lower case, the option named once, numbers in words a
+// reader of the other messages expects.
+std::string tidy(std::string msg) {
+  // "--url: --url is empty ...": a validator that names its option, prefixed with it again.
+  if (auto colon = msg.find(": "); colon != std::string::npos && colon > 0) {
+    const auto opt = msg.substr(0, colon);
+    if (msg.compare(colon + 2, opt.size(), opt) == 0) msg.erase(0, colon + 2);
+  }
+  static const std::regex at_most("At Most ([0-9]+) required but received ([0-9]+)");
+  msg = std::regex_replace(msg, at_most, "given $2 times (at most $1)");
+  static const std::regex range("Value (.*) not in range (.*) to (.*)");
+  msg = std::regex_replace(msg, range, "'$1' is not in the range $2 to $3");
+  static const std::regex unexpected("The following arguments? (was|were) not expected: (.*)");
+  msg = std::regex_replace(msg, unexpected, "unexpected argument: $2");
+  if (msg.starts_with("A subcommand is required")) msg[0] = 'a';
+  return msg;
+}
 
 // Levenshtein distance, for "did you mean".
 std::size_t distance(std::string_view a, std::string_view b) {
@@ -98,7 +118,7 @@ std::string explain_usage_error(const CLI::App& app, const std::vector<std::stri
       return "unknown option '" + words[i] + "' (see dlock --help)";
     }
   }
-  if (first_sub == words.size()) return parser_says + " (see dlock --help)";
+  if (first_sub == words.size()) return tidy(parser_says) + " (see dlock --help)";
 
   // Descend through nested subcommands (dlock demo flash-sale).
   const CLI::App* cmd = find_subcommand(app, words[first_sub]);
@@ -134,7 +154,8 @@ std::string explain_usage_error(const CLI::App& app, const std::vector<std::stri
           i > 0 && words[i - 1].starts_with("-") ? cmd->get_option_no_throw(words[i - 1]) : nullptr;
       if (before && before->get_expected_min() > 0 &&
           w.find_first_not_of("0123456789", 1) == std::string::npos) {
-        return words[i - 1] + ": '" + w + "' is negative (see " + path + " --help)";
+        // Named as its validator names it (`-E 256`: --conflict-exit-code).
+        return before->get_name() + ": '" + w + "' is negative (see " + path + " --help)";
       }
       std::string hint = closest(w.substr(0, w.find('=')), spellings);
       std::string msg = "unknown option '" + w + "' for '" + path + "'";
@@ -147,7 +168,7 @@ std::string explain_usage_error(const CLI::App& app, const std::vector<std::stri
     if (!w.starts_with("-")) positional_seen = true;
   }
   (void)after_dashes;
-  return parser_says + " (see " + path + " --help)";
+  return tidy(parser_says) + " (see " + path + " --help)";
 }
 
 }  // namespace dlock::cli

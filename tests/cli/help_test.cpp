@@ -122,5 +122,28 @@ TEST(CliHelp, EveryOptionIsInTheSynopsesAndTheCompletion) {
   EXPECT_GE(schemes, 8) << help.output;
 }
 
+// The parser's own messages in dlock's wording: a tester found "At Most 1 required but
+// received 2", "A subcommand is required", "Value 0 not in range 1 to 256" and "--url: --url is
+// empty" beside the lower-case, option-named-once messages of the rest.
+TEST(CliHelp, TheParsersMessagesReadAsDlocksOwn) {
+  cli_sandbox box;
+  struct expect {
+    std::vector<std::string> args;
+    std::string says;
+  };
+  for (const auto& [args, says] :
+       std::vector<expect>{{{"run", "--url", "a", "--url", "b", "x", "--", "true"},
+                            "--url: given 2 times (at most 1)"},
+                           {{}, "a subcommand is required"},
+                           {{"status", "a", "b"}, "unexpected argument: b"},
+                           {{"demo", "flash-sale", "--workers", "0"}, "'0' is not in the range 1"},
+                           {{"status", "x", "--url", ""}, "dlock: --url is empty"}}) {
+    auto r = box.run(args);
+    EXPECT_EQ(r.status, 64) << r.output;
+    EXPECT_NE(r.output.find(says), std::string::npos) << r.output;
+    EXPECT_EQ(r.output.find("--url: --url"), std::string::npos) << r.output;
+  }
+}
+
 }  // namespace
 }  // namespace dlock::test
