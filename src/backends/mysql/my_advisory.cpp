@@ -204,12 +204,19 @@ class advisory_session final : public advisory_session_base<conn, std::string, p
   std::optional<bool> poll_aside(const std::string& k, steady::time_point deadline,
                                  const std::stop_token& stop) {
     std::lock_guard lk(poll_mu_);
-    if (!poll_conn_ || !poll_conn_->usable()) {
+    // The server ends it after a TTL idle (its wait_timeout, as the session's).
+    if (!poll_conn_ || !poll_conn_->usable() || poll_conn_->peer_closed()) {
       poll_conn_.reset();
+      // A refusal (max_connections) is not asked again at every poll.
+      if (steady::now() < no_poll_conn_until_) return std::nullopt;
       auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - steady::now());
       if (left.count() <= 0) return true;
       auto c = conn::open(target_, std::min(info_.request_timeout, left));
-      if (!c) return std::nullopt;
+      if (!c) {
+        if (steady::now() >= deadline) return true;  // a server not answering: the deadline
+        no_poll_conn_until_ = steady::now() + std::chrono::seconds{10};
+        return std::nullopt;
+      }
       poll_conn_ = std::make_unique<conn>(std::move(*c));
     }
     auto cut = poll_conn_->interrupter();
@@ -228,6 +235,7 @@ class advisory_session final : public advisory_session_base<conn, std::string, p
   target target_;
   std::mutex poll_mu_;  // one poll at a time on poll_conn_
   std::unique_ptr<conn> poll_conn_;
+  steady::time_point no_poll_conn_until_{};
   request_cutter cutter_;  // last: its thread ends before poll_conn_ closes
 };
 
