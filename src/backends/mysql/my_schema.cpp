@@ -34,9 +34,12 @@ namespace {
 // their row, as before.
 #define DLOCK_QUEUED(e) "(" e ".bell = 0 OR IS_USED_LOCK(" DLOCK_BELL(e ".id") ") IS NOT NULL)"
 
+#define DLOCK_META_DDL                                                                        \
+  "CREATE TABLE IF NOT EXISTS dlock_meta(k VARCHAR(64) PRIMARY KEY, v VARCHAR(255) NOT NULL)" \
+  " ENGINE=InnoDB"
+
 const char* const ddl[] = {
-    "CREATE TABLE IF NOT EXISTS dlock_meta(k VARCHAR(64) PRIMARY KEY, v VARCHAR(255) NOT NULL)"
-    " ENGINE=InnoDB",
+    DLOCK_META_DDL,
     "CREATE TABLE IF NOT EXISTS dlock_sessions(id VARBINARY(64) PRIMARY KEY,"
     " owner VARBINARY(1024) NOT NULL, expires_ms BIGINT NOT NULL, conn BIGINT NULL)"
     " ENGINE=InnoDB",
@@ -241,6 +244,7 @@ result<long long> stored_version(conn& c) {
 
 }  // namespace
 
+const std::string statements::create_meta = DLOCK_META_DDL;
 const std::string statements::purge_sessions =
     "DELETE s, e FROM dlock_sessions s LEFT JOIN dlock_entries e ON e.session = s.id"
     " WHERE s.expires_ms <= " DLOCK_NOW;
@@ -376,37 +380,12 @@ result<void> ensure_schema(conn& c) {
   return out;
 }
 
+#undef DLOCK_META_DDL
 #undef DLOCK_BELL
 #undef DLOCK_QUEUED
 #undef DLOCK_READ_COMMITTED
 #undef DLOCK_CONNECTED
 #undef DLOCK_NOW
-
-result<void> claim_mode(conn& c, std::string_view mode) {
-  // Advisory mode makes no other table; lease mode's schema has it already.
-  if (mode != "lease") {
-    auto made = c.exec(ddl[0]);
-    if (!made) {
-      return fail(failure{made.error().code, made.error().message + " (creating dlock_meta)"});
-    }
-  }
-  // The first session to open records its mode; one that raced it keeps that record.
-  auto put = c.run("INSERT INTO dlock_meta(k, v) VALUES ('mode', ?) ON DUPLICATE KEY UPDATE k = k",
-                   {std::string(mode)});
-  if (!put) return fail(failure{put.error().code, put.error().message + " (recording the mode)"});
-  auto r = c.exec("SELECT v FROM dlock_meta WHERE k = 'mode'");
-  if (!r) return fail(failure{r.error().code, r.error().message + " (reading the mode)"});
-  if (r->rows.empty()) return fail(errc::protocol_error, c.where() + ": no mode recorded");
-  const auto held = r->text(0, 0);
-  if (held == mode) return {};
-  const std::string m(mode);
-  return fail(
-      errc::invalid_argument,
-      c.where() + ": this database holds mode=" + held + " locks, and mode=" + m +
-          " locks here would not exclude them (each mode sees only its own): use mode=" + held +
-          " on every client of this database, or another database for mode=" + m +
-          " (once no mode=" + held + " client is left: DELETE FROM dlock_meta WHERE k = 'mode')");
-}
 
 std::string bounded(const std::string& sql, std::chrono::milliseconds budget) {
   auto ms = budget.count();

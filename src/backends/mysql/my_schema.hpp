@@ -28,6 +28,7 @@ std::string session_lock_name(const std::string& session);
 
 // Statement texts; parameters in the order documented.
 struct statements {
+  static const std::string create_meta;     // () the table of the schema version and mode
   static const std::string purge_sessions;  // ()
   static const std::string take_session;    // (lock name) -> 1 if this connection holds it
   static const std::string open_session;    // (session, owner, ttl_ms)

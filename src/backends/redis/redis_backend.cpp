@@ -82,33 +82,6 @@ failure session::quorum_failure(std::string_view what,
                                      (detail.empty() ? "" : " (" + detail + ")")};
 }
 
-// One scheme per prefix. redis:// and redlock:// keep the same keys, but a Redlock grant needs
-// only a majority of masters: a redis:// holder on one of them does not stop it (a tester's
-// two `dlock run`s both held one name). The first session under a prefix records its scheme
-// in `P scheme` (SET NX GET: one round trip, and the reply is the record that won); a session
-// of the other scheme is refused. An observer only reads it.
-result<void> session::claim_scheme() {
-  const std::string mine = redlock() ? "redlock" : "redis";
-  const auto at = cfg_.prefix + "scheme";
-  request claim{nullptr, info_.observe_only
-                             ? std::vector<std::string>{"GET", at}
-                             : std::vector<std::string>{"SET", at, mine, "NX", "GET"}};
-  auto replies = run_all(nodes_, std::vector<request>(nodes_.size(), claim));
-  for (std::size_t i = 0; i < replies.size(); ++i) {
-    if (!replies[i] || (*replies[i])->type != REDIS_REPLY_STRING) continue;  // unset, or down
-    const std::string held((*replies[i])->str, (*replies[i])->len);
-    if (held == mine) continue;
-    return fail(errc::invalid_argument,
-                cfg_.servers[i].where + ": prefix '" + cfg_.prefix + "' holds " + held +
-                    ":// locks, and " + mine +
-                    ":// locks under it would not exclude them (a Redlock grant needs only a "
-                    "majority of masters): use one scheme for every client of this prefix, or "
-                    "another ?prefix= (once no " +
-                    held + ":// client is left: DEL " + at + ")");
-  }
-  return {};
-}
-
 result<void> session::start() {
   // What is unsafe for any lock (an eviction policy, a replica, Redis Cluster) is refused
   // here (redis_doctor.cpp). INFO's default sections hold all three.

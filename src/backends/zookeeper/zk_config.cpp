@@ -1,5 +1,11 @@
 #include "backends/zookeeper/zk_config.hpp"
 
+#include <netdb.h>
+#include <sys/socket.h>
+
+#include <algorithm>
+#include <string>
+
 #include "core/duration.hpp"
 
 namespace dlock::detail::zk {
@@ -69,6 +75,28 @@ result<zk_url> parse_url(const url& u, const session_info& info) {
                                             "': want curator (the default) or writer");
   }
   return out;
+}
+
+std::string unresolved(const std::string& hosts) {
+  std::size_t from = 0;
+  while (from <= hosts.size()) {
+    auto to = std::min(hosts.find(',', from), hosts.size());
+    std::string hp = hosts.substr(from, to - from);
+    from = to + 1;
+    auto colon = hp.rfind(':');
+    std::string host = colon == std::string::npos ? hp : hp.substr(0, colon);
+    std::string port = colon == std::string::npos ? "2181" : hp.substr(colon + 1);
+    if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
+      host = host.substr(1, host.size() - 2);
+    }
+    addrinfo hints{};
+    hints.ai_socktype = SOCK_STREAM;
+    addrinfo* found = nullptr;
+    int rc = ::getaddrinfo(host.c_str(), port.c_str(), &hints, &found);
+    if (found) ::freeaddrinfo(found);
+    if (rc != 0) return "cannot resolve " + host + ": " + ::gai_strerror(rc);
+  }
+  return {};
 }
 
 }  // namespace dlock::detail::zk

@@ -22,4 +22,8 @@ struct zk_url {
 // Fails with errc::invalid_argument naming the bad part of the URL (password redacted).
 result<zk_url> parse_url(const url& u, const session_info& info);
 
+// Why the C client refused host list `hosts`, which it does not say: the first host that does
+// not resolve ("h:p" or "[v6]:p", comma-separated), in the resolver's words; else empty.
+std::string unresolved(const std::string& hosts);
+
 }  // namespace dlock::detail::zk

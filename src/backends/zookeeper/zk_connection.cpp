@@ -1,13 +1,11 @@
 #include "backends/zookeeper/zk_connection.hpp"
 
-#include <netdb.h>
-#include <sys/socket.h>
-
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
 
+#include "backends/zookeeper/zk_config.hpp"
 #include "backends/zookeeper/zk_pending_call.hpp"
 #include "core/open_budget.hpp"
 
@@ -23,30 +21,6 @@ void log_sink(const char* message) {
 bool is_connected(int state) { return state == ZOO_CONNECTED_STATE || state == ZOO_READONLY_STATE; }
 
 constexpr std::chrono::milliseconds resolution_delay{10'000};
-
-// Why the C client refused the host list, which it does not say: the first host that does not
-// resolve ("h:p" or "[v6]:p", comma-separated), in the resolver's words; else empty.
-std::string unresolved(const std::string& hosts) {
-  std::size_t from = 0;
-  while (from <= hosts.size()) {
-    auto to = std::min(hosts.find(',', from), hosts.size());
-    std::string hp = hosts.substr(from, to - from);
-    from = to + 1;
-    auto colon = hp.rfind(':');
-    std::string host = colon == std::string::npos ? hp : hp.substr(0, colon);
-    std::string port = colon == std::string::npos ? "2181" : hp.substr(colon + 1);
-    if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
-      host = host.substr(1, host.size() - 2);
-    }
-    addrinfo hints{};
-    hints.ai_socktype = SOCK_STREAM;
-    addrinfo* found = nullptr;
-    int rc = ::getaddrinfo(host.c_str(), port.c_str(), &hints, &found);
-    if (found) ::freeaddrinfo(found);
-    if (rc != 0) return "cannot resolve " + host + ": " + ::gai_strerror(rc);
-  }
-  return {};
-}
 
 }  // namespace
 

@@ -1,0 +1,35 @@
+// One mode per database: the record of the first session's mode (my_schema.hpp, claim_mode).
+#include <string>
+#include <string_view>
+
+#include "backends/mysql/my_schema.hpp"
+
+namespace dlock::detail::my {
+
+result<void> claim_mode(conn& c, std::string_view mode) {
+  // Advisory mode makes no other table; lease mode's schema has it already.
+  if (mode != "lease") {
+    auto made = c.exec(statements::create_meta);
+    if (!made) {
+      return fail(failure{made.error().code, made.error().message + " (creating dlock_meta)"});
+    }
+  }
+  // The first session to open records its mode; one that raced it keeps that record.
+  auto put = c.run("INSERT INTO dlock_meta(k, v) VALUES ('mode', ?) ON DUPLICATE KEY UPDATE k = k",
+                   {std::string(mode)});
+  if (!put) return fail(failure{put.error().code, put.error().message + " (recording the mode)"});
+  auto r = c.exec("SELECT v FROM dlock_meta WHERE k = 'mode'");
+  if (!r) return fail(failure{r.error().code, r.error().message + " (reading the mode)"});
+  if (r->rows.empty()) return fail(errc::protocol_error, c.where() + ": no mode recorded");
+  const auto held = r->text(0, 0);
+  if (held == mode) return {};
+  const std::string m(mode);
+  return fail(
+      errc::invalid_argument,
+      c.where() + ": this database holds mode=" + held + " locks, and mode=" + m +
+          " locks here would not exclude them (each mode sees only its own): use mode=" + held +
+          " on every client of this database, or another database for mode=" + m +
+          " (once no mode=" + held + " client is left: DELETE FROM dlock_meta WHERE k = 'mode')");
+}
+
+}  // namespace dlock::detail::my
