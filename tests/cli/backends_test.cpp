@@ -338,6 +338,11 @@ TEST_F(CliBackends, TheOtherModeIsRefusedWhereOneModeKeepsItsLocks) {
     holder.signal(SIGTERM);
     (void)holder.wait(30s);
   }
+  // Looking records nothing: status in one mode on a fresh schema leaves it to the other.
+  const std::string fresh = srv_->pg->url("schema=look_" + random_suffix());
+  EXPECT_EQ(box.run({"status", "x", "--url", fresh + "&mode=advisory"}).status, 1);
+  auto first = box.run({"run", "-n", "x", "--url", fresh, "--", "true"});
+  EXPECT_EQ(first.status, 0) << first.output;
 }
 
 }  // namespace

@@ -103,5 +103,26 @@ TEST(mysql_advisory, an_unknown_mode_is_invalid_argument) {
   }
 }
 
+// With lower_case_table_names=1, /casefold and /CaseFold are one database: locks are keyed by
+// the server's name for it, not the URL's spelling (a tester's two holders of one name).
+TEST(mysql_advisory, a_database_named_in_another_case_is_one_database) {
+  mariadb_server folding({"--lower-case-table-names=1"});
+  folding.query("CREATE DATABASE casefold");
+  folding.query("GRANT ALL ON casefold.* TO 'dlock'@'%'");
+  const auto base = folding.url("");
+  auto at = [&](const std::string& db) {
+    return base.substr(0, base.rfind('/') + 1) + db + "?mode=advisory";
+  };
+  auto a = session::open(at("casefold"));
+  mutex held(a, "x");
+  held.lock();
+  auto b = session::open(at("CaseFold"));
+  mutex other(b, "x");
+  EXPECT_FALSE(other.try_lock());
+  held.unlock();
+  EXPECT_TRUE(other.try_lock());
+  other.unlock();
+}
+
 }  // namespace
 }  // namespace dlock::test

@@ -281,9 +281,25 @@ TEST(redlock_scheme, a_prefix_holds_one_schemes_locks) {
     held.lock();
     expect_refused(m.url("prefix=b:"), "redis");
   }
+  // The refused Redlock open left no record of its own on the masters it reached first.
+  EXPECT_TRUE(m.servers[1]->keys("b:scheme").empty());
+  EXPECT_TRUE(m.servers[2]->keys("b:scheme").empty());
   // Each scheme still opens under its own prefix, and again under the one it recorded.
   EXPECT_NO_THROW(session::open(m.url("prefix=a:")).close());
   EXPECT_NO_THROW(session::open(first_master + "?prefix=b:").close());
+}
+
+// A master down when the Redlock session opened has no record of the scheme; the session's
+// next renewal after the master is back writes it, and redis:// is refused there from then on.
+TEST(redlock_scheme, a_master_back_from_an_outage_gets_the_record_at_the_next_renewal) {
+  three_masters m;
+  m.servers[2]->stop();
+  auto redlock = session::open(m.url("prefix=c:&ttl=600ms"));
+  mutex held(redlock, "job");
+  held.lock();
+  m.servers[2]->start();
+  EXPECT_TRUE(within(10s, [&] { return !m.servers[2]->keys("c:scheme").empty(); }));
+  EXPECT_THROW(session::open("redis://" + m.servers[2]->address() + "?prefix=c:"), system_error);
 }
 
 }  // namespace

@@ -225,6 +225,9 @@ class advisory_session_base : public backend_session {
   }
 
   std::string key(std::string_view lock) const { return key_prefix_ + ":" + std::string(lock); }
+  // The scope as the server names it, once connected (before any lock is taken): a URL may
+  // spell it otherwise (MariaDB with lower_case_table_names folds a database name's case).
+  void rescope(std::string key_prefix) { key_prefix_ = std::move(key_prefix); }
 
   failure expired() const {
     return {make_error_code(errc::session_expired),

@@ -62,7 +62,8 @@ class advisory_session final : public advisory_session_base<conn, std::string, p
     auto c = conn::open(target_, info_.request_timeout);
     if (!c) return fail(c.error());
     conn_.emplace(std::move(*c));
-    auto r = conn_->run("SELECT GET_LOCK(?, 0), VERSION()", {session_lock_name(info_.id)});
+    auto r =
+        conn_->run("SELECT GET_LOCK(?, 0), VERSION(), DATABASE()", {session_lock_name(info_.id)});
     if (!r) return fail(r.error());
     if (r->rows.empty() || r->i64(0, 0) != 1) {
       return fail(errc::backend_error, target_.where + ": session lock of " + info_.id +
@@ -73,6 +74,10 @@ class advisory_session final : public advisory_session_base<conn, std::string, p
                                          "(its fencing tokens come from a sequence; server " +
                                          r->text(0, 1) + " has none): use mode=lease");
     }
+    // Locks are keyed by the database's name as the server has it: with
+    // lower_case_table_names set, /T2_C and /t2_c are one database, and keyed by the URL's
+    // spelling two holders of one name were both granted (a tester's report).
+    if (r->rows[0][2]) rescope(r->text(0, 2));
     auto seq = conn_->exec("CREATE SEQUENCE IF NOT EXISTS dlock_adv_tokens");
     if (!seq &&
         seq.error().message.find("(error " + std::to_string(ER_PARSE_ERROR)) != std::string::npos) {
@@ -83,7 +88,7 @@ class advisory_session final : public advisory_session_base<conn, std::string, p
     if (!seq) {
       return fail(failure{seq.error().code, seq.error().message + " (creating dlock's sequence)"});
     }
-    if (auto r = claim_mode(*conn_, "advisory"); !r) return r;
+    if (auto r = claim_mode(*conn_, "advisory", !info_.observe_only); !r) return r;
     watch_connection([](conn& live) { return !live.peer_closed(); });
     return {};
   }

@@ -1,4 +1,6 @@
 // One mode per database: the record of the first session's mode (my_schema.hpp, claim_mode).
+#include <mysqld_error.h>
+
 #include <string>
 #include <string_view>
 
@@ -6,7 +8,32 @@
 
 namespace dlock::detail::my {
 
-result<void> claim_mode(conn& c, std::string_view mode) {
+namespace {
+
+result<void> refused(conn& c, const std::string& held, std::string_view mode) {
+  const std::string m(mode);
+  return fail(
+      errc::invalid_argument,
+      c.where() + ": this database holds mode=" + held + " locks, and mode=" + m +
+          " locks here would not exclude them (each mode sees only its own): use mode=" + held +
+          " on every client of this database, or another database for mode=" + m +
+          " (once no mode=" + held + " client is left: DELETE FROM dlock_meta WHERE k = 'mode')");
+}
+
+}  // namespace
+
+result<void> claim_mode(conn& c, std::string_view mode, bool record) {
+  // An observer (status, doctor) only reads the record: looking must not decide the mode.
+  if (!record) {
+    auto r = c.exec("SELECT v FROM dlock_meta WHERE k = 'mode'");
+    if (!r &&
+        r.error().message.find("(error " + std::to_string(ER_NO_SUCH_TABLE)) != std::string::npos) {
+      return {};  // nothing recorded yet
+    }
+    if (!r) return fail(failure{r.error().code, r.error().message + " (reading the mode)"});
+    if (r->rows.empty() || r->text(0, 0) == mode) return {};
+    return refused(c, r->text(0, 0), mode);
+  }
   // Advisory mode makes no other table; lease mode's schema has it already.
   if (mode != "lease") {
     auto made = c.exec(statements::create_meta);
@@ -21,15 +48,8 @@ result<void> claim_mode(conn& c, std::string_view mode) {
   auto r = c.exec("SELECT v FROM dlock_meta WHERE k = 'mode'");
   if (!r) return fail(failure{r.error().code, r.error().message + " (reading the mode)"});
   if (r->rows.empty()) return fail(errc::protocol_error, c.where() + ": no mode recorded");
-  const auto held = r->text(0, 0);
-  if (held == mode) return {};
-  const std::string m(mode);
-  return fail(
-      errc::invalid_argument,
-      c.where() + ": this database holds mode=" + held + " locks, and mode=" + m +
-          " locks here would not exclude them (each mode sees only its own): use mode=" + held +
-          " on every client of this database, or another database for mode=" + m +
-          " (once no mode=" + held + " client is left: DELETE FROM dlock_meta WHERE k = 'mode')");
+  if (r->text(0, 0) == mode) return {};
+  return refused(c, r->text(0, 0), mode);
 }
 
 }  // namespace dlock::detail::my

@@ -72,7 +72,7 @@ result<void> ensure_schema(conn& c);
 // Records `mode` ("lease" or "advisory") as the database's, or refuses (invalid_argument)
 // where it holds the other mode's locks: lease mode's rows and advisory mode's named locks
 // never meet, so a holder in each mode of one name would both be granted. The first session
-// to open on the database decides.
-result<void> claim_mode(conn& c, std::string_view mode);
+// to open on the database decides. Without `record` (an observer) it only reads the record.
+result<void> claim_mode(conn& c, std::string_view mode, bool record);
 
 }  // namespace dlock::detail::my

@@ -67,7 +67,7 @@ class my_lease {
 
   result<void> open_session(conn& c, const session_info& info) const {
     if (auto r = my::ensure_schema(c); !r) return r;
-    if (auto r = my::claim_mode(c, "lease"); !r) return r;
+    if (auto r = my::claim_mode(c, "lease", !info.observe_only); !r) return r;
     // Lapsed sessions of crashed clients go first; they can never be renewed.
     if (auto r = c.run(stmts::purge_sessions, {}); !r) return fail(r.error());
     auto taken = c.run(stmts::take_session, {my::session_lock_name(info.id)});

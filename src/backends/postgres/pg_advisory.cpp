@@ -32,7 +32,7 @@ class advisory_session final : public advisory_session_base<conn, statement, std
     if (!c) return fail(c.error());
     conn_ = std::move(*c);
     if (auto r = ensure_schema(*conn_, schema_); !r) return r;
-    if (auto r = claim_mode(*conn_, schema_, "advisory"); !r) return r;
+    if (auto r = claim_mode(*conn_, schema_, "advisory", !info_.observe_only); !r) return r;
     if (auto r = check_direct(); !r) return r;
     watch_connection([](conn& live) { return live.consume(); });
     return {};

@@ -319,15 +319,16 @@ result<void> ensure_schema(conn& c, const std::string& schema) {
   return {};
 }
 
-result<void> claim_mode(conn& c, const std::string& schema, std::string_view mode) {
+result<void> claim_mode(conn& c, const std::string& schema, std::string_view mode, bool record) {
   // The first session to open records its mode; ON CONFLICT keeps the record of a session
-  // that raced this one, and the SELECT reads whichever won.
-  auto r =
-      c.exec(with_schema("INSERT INTO @S.meta(key, value) VALUES ('mode', '" + std::string(mode) +
-                             "') ON CONFLICT (key) DO NOTHING;"
-                             " SELECT value FROM @S.meta WHERE key = 'mode'",
-                         schema));
+  // that raced this one, and the SELECT reads whichever won. An observer (status, doctor)
+  // only reads it: looking must not decide the mode.
+  const std::string put = record ? "INSERT INTO @S.meta(key, value) VALUES ('mode', '" +
+                                       std::string(mode) + "') ON CONFLICT (key) DO NOTHING; "
+                                 : "";
+  auto r = c.exec(with_schema(put + "SELECT value FROM @S.meta WHERE key = 'mode'", schema));
   if (!r) return fail(failure{r.error().code, r.error().message + " (recording the mode)"});
+  if (!record && r->count() == 0) return {};
   if (r->count() != 1) return fail(errc::protocol_error, c.where() + ": no mode recorded");
   const auto held = r->text(0, 0);
   if (held == mode) return {};

@@ -80,7 +80,8 @@ result<void> ensure_schema(conn& c, const std::string& schema);
 // Records `mode` ("lease" or "advisory") as the schema's, or refuses (invalid_argument) where
 // the schema holds the other mode's locks: the two modes keep their locks apart (rows and
 // advisory locks), so a lease-mode holder and an advisory-mode holder of one name would both
-// be granted. The first session to open on the schema decides.
-result<void> claim_mode(conn& c, const std::string& schema, std::string_view mode);
+// be granted. The first session to open on the schema decides. Without `record` (an observer)
+// it only reads the record.
+result<void> claim_mode(conn& c, const std::string& schema, std::string_view mode, bool record);
 
 }  // namespace dlock::detail::pg

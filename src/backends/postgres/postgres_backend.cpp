@@ -69,7 +69,7 @@ class pg_lease {
   // The schema, then the session row, on the connection that becomes the session.
   result<void> open_session(conn& c, const session_info& info) {
     if (auto r = pg::ensure_schema(c, schema_); !r) return r;
-    if (auto r = pg::claim_mode(c, schema_, "lease"); !r) return r;
+    if (auto r = pg::claim_mode(c, schema_, "lease", !info.observe_only); !r) return r;
     // The session is bound to its server process only where that process is provably this
     // connection's own (the server's peer is our socket): then its end is the session's end.
     // Through anything between (a pooler, a proxy, NAT) only the lease counts. Behind a

@@ -147,6 +147,11 @@ result<steady::time_point> session::keep_alive() {
         nullptr,
         {"SET", key('s', info_.id), info_.owner, "PX", std::to_string(info_.ttl.count()), "NX"}};
     (void)run_all(lapsed, std::vector<request>(lapsed.size(), restore), {}, expired_.get_token());
+    // And the scheme's record (redis_scheme.cpp), which a master that came back empty lacks.
+    if (!info_.observe_only) {
+      request scheme{nullptr, {"SET", cfg_.prefix + "scheme", "redlock", "NX"}};
+      (void)run_all(lapsed, std::vector<request>(lapsed.size(), scheme), {}, expired_.get_token());
+    }
   }
   return sent;
 }
