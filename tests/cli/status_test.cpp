@@ -1,5 +1,6 @@
 // dlock status and dlock list, human-readable and --json.
 #include <gtest/gtest.h>
+#include <sqlite3.h>
 #include <unistd.h>
 
 #include <nlohmann/json.hpp>
@@ -146,6 +147,35 @@ TEST(CliStatus, HolderAndWaitersInOrder) {
   EXPECT_EQ(waiter2.wait(30s), 0);
   EXPECT_EQ(other.wait(30s), 0);
   EXPECT_EQ(run_json(box, {"list", "--json"})["locks"], json::array());
+}
+
+// A name dlock would refuse (a control character), written into the file by something else:
+// list passes it over and says so, and lists the rest. It refused to list anything.
+TEST(CliStatus, ListPassesOverAStoredNameDlockWouldRefuse) {
+  cli_sandbox box;
+  auto holder = box.start({"run", "plain", "--", "sh", "-c", "echo held; read x; exit 0"});
+  ASSERT_TRUE(holder.wait_for_line("held", 30s));
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open((box.state_dir() + "/locks.db").c_str(), &db), SQLITE_OK);
+  sqlite3_busy_timeout(db, 5000);
+  char* err = nullptr;
+  const int rc = sqlite3_exec(
+      db,
+      "INSERT INTO dlock_entries(name, id, kind, token, session, created_ms)"
+      " SELECT 'bad' || char(27) || 'name', id || 'b', kind, token + 1000, session, created_ms"
+      " FROM dlock_entries WHERE name = 'plain'",
+      nullptr, nullptr, &err);
+  const std::string why = err ? err : "";
+  sqlite3_free(err);
+  sqlite3_close(db);
+  ASSERT_EQ(rc, SQLITE_OK) << why;
+  auto r = box.run({"list"});
+  EXPECT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("plain\n"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("passed over: 'bad\\x1bname'"), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find('\x1b'), std::string::npos) << r.output;
+  holder.close_stdin();
+  EXPECT_EQ(holder.wait(30s), 0);
 }
 
 }  // namespace
