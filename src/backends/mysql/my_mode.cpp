@@ -23,19 +23,22 @@ result<void> refused(conn& c, const std::string& held, std::string_view mode) {
 }  // namespace
 
 result<void> claim_mode(conn& c, std::string_view mode, bool record) {
-  // An observer (status, doctor) only reads the record: looking must not decide the mode.
-  if (!record) {
-    auto r = c.exec("SELECT v FROM dlock_meta WHERE k = 'mode'");
-    if (!r &&
-        r.error().message.find("(error " + std::to_string(ER_NO_SUCH_TABLE)) != std::string::npos) {
-      return {};  // nothing recorded yet
-    }
-    if (!r) return fail(failure{r.error().code, r.error().message + " (reading the mode)"});
-    if (r->rows.empty() || r->text(0, 0) == mode) return {};
-    return refused(c, r->text(0, 0), mode);
+  // Every open reads the record first: once a database has one, that is the only round trip.
+  // An observer (status, doctor) only reads it: looking must not decide the mode.
+  auto seen = c.exec("SELECT v FROM dlock_meta WHERE k = 'mode'");
+  const bool no_table =
+      !seen &&
+      seen.error().message.find("(error " + std::to_string(ER_NO_SUCH_TABLE)) != std::string::npos;
+  if (!seen && !no_table) {
+    return fail(failure{seen.error().code, seen.error().message + " (reading the mode)"});
   }
+  if (seen && !seen->rows.empty()) {
+    if (seen->text(0, 0) == mode) return {};
+    return refused(c, seen->text(0, 0), mode);
+  }
+  if (!record) return {};  // nothing recorded yet
   // Advisory mode makes no other table; lease mode's schema has it already.
-  if (mode != "lease") {
+  if (no_table) {
     auto made = c.exec(statements::create_meta);
     if (!made) {
       return fail(failure{made.error().code, made.error().message + " (creating dlock_meta)"});
