@@ -29,10 +29,12 @@
 #include <utility>
 #include <vector>
 
+#include "backends/common/advisory_view.hpp"
 #include "backends/common/conn_watch.hpp"
 #include "backends/common/loss_notice.hpp"
 #include "backends/common/socket_interrupt.hpp"
 #include "core/backend.hpp"
+#include "core/caller_deadline.hpp"
 #include "core/verdict.hpp"
 
 namespace dlock::detail {
@@ -63,8 +65,20 @@ class advisory_session_base : public backend_session {
   // (advance), which is what the engine decides grants from -- it lists only locks it has
   // an entry in. Without: what the server can tell status tools (observe_locked), never an
   // empty "free" while another connection holds the lock.
+  // A caller that gives up at a deadline (`dlock run`'s look at the holder it waited for)
+  // does not wait past it for a request in flight on the session's connection, and observes
+  // on a connection of the backend's own where it has one (observe_aside).
   result<queue_view> list(std::string_view lock) override {
-    std::unique_lock lk(mu_);
+    const auto until = caller_request_deadline.value_or(steady::time_point::max());
+    std::unique_lock lk(mu_, std::defer_lock);
+    if (until == steady::time_point::max()) {
+      lk.lock();
+    } else if (!lk.try_lock_until(until)) {
+      return fail(errc::backend_unavailable,
+                  where_ +
+                      ": no answer before the caller's deadline (another request of the "
+                      "session still waits on the server)");
+    }
     auto qit = queues_.find(std::string(lock));
     if (qit != queues_.end() && !qit->second.entries.empty()) {
       return advance(lk, std::string(lock));
@@ -72,16 +86,15 @@ class advisory_session_base : public backend_session {
     if (lost_) return fail(expired());
     queue_view v;
     v.sent_at = steady::now();
-    auto seen = observe_locked(lk, key(lock));
-    if (!seen) return fail(seen.error());
-    for (auto& c : seen->holders) v.entries.push_back(remote_entry(lock, c, true));
-    // Waiters with no holder are about to take the lock: the server says it is free.
-    if (!seen->holders.empty()) {
-      for (auto& c : seen->waiters) {
-        bool holds = std::ranges::any_of(seen->holders, [&](auto& h) { return h.id == c.id; });
-        if (!holds) v.entries.push_back(remote_entry(lock, c, false));
-      }
+    std::optional<result<remote_view>> aside;
+    if (until != steady::time_point::max()) {
+      lk.unlock();  // what follows reads no state of the session's
+      aside = observe_aside(key(lock), until);
+      if (!aside) lk.lock();
     }
+    auto seen = aside ? std::move(*aside) : observe_locked(lk, key(lock));
+    if (!seen) return fail(seen.error());
+    add_observed(v, key(lock), *seen);
     return v;
   }
 
@@ -187,33 +200,29 @@ class advisory_session_base : public backend_session {
         key_prefix_(std::move(key_prefix)),
         blocker_owner_(std::move(blocker_owner)) {}
 
-  // A connection the server reports holding, or waiting for, a lock.
-  struct remote_conn {
-    std::string id;           // the server's connection id (backend pid, CONNECTION_ID())
-    std::string host;         // client "address:port", "local", or "unknown" when not shown
-    std::string description;  // e.g. "connection 42, user dlock"
-    bool shared{false};       // holds a shared lock
-  };
-  struct remote_view {
-    std::vector<remote_conn> holders;
-    std::vector<remote_conn> waiters;  // dlock sessions waiting (holding their "waiting" mark)
-  };
   // What the server tells about `key` (mu_ held via `lk`), for status tools: it keeps no
   // token per connection, and no owner text.
-  virtual result<remote_view> observe_locked(std::unique_lock<std::mutex>& lk,
+  virtual result<remote_view> observe_locked(std::unique_lock<std::timed_mutex>& lk,
                                              const std::string& key) = 0;
+  // The same, on a connection other than the session's, ended by `until`; nullopt where the
+  // backend has none (then observe_locked runs). Called without mu_.
+  virtual std::optional<result<remote_view>> observe_aside(const std::string& key,
+                                                           steady::time_point until) {
+    (void)key;
+    (void)until;
+    return std::nullopt;
+  }
 
   // The fencing token of the server's lock on `key`, or nullopt while another connection
   // holds it.
-  virtual result<std::optional<std::uint64_t>> try_lock_locked(std::unique_lock<std::mutex>& lk,
-                                                               const std::string& key,
-                                                               entry_kind kind) = 0;
-  virtual result<void> unlock_locked(std::unique_lock<std::mutex>& lk, const std::string& key,
+  virtual result<std::optional<std::uint64_t>> try_lock_locked(
+      std::unique_lock<std::timed_mutex>& lk, const std::string& key, entry_kind kind) = 0;
+  virtual result<void> unlock_locked(std::unique_lock<std::timed_mutex>& lk, const std::string& key,
                                      entry_kind kind) = 0;
   // Takes (`waiting`) or lets go of this session's "waiting" mark on `key`.
-  virtual result<void> mark_locked(std::unique_lock<std::mutex>& lk, const std::string& key,
+  virtual result<void> mark_locked(std::unique_lock<std::timed_mutex>& lk, const std::string& key,
                                    bool waiting) = 0;
-  virtual result<void> ping_locked(std::unique_lock<std::mutex>& lk) = 0;
+  virtual result<void> ping_locked(std::unique_lock<std::timed_mutex>& lk) = 0;
   // Waits until another connection that held `lock` may have let go of it (or `deadline`,
   // `stop`, the session's loss); may return spuriously (the engine asks the server again).
   virtual result<void> wait_remote(std::string_view lock, steady::time_point deadline,
@@ -252,7 +261,7 @@ class advisory_session_base : public backend_session {
   // returned here). A broken connection ends the session: its locks are gone with it, and
   // the engine is told at once.
   reply run_locked(const Statement& s, const std::vector<Param>& params,
-                   std::unique_lock<std::mutex>& lk) {
+                   std::unique_lock<std::timed_mutex>& lk) {
     if (closed_) return fail(errc::session_closed, where_ + ": session closed");
     if (lost_ || !conn_ || !conn_->usable()) {
       if (!lost_) mark_lost_locked();
@@ -270,7 +279,7 @@ class advisory_session_base : public backend_session {
   }
 
   session_info info_;
-  std::mutex mu_;
+  std::timed_mutex mu_;
   std::condition_variable_any cv_;
   std::optional<Conn> conn_;
   bool closed_{false};
@@ -290,17 +299,6 @@ class advisory_session_base : public backend_session {
     bool marked{false};  // this session's "waiting" mark is held
   };
 
-  // For status tools only (a session with an entry on the lock sees advance()'s view): the
-  // connections the server lists, with an id per connection. Token 0: not known (another
-  // connection's token is in no server view).
-  entry remote_entry(std::string_view lock, const remote_conn& c, bool holds) const {
-    entry e;
-    e.id = "advisory:" + key(lock) + ":" + c.id;
-    e.kind = holds && c.shared ? entry_kind::shared : entry_kind::exclusive;
-    e.owner = c.host + " " + c.description + ", advisory";
-    return e;
-  }
-
   void mark_lost_locked() {
     lost_ = true;
     if (conn_) conn_->close();
@@ -310,7 +308,7 @@ class advisory_session_base : public backend_session {
   // Lets the head of the local queue ask the server (a run of shared entries at once), then
   // returns the queue as the engine sees it: this session's entries, held ones with their
   // tokens, and the other connection, unlisted, just ahead of the first entry it blocks.
-  result<queue_view> advance(std::unique_lock<std::mutex>& lk, const std::string& lock) {
+  result<queue_view> advance(std::unique_lock<std::timed_mutex>& lk, const std::string& lock) {
     queue_view v;
     v.sent_at = steady::now();
     if (lost_) return fail(expired());
@@ -362,7 +360,7 @@ class advisory_session_base : public backend_session {
 
   // Holds this session's "waiting" mark on the lock exactly while one of its entries waits,
   // so status tools (and the tests) can count waiters, which the server does not queue.
-  result<void> settle_mark(std::unique_lock<std::mutex>& lk, const std::string& lock) {
+  result<void> settle_mark(std::unique_lock<std::timed_mutex>& lk, const std::string& lock) {
     auto& q = queues_[lock];
     bool waiting = std::ranges::any_of(q.entries, [](const auto& e) { return e.token == 0; });
     if (waiting == q.marked || lost_) return {};

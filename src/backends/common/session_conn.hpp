@@ -29,6 +29,7 @@
 #include <string>
 #include <utility>
 
+#include "backends/common/aside_conn.hpp"
 #include "backends/common/conn_watch.hpp"
 #include "backends/common/loss_notice.hpp"
 #include "backends/common/socket_interrupt.hpp"
@@ -47,7 +48,10 @@ class session_conn {
   // `where` names the server in messages; `open` makes a connection (the session's, a
   // reconnect before the session row exists, or a spare).
   session_conn(std::string where, std::string session_id, opener open)
-      : where_(std::move(where)), id_(std::move(session_id)), open_(std::move(open)) {}
+      : where_(std::move(where)),
+        id_(std::move(session_id)),
+        open_(std::move(open)),
+        aside_(where_, open_) {}
   session_conn(const session_conn&) = delete;
   session_conn& operator=(const session_conn&) = delete;
   ~session_conn() { watch_.stop(); }
@@ -63,6 +67,7 @@ class session_conn {
     if (!c) return fail(c.error());
     if (auto r = body(**c); !r) return r;
     opened_ = true;
+    opened_seen_ = true;
     interrupt_ = (*c)->interrupter();
     watch_.start((*c)->socket(),
                  [this, fine = std::move(fine)] {
@@ -106,6 +111,17 @@ class session_conn {
     return r;
   }
 
+  // Runs `request(conn, lost)`, a read not bound to the session, on a connection of its own
+  // (aside_conn.hpp), ended by `until`: its caller gives up then, and a request on the
+  // session's connection could neither be cut off nor pass one in flight there.
+  template <class Request>
+  auto run_aside(std::chrono::steady_clock::time_point until, Request&& request)
+      -> decltype(request(std::declval<Conn&>(), false)) {
+    if (!opened_seen_) return run(false, std::forward<Request>(request));
+    const bool lost = lost_seen_;
+    return aside_.run(until, [&](Conn& c) { return request(c, lost); });
+  }
+
   // The lease ended on our side: break off a request in flight on the session's connection.
   void on_expired() noexcept {
     expired_ = true;
@@ -130,6 +146,7 @@ class session_conn {
   template <class Goodbye>
   void close(Goodbye&& goodbye) noexcept {
     watch_.stop();
+    aside_.close();
     std::lock_guard lk(mu_);
     if (closed_) return;
     closed_ = !opened_ || expired_;  // nothing was created, or the lease already ended
@@ -175,6 +192,7 @@ class session_conn {
   // Caller holds mu_. The server ends (or has ended) the session with the connection.
   void mark_lost_locked() {
     lost_ = true;
+    lost_seen_ = true;
     if (!conn_) return;
     if constexpr (requires(const Conn& c) { c.end_reason(); }) {
       if (const auto& said = conn_->end_reason(); !said.empty()) {
@@ -194,6 +212,9 @@ class session_conn {
   bool opened_{false};
   bool closed_{false};
   bool lost_{false};
+  // opened_ and lost_ for run_aside, which does not take mu_.
+  std::atomic<bool> opened_seen_{false};
+  std::atomic<bool> lost_seen_{false};
   loss_notice loss_;
   // Breaks off a request in flight on the session's connection once the session expired.
   std::shared_ptr<socket_interrupt> interrupt_;
@@ -202,6 +223,7 @@ class session_conn {
   // mu_, which a request holds for up to its timeout.
   mutable std::mutex said_mu_;
   std::string said_;
+  aside_conn<Conn> aside_;
   conn_watch watch_;  // last: stopped before the members it uses go
 };
 

@@ -55,6 +55,7 @@
 #include "backends/common/queue_rows.hpp"
 #include "backends/common/session_conn.hpp"
 #include "core/backend.hpp"
+#include "core/caller_deadline.hpp"
 
 namespace dlock::detail {
 
@@ -99,9 +100,18 @@ class sql_lease_session final : public backend_session {
     return queue(*r, sent);
   }
 
+  // A caller that gives up at a deadline (a timed waiter, `dlock run`'s look at the holder)
+  // reads on the session's second connection, cut off then (session_conn::run_aside).
   result<queue_view> list(std::string_view lock) override {
     auto sent = steady::now();
-    auto r = run(db_.list(lock, info_.id), false, 1);
+    auto q = db_.list(lock, info_.id);
+    auto r = caller_request_deadline && *caller_request_deadline != steady::time_point::max()
+                 ? link_.run_aside(*caller_request_deadline,
+                                   [&](conn& c, bool lost) {
+                                     if (lost) q.params[1] = std::string();
+                                     return c.run(q.sql, q.params);
+                                   })
+                 : run(std::move(q), false, 1);
     if (!r) return fail(r.error());
     return queue(*r, sent);
   }

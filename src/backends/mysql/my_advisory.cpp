@@ -125,7 +125,7 @@ class advisory_session final : public advisory_session_base<conn, std::string, p
   static constexpr int max_polls = 1'000;  // then the caller asks again anyway
 
   // Every entry is exclusive (enqueue refuses shared ones), so `kind` is not consulted.
-  result<std::optional<std::uint64_t>> try_lock_locked(std::unique_lock<std::mutex>& lk,
+  result<std::optional<std::uint64_t>> try_lock_locked(std::unique_lock<std::timed_mutex>& lk,
                                                        const std::string& key,
                                                        entry_kind) override {
     auto r = run_locked(try_lock, {key}, lk);
@@ -134,29 +134,39 @@ class advisory_session final : public advisory_session_base<conn, std::string, p
     return static_cast<std::uint64_t>(r->i64(0, 0));
   }
 
-  result<void> unlock_locked(std::unique_lock<std::mutex>& lk, const std::string& key,
+  result<void> unlock_locked(std::unique_lock<std::timed_mutex>& lk, const std::string& key,
                              entry_kind) override {
     auto r = run_locked(unlock, {key}, lk);
     if (!r) return fail(r.error());
     return {};
   }
 
-  result<void> mark_locked(std::unique_lock<std::mutex>& lk, const std::string& key,
+  result<void> mark_locked(std::unique_lock<std::timed_mutex>& lk, const std::string& key,
                            bool waiting) override {
     auto r = run_locked(waiting ? mark : unmark, {key}, lk);
     if (!r) return fail(r.error());
     return {};
   }
 
-  result<void> ping_locked(std::unique_lock<std::mutex>& lk) override {
+  result<void> ping_locked(std::unique_lock<std::timed_mutex>& lk) override {
     auto r = run_locked(ping, {}, lk);
     if (!r) return fail(r.error());
     return {};
   }
 
-  result<remote_view> observe_locked(std::unique_lock<std::mutex>& lk,
+  result<remote_view> observe_locked(std::unique_lock<std::timed_mutex>& lk,
                                      const std::string& key) override {
-    auto r = run_locked(observe, {key, key}, lk);
+    return seen(run_locked(observe, {key, key}, lk));
+  }
+
+  std::optional<result<remote_view>> observe_aside(const std::string& key,
+                                                   steady::time_point until) override {
+    auto r = run_aside(observe, {key, key}, until, {});
+    if (!r) return std::nullopt;
+    return seen(std::move(*r));
+  }
+
+  static result<remote_view> seen(reply r) {
     if (!r) return fail(r.error());
     remote_view v;
     for (std::size_t i = 0; i < r->rows.size(); ++i) {
@@ -200,25 +210,41 @@ class advisory_session final : public advisory_session_base<conn, std::string, p
     return {};
   }
 
-  // IS_FREE_LOCK on a connection kept for the session's timed polls, cut off at the waiter's
-  // deadline: on the session's connection a server that stopped answering would hold the
-  // waiter for a whole request timeout, and cutting that connection would end the session
-  // and free its named locks. true also when the poll failed or was cut (the caller asks
-  // GET_LOCK again, or finds its deadline passed); nullopt when no such connection could be
-  // had (max_connections).
+  // IS_FREE_LOCK on the session's second connection (run_aside). true also when the poll
+  // failed or was cut (the caller asks GET_LOCK again, or finds its deadline passed); nullopt
+  // when no such connection could be had.
   std::optional<bool> poll_aside(const std::string& k, steady::time_point deadline,
                                  const std::stop_token& stop) {
-    std::lock_guard lk(poll_mu_);
+    auto r = run_aside(is_free, {k}, deadline, stop);
+    if (!r) return std::nullopt;
+    if (!*r) return true;
+    return (*r)->rows.empty() || (*r)->i64(0, 0) == 1;
+  }
+
+  // `s` on a connection kept for the session's requests with a deadline (timed polls, a timed
+  // look at a lock), cut off at `deadline` or `stop`: on the session's connection a server
+  // that stopped answering would hold the caller for a whole request timeout, and cutting
+  // that connection would end the session and free its named locks. A request that could not
+  // start, or had no answer, by the deadline fails with backend_unavailable; nullopt when no
+  // such connection could be had (max_connections).
+  std::optional<reply> run_aside(const std::string& s, const std::vector<param>& params,
+                                 steady::time_point deadline, const std::stop_token& stop) {
+    auto late = [&] {
+      return reply(fail(errc::backend_unavailable,
+                        target_.where + ": no answer before the caller's deadline"));
+    };
+    std::unique_lock lk(poll_mu_, std::defer_lock);
+    if (!lk.try_lock_until(deadline)) return late();
     // The server ends it after a TTL idle (its wait_timeout, as the session's).
     if (!poll_conn_ || !poll_conn_->usable() || poll_conn_->peer_closed()) {
       poll_conn_.reset();
-      // A refusal (max_connections) is not asked again at every poll.
+      // A refusal (max_connections) is not asked again at every request.
       if (steady::now() < no_poll_conn_until_) return std::nullopt;
       auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - steady::now());
-      if (left.count() <= 0) return true;
+      if (left.count() <= 0) return late();
       auto c = conn::open(target_, std::min(info_.request_timeout, left));
       if (!c) {
-        if (steady::now() >= deadline) return true;  // a server not answering: the deadline
+        if (steady::now() >= deadline) return late();  // a server not answering
         no_poll_conn_until_ = steady::now() + std::chrono::seconds{10};
         return std::nullopt;
       }
@@ -227,18 +253,18 @@ class advisory_session final : public advisory_session_base<conn, std::string, p
     auto cut = poll_conn_->interrupter();
     std::stop_callback on_stop(stop, [&cut] { cut->interrupt(); });
     auto ticket = cutter_.arm(deadline, cut);
-    auto r = poll_conn_->run(is_free, {k});
+    auto r = poll_conn_->run(s, params);
     if (!r || ticket.fired() || stop.stop_requested()) {
-      poll_conn_.reset();  // a late answer must not be read as the next poll's
-      return true;
+      poll_conn_.reset();  // a late answer must not be read as the next request's
+      if (r || ticket.fired()) return late();
     }
-    return r->rows.empty() || r->i64(0, 0) == 1;
+    return r;
   }
 
   // Closing the connection frees every named lock at once: unlock_on_close has nothing to do.
 
   target target_;
-  std::mutex poll_mu_;  // one poll at a time on poll_conn_
+  std::timed_mutex poll_mu_;  // one request at a time on poll_conn_
   std::unique_ptr<conn> poll_conn_;
   steady::time_point no_poll_conn_until_{};
   request_cutter cutter_;  // last: its thread ends before poll_conn_ closes

@@ -1,0 +1,93 @@
+#pragma once
+// A SQL lease-mode session's second connection, for the reads whose caller gives up at a
+// deadline (a timed waiter's listing after a wake-up, `dlock run`'s look at the holder it
+// waited for). On the session's own connection such a read waits behind any request in
+// flight there and cannot be cut off without ending the session; against a server that
+// stopped answering (a paused process, a black-holed route) a tester's `dlock run -w 3s` took
+// 13 s so. Here the read is cut off at its caller's deadline, and a cut ends only this
+// connection, opened again at the next such read.
+//
+// Conn: as session_conn's, with interrupter() and close().
+// Threads: run() from any thread; requests are serialised, and one that cannot start before
+// its deadline (another still waiting on the server) fails without waiting longer.
+
+#include <atomic>
+#include <chrono>
+#include <functional>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <utility>
+
+#include "backends/common/request_cutter.hpp"
+#include "core/open_budget.hpp"
+#include "core/result.hpp"
+
+namespace dlock::detail {
+
+template <class Conn>
+class aside_conn {
+  using clock = std::chrono::steady_clock;
+
+ public:
+  using opener = std::function<result<Conn>()>;
+
+  aside_conn(std::string where, opener open) : where_(std::move(where)), open_(std::move(open)) {}
+  aside_conn(const aside_conn&) = delete;
+  aside_conn& operator=(const aside_conn&) = delete;
+
+  // Runs `request(conn)`, ended by `until`: backend_unavailable if it could not start, or
+  // had no answer, by then (a connection must be opened first: that too is bounded by it).
+  template <class Request>
+  auto run(clock::time_point until, Request&& request) -> decltype(request(std::declval<Conn&>())) {
+    std::unique_lock lk(mu_, std::defer_lock);
+    if (until == clock::time_point::max()) {
+      lk.lock();
+    } else if (!lk.try_lock_until(until)) {
+      return late("another request still waits on the server");
+    }
+    if (closed_) return fail(errc::session_closed, where_ + ": session closed");
+    if (clock::now() >= until) return late("none was sent");
+    if (!conn_ || !conn_->usable()) {
+      conn_.reset();
+      std::optional<open_attempt_scope> bounded;
+      if (until != clock::time_point::max()) bounded.emplace(until);
+      auto c = open_();
+      if (!c) return fail(c.error());
+      conn_.emplace(std::move(*c));
+    }
+    auto ticket = cutter_.arm(until, conn_->interrupter());
+    auto out = request(*conn_);
+    if (ticket.fired()) {
+      // Even an answer that beat the cut: the connection is shut down either way.
+      conn_->close();
+      conn_.reset();
+      return late("the server did not answer");
+    }
+    if (!conn_->usable()) conn_.reset();
+    return out;
+  }
+
+  // Later requests fail; a request in flight keeps its connection until it ends (by its
+  // deadline), and the destructor closes it.
+  void close() noexcept {
+    closed_ = true;
+    std::unique_lock lk(mu_, std::try_to_lock);
+    if (lk) conn_.reset();
+  }
+
+ private:
+  std::unexpected<failure> late(const std::string& why) const {
+    return fail(errc::backend_unavailable,
+                where_ + ": no answer before the caller's deadline (" + why + ")");
+  }
+
+  const std::string where_;
+  const opener open_;
+  std::timed_mutex mu_;
+  std::optional<Conn> conn_;
+  std::atomic<bool> closed_{false};
+  request_cutter cutter_;  // last: its thread ends before the connection it may cut
+};
+
+}  // namespace dlock::detail
