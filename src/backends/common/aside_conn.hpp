@@ -31,10 +31,16 @@ class aside_conn {
 
  public:
   using opener = std::function<result<Conn>()>;
+  // Whether an idle connection is still the server's (session_conn::idle_check): the server
+  // ends one idle past its timeout, and a read on it would fail once before a new one.
+  using idle_check = std::function<bool(Conn&)>;
 
   aside_conn(std::string where, opener open) : where_(std::move(where)), open_(std::move(open)) {}
   aside_conn(const aside_conn&) = delete;
   aside_conn& operator=(const aside_conn&) = delete;
+
+  // Before the first request.
+  void set_idle_check(idle_check fine) { fine_ = std::move(fine); }
 
   // Runs `request(conn)`, ended by `until`: backend_unavailable if it could not start, or
   // had no answer, by then (a connection must be opened first: that too is bounded by it).
@@ -48,7 +54,7 @@ class aside_conn {
     }
     if (closed_) return fail(errc::session_closed, where_ + ": session closed");
     if (clock::now() >= until) return late("none was sent");
-    if (!conn_ || !conn_->usable()) {
+    if (!kept()) {
       conn_.reset();
       std::optional<open_attempt_scope> bounded;
       if (until != clock::time_point::max()) bounded.emplace(until);
@@ -68,6 +74,18 @@ class aside_conn {
     return out;
   }
 
+  // Opens the connection, if it is not open and no request is using it, by `until`: a timed
+  // waiter does so as its wait begins, so that a read after its deadline (against a server
+  // that stopped answering meanwhile) does not also have to connect, which libmariadb times
+  // only in whole seconds. Never waits for a request in flight.
+  void warm(clock::time_point until) {
+    std::unique_lock lk(mu_, std::try_to_lock);
+    if (!lk || closed_ || kept()) return;
+    conn_.reset();
+    open_attempt_scope bounded(until);
+    if (auto c = open_()) conn_.emplace(std::move(*c));
+  }
+
   // Later requests fail; a request in flight keeps its connection until it ends (by its
   // deadline), and the destructor closes it.
   void close() noexcept {
@@ -77,6 +95,9 @@ class aside_conn {
   }
 
  private:
+  // Caller holds mu_.
+  bool kept() { return conn_ && conn_->usable() && (!fine_ || fine_(*conn_)); }
+
   std::unexpected<failure> late(const std::string& why) const {
     return fail(errc::backend_unavailable,
                 where_ + ": no answer before the caller's deadline (" + why + ")");
@@ -84,6 +105,7 @@ class aside_conn {
 
   const std::string where_;
   const opener open_;
+  idle_check fine_;
   std::timed_mutex mu_;
   std::optional<Conn> conn_;
   std::atomic<bool> closed_{false};

@@ -66,6 +66,7 @@ class session_conn {
     auto c = connection(false);
     if (!c) return fail(c.error());
     if (auto r = body(**c); !r) return r;
+    aside_.set_idle_check(fine);
     opened_ = true;
     opened_seen_ = true;
     interrupt_ = (*c)->interrupter();
@@ -120,6 +121,11 @@ class session_conn {
     if (!opened_seen_) return run(false, std::forward<Request>(request));
     const bool lost = lost_seen_;
     return aside_.run(until, [&](Conn& c) { return request(c, lost); });
+  }
+
+  // Opens run_aside's connection ahead of a timed caller's reads (aside_conn::warm).
+  void warm_aside(std::chrono::steady_clock::time_point until) {
+    if (opened_seen_ && until != std::chrono::steady_clock::time_point::max()) aside_.warm(until);
   }
 
   // The lease ended on our side: break off a request in flight on the session's connection.

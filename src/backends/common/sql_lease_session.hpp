@@ -153,19 +153,24 @@ class sql_lease_session final : public backend_session {
     return wait_any(lock, std::span<const entry>(&awaited, 1), deadline, std::move(stop));
   }
 
+  // A timed waiter's reads after a wake-up, or after its deadline, run on the session's
+  // second connection (list): it is opened as the wait begins, not at the first such read.
   result<void> wait_any(std::string_view lock, std::span<const entry> awaited,
                         steady::time_point deadline, std::stop_token stop) override {
+    link_.warm_aside(deadline);
     return db_.wait_any(*this, lock, awaited, deadline, std::move(stop));
   }
 
   result<void> wait_change(std::string_view lock, const queue_view& seen,
                            steady::time_point deadline, std::stop_token stop) override {
+    link_.warm_aside(deadline);
     return db_.wait_change(*this, lock, seen, deadline, std::move(stop));
   }
 
   // The backend's own, where it can tell that the awaited entry left (MySQL's doorbells).
   result<awaited_fate> wait_knowing(std::string_view lock, const entry& awaited,
                                     steady::time_point deadline, std::stop_token stop) override {
+    link_.warm_aside(deadline);
     if constexpr (requires { db_.wait_knowing(*this, lock, awaited, deadline, stop); }) {
       return db_.wait_knowing(*this, lock, awaited, deadline, std::move(stop));
     } else {
