@@ -35,10 +35,13 @@ class postgres_advisory_fixture : public backend_fixture {
         " WHERE application_name = 'dlock:' || $1",
         {s.id()});
   }
-  // No stall(): here a waiter's try after its wait runs on the session's own connection, the
-  // lease, which a stopped server holds until the request timeout and then ends
-  // (docs/guarantees.md): the stalled-server tests then fail by timing, intermittently (an
-  // ASan run threw session_expired), on a documented limit rather than a fault.
+  // Until 2026-12-07 a timed waiter's try after each nap ran on the session's own connection,
+  // the lease, which a stopped server held until the request timeout and then ended: these
+  // tests failed by timing (an ASan run threw session_expired). It now asks a second
+  // connection whether the lock is still held first.
+  std::unique_ptr<stalled_server> stall() override {
+    return std::make_unique<stopped_process>(server().processes());
+  }
 };
 
 INSTANTIATE_TEST_SUITE_P(postgres_advisory, conformance,

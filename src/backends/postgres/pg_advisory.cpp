@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "backends/common/advisory_session.hpp"
+#include "backends/common/aside_conn.hpp"
 #include "backends/postgres/pg_doctor.hpp"
 #include "backends/postgres/pg_listener.hpp"
 #include "backends/postgres/pg_schema.hpp"
@@ -23,6 +24,7 @@ class advisory_session final : public advisory_session_base<conn, statement, std
         target_(std::move(t)),
         schema_(std::move(schema)),
         stmts_(make_statements(schema_)),
+        aside_target_(listen),
         listener_(std::move(listen), info_.request_timeout, stmts_) {}
   ~advisory_session() override { close(); }
 
@@ -35,6 +37,7 @@ class advisory_session final : public advisory_session_base<conn, statement, std
     if (auto r = claim_mode(*conn_, schema_, "advisory", !info_.observe_only); !r) return r;
     if (auto r = check_direct(); !r) return r;
     watch_connection([](conn& live) { return live.consume(); });
+    aside_.set_idle_check([](conn& idle) { return idle.consume(); });
     return {};
   }
 
@@ -107,6 +110,7 @@ class advisory_session final : public advisory_session_base<conn, statement, std
   }
 
   void close() noexcept override {
+    aside_.close();
     listener_.close();
     advisory_session_base::close();
   }
@@ -194,14 +198,38 @@ class advisory_session final : public advisory_session_base<conn, statement, std
   // Woken by the NOTIFY of the other connection's release, or after a nap (a holder whose
   // connection ended releases without one; a release just before the LISTEN, or just before
   // this session's "waiting" mark, went without one or unseen).
+  // A timed waiter whose nap ends without a NOTIFY asks on a second connection whether the
+  // lock is still held before it returns to try it: the try runs on the session's connection,
+  // which a server that stopped answering would hold until the session ended with it (a run
+  // with `-w` then exited 69, not 75). Cut off at the deadline, as the listener's requests.
   result<void> wait_remote(std::string_view lock, steady::time_point deadline,
                            std::stop_token stop) override {
     auto t = listener_.subscribe(release_channel(lock), deadline);
     if (!t) return fail(t.error());
-    auto nap = std::min<steady::time_point>(deadline, steady::now() + remote_nap);
-    listener_.wait(*t, nap, std::move(stop));
+    const auto k = key(lock);
+    for (;;) {
+      auto nap = std::min<steady::time_point>(deadline, steady::now() + remote_nap);
+      bool notified = listener_.wait(*t, nap, stop);
+      if (notified || stop.stop_requested() || steady::now() >= deadline ||
+          deadline == steady::time_point::max() || !held_aside(k, deadline)) {
+        break;
+      }
+    }
     listener_.unsubscribe(*t);
     return {};
+  }
+
+  // Whether another connection holds `key` exclusively, read on the second connection; false
+  // when the read failed or was cut off (the caller then tries, or finds its deadline passed).
+  bool held_aside(const std::string& key, steady::time_point deadline) {
+    static const statement held{
+        "dlock_adv_held",
+        "SELECT EXISTS (SELECT 1 FROM pg_locks l WHERE l.locktype = 'advisory'"
+        " AND l.objsubid = 1 AND l.granted AND l.mode = 'ExclusiveLock'"
+        " AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())"
+        " AND (l.classid::int8 << 32 | l.objid::int8) = hashtextextended($1, 0))"};
+    auto r = aside_.run(deadline, [&](conn& c) { return c.run(held, {key}); });
+    return r && r->count() == 1 && r->text(0, 0) == "t";
   }
 
   // What the listener subscribes to for a release of `lock`: a dlock release NOTIFYs
@@ -222,7 +250,11 @@ class advisory_session final : public advisory_session_base<conn, statement, std
   target target_;
   std::string schema_;
   statements stmts_;
+  // As the listener's: named `dlock`, not the session, which is the connection that holds.
+  target aside_target_;
   listener listener_;
+  aside_conn<conn> aside_{aside_target_.where,
+                          [this] { return conn::open(aside_target_, info_.request_timeout); }};
 };
 
 }  // namespace
