@@ -247,8 +247,9 @@ void add_demo_command(CLI::App& app, int& status) {
   add_url_option(fs, o->url);
   fs->add_option("--workers", o->workers, "Worker processes (default 8)")
       ->check(CLI::Range(1, 256));
+  // At least one: a sale of nothing has no handoff to show, nor a rate to print.
   fs->add_option("--stock", o->stock, "Units on sale (default 200)")
-      ->check(CLI::Range(0LL, 1'000'000LL));
+      ->check(CLI::Range(1LL, 1'000'000LL));
   fs->add_flag("--no-lock", o->no_lock,
                "Sell without the lock, to show the overselling it prevents");
   fs->add_option("--shop", o->shop, "Shop database file (default: a temporary file)");

@@ -7,10 +7,12 @@
 
 #include <cerrno>
 #include <charconv>
+#include <cstdint>
 #include <ctime>
 #include <optional>
 
 #include "core/duration.hpp"
+#include "core/names.hpp"
 
 namespace dlock::cli {
 namespace {
@@ -109,6 +111,10 @@ std::string control_escaped(std::string_view v) {
     if (u == 0xC2 && next >= 0x80 && next < 0xA0) {
       out += fmt::format("\\u{:04x}", next);  // a C1 control (U+009B starts an escape sequence)
       ++i;
+    } else if (auto cp = dlock::detail::bidi_control_at(v, i)) {
+      // Reorders the text shown around it: one name could pass for another.
+      out += fmt::format("\\u{:04x}", static_cast<std::uint32_t>(cp));
+      i += cp == 0x061C ? 1 : 2;
     } else if (c == '\n') {
       out += "\\n";
     } else if (c == '\t') {

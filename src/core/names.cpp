@@ -23,6 +23,21 @@ std::size_t utf8_length(std::string_view s, std::size_t i) {
 
 }  // namespace
 
+char32_t bidi_control_at(std::string_view s, std::size_t i) {
+  auto at = [&](std::size_t k) {
+    return i + k < s.size() ? static_cast<unsigned char>(s[i + k]) : 0u;
+  };
+  if (at(0) == 0xD8 && at(1) == 0x9C) return 0x061C;
+  if (at(0) != 0xE2) return 0;
+  const char32_t cp = 0x2000 | ((at(1) & 0x3Fu) << 6) | (at(2) & 0x3Fu);
+  if ((at(1) >> 6) != 2 || (at(2) >> 6) != 2) return 0;
+  if (cp == 0x200E || cp == 0x200F || (cp >= 0x202A && cp <= 0x202E) ||
+      (cp >= 0x2066 && cp <= 0x2069)) {
+    return cp;
+  }
+  return 0;
+}
+
 result<void> validate_lock_name(std::string_view name) {
   if (name.empty()) return fail(errc::invalid_argument, "lock name is empty");
   if (name.size() > max_lock_name) {
@@ -50,6 +65,13 @@ result<void> validate_lock_name(std::string_view name) {
                                               std::string(1, "0123456789ABCDEF"[low >> 4]) +
                                               "0123456789ABCDEF"[low & 15] + " at byte " +
                                               std::to_string(i));
+    }
+    if (auto cp = bidi_control_at(name, i)) {
+      std::string hex;
+      for (int shift = 12; shift >= 0; shift -= 4) hex += "0123456789ABCDEF"[(cp >> shift) & 15];
+      return fail(errc::invalid_argument, "lock name contains bidirectional control character U+" +
+                                              hex + " at byte " + std::to_string(i) +
+                                              " (it can make a name display as another)");
     }
     i += n;
   }

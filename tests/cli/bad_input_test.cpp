@@ -47,6 +47,13 @@ TEST(CliBadInput, UsageErrorsExit64AndCreateNothing) {
         "--", "echo", "CMD-RAN"},
        64,
        "control character U+009B"},
+      // U+202E, right-to-left override: "jobgpj.exe" shows as "jobexe.jpg".
+      {{"run",
+        "job\xe2\x80\xae"
+        "gpj.exe",
+        "--", "echo", "CMD-RAN"},
+       64,
+       "bidirectional control character U+202E at byte 3"},
       {{"run", long_name, "--", "echo", "CMD-RAN"}, 64, "255"},
       {{"run", "x", "--ttl", "0", "--", "echo", "CMD-RAN"}, 64, "--ttl"},
       {{"run", "x", "--ttl=-5s", "--", "echo", "CMD-RAN"}, 64, "--ttl"},

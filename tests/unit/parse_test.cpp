@@ -284,5 +284,24 @@ TEST(lock_name, rules) {
   EXPECT_FALSE(validate_lock_name("\xc0\xaf"));  // overlong
 }
 
+// Bidirectional formatting characters reorder the text shown around them: "job\u202Egpj.exe"
+// shows as "jobexe.jpg", one name passing for another in a status line or a log.
+TEST(lock_name, bidirectional_controls_are_refused_and_their_neighbours_are_not) {
+  for (const char* bidi : {"\xd8\x9c", "\xe2\x80\x8e", "\xe2\x80\x8f", "\xe2\x80\xaa",
+                           "\xe2\x80\xae", "\xe2\x81\xa6", "\xe2\x81\xa9"}) {
+    auto r = validate_lock_name(std::string("job") + bidi + "gpj.exe");
+    ASSERT_FALSE(r) << bidi;
+    EXPECT_NE(r.error().message.find("bidirectional control character U+"), std::string::npos)
+        << r.error().message;
+    EXPECT_NE(r.error().message.find("at byte 3"), std::string::npos) << r.error().message;
+  }
+  EXPECT_EQ(bidi_control_at("a\xe2\x80\xae", 1), U'\u202e');
+  // Their neighbours: U+061B, U+200D (the joiner emoji use), U+2010, U+2065, U+206A, U+2029.
+  for (const char* fine : {"\xd8\x9b", "\xe2\x80\x8d", "\xe2\x80\x90", "\xe2\x81\xa5",
+                           "\xe2\x81\xaa", "\xe2\x80\xa9"}) {
+    EXPECT_TRUE(validate_lock_name(std::string("n") + fine)) << fine;
+  }
+}
+
 }  // namespace
 }  // namespace dlock::detail

@@ -3,6 +3,7 @@
 #include <dlock/errors.hpp>
 #include <dlock/session.hpp>
 #include <iostream>
+#include <string_view>
 
 #include "cli/bench/bench.hpp"
 #include "cli/bench/bench_scenarios.hpp"
@@ -10,8 +11,14 @@
 namespace dlock::cli {
 namespace {
 
+// Every error line of dlock starts "dlock: "; a library error's message already does.
+void say(std::string_view message) {
+  if (message.starts_with("dlock: ")) message.remove_prefix(7);
+  std::cerr << "dlock: bench: " << message << '\n';
+}
+
 int usage(const std::string& message) {
-  std::cerr << "dlock bench: " << message << '\n';
+  say(message);
   return bench_exit_usage;
 }
 
@@ -61,13 +68,13 @@ int run_bench(const bench_options& o) {
     r.print(o.json);
     return 0;
   } catch (const dlock::system_error& e) {
-    std::cerr << "dlock bench: " << e.what() << '\n';
+    say(e.what());
     return e.code() == dlock::errc::invalid_argument ? bench_exit_usage : bench_exit_unavailable;
   } catch (const bench_failure& e) {
-    std::cerr << "dlock bench: " << e.what() << '\n';
+    say(e.what());
     return bench_exit_failed;
   } catch (const std::exception& e) {
-    std::cerr << "dlock bench: " << e.what() << '\n';
+    say(e.what());
     return bench_exit_failed;
   }
 }
