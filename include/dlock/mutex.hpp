@@ -12,9 +12,9 @@ namespace dlock {
 /// arrival order. Every grant carries a fencing token (see hold.hpp).
 ///
 /// Lock names: 1 to 255 bytes of UTF-8 without control characters (C0, C1, bidirectional
-/// formatting); the constructor throws
-/// invalid_argument otherwise. Calling lock() on a handle that already holds throws
-/// already_held (it would deadlock with itself); use recursive_mutex for re-entry.
+/// formatting); the constructor throws invalid_argument otherwise. Calling lock() on a handle
+/// that already holds throws already_held (it would deadlock with itself); use recursive_mutex
+/// for re-entry.
 ///
 /// Example:
 /// @code
