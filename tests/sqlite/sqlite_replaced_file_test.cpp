@@ -5,6 +5,8 @@
 // (beside a holder in the new one). Before the check, both went on: the old file's inode
 // stays open and writable, so renewals and handoffs kept working in it.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
@@ -104,6 +106,32 @@ TEST_F(sqlite_replaced_file, a_file_moved_over_the_path_is_a_replacement_too) {
   auto now_side = session::open(url_);
   mutex m(now_side, "k");
   EXPECT_TRUE(m.try_lock());
+}
+
+// A symlink on the path re-pointed (a deploy's `current -> releases/N`, a restore): the path
+// now leads to another file, while the file the old sessions opened is untouched where it
+// really is. A tester's second `dlock run` was granted token 1 in the new file while the first
+// held token 1 in the old one, and the first was never told.
+TEST_F(sqlite_replaced_file, a_symlink_on_the_path_re_pointed_to_another_file_is_a_replacement) {
+  const auto r1 = dir_.path() + "/r1", r2 = dir_.path() + "/r2", current = dir_.path() + "/current";
+  ASSERT_EQ(::mkdir(r1.c_str(), 0755), 0);
+  ASSERT_EQ(::mkdir(r2.c_str(), 0755), 0);
+  ASSERT_EQ(::symlink("r1", current.c_str()), 0);
+  const auto url = "sqlite://" + current + "/locks.db?ttl=1s";
+  auto old_side = session::open(url);
+  mutex held(old_side, "k");
+  held.lock();
+  auto hold = held.current_hold();
+  const auto next = dir_.path() + "/next";
+  ASSERT_EQ(::symlink("r2", next.c_str()), 0);
+  ASSERT_EQ(std::rename(next.c_str(), current.c_str()), 0);  // `ln -sfn r2 current`, atomically
+  auto new_side = session::open(url);
+  mutex other(new_side, "k");
+  ASSERT_TRUE(other.try_lock()) << "the new file does not know the old file's holder";
+  EXPECT_TRUE(poll_until([&] { return hold.state() == hold_state::lost; }, 5s, 10ms))
+      << "the holder in the file the path no longer leads to still believes it holds: "
+      << to_string(hold.state());
+  other.unlock();
 }
 
 // The same kind of fault, one entry at a time: its row deleted by another program (a DELETE by

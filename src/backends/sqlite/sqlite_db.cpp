@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cerrno>
 #include <cstdio>
 #include <filesystem>
 #include <thread>
@@ -206,6 +207,11 @@ db::db(sqlite3* h, std::string path, int busy_timeout_ms)
       path_(std::move(path)),
       busy_(std::make_unique<busy_retry>(busy_retry{std::chrono::milliseconds{busy_timeout_ms}})) {
   sqlite3_busy_handler(h_, &db::on_busy, busy_.get());
+  std::error_code ec;
+  auto absolute = std::filesystem::absolute(path_, ec);
+  reached_ = ec ? path_ : absolute.string();
+  struct stat st {};
+  if (::stat(file_name().c_str(), &st) == 0) opened_ = file_id{st.st_dev, st.st_ino};
 }
 
 // Replaces sqlite3_busy_timeout's handler, whose naps start at 1 ms and grow to 100 ms: every
@@ -249,8 +255,13 @@ std::string db::file_name() const {
 bool db::moved() const {
   int moved = 0;
   // SQLITE_NOTFOUND from a VFS that cannot tell: then it has not moved as far as we know.
-  return sqlite3_file_control(h_, "main", SQLITE_FCNTL_HAS_MOVED, &moved) == SQLITE_OK &&
-         moved != 0;
+  if (sqlite3_file_control(h_, "main", SQLITE_FCNTL_HAS_MOVED, &moved) == SQLITE_OK && moved != 0) {
+    return true;
+  }
+  if (!opened_) return false;
+  struct stat st {};
+  if (::stat(reached_.c_str(), &st) != 0) return errno == ENOENT || errno == ENOTDIR;
+  return st.st_dev != opened_->dev || st.st_ino != opened_->ino;
 }
 
 result<void> db::exec(const char* sql) {

@@ -3,6 +3,7 @@
 // mapped onto dlock codes (SQLITE_BUSY/LOCKED -> backend_unavailable, which is retried).
 
 #include <sqlite3.h>
+#include <sys/stat.h>
 
 #include <chrono>
 #include <cstdint>
@@ -78,6 +79,8 @@ class db {
   db(db&& o) noexcept
       : h_(o.h_),
         path_(std::move(o.path_)),
+        reached_(std::move(o.reached_)),
+        opened_(o.opened_),
         cache_(std::move(o.cache_)),
         busy_(std::move(o.busy_)) {
     o.h_ = nullptr;
@@ -92,7 +95,10 @@ class db {
   result<void> exec(const char* sql);
   int changes() const { return sqlite3_changes(h_); }
   // Whether the file this connection opened is no longer the one at its path (deleted,
-  // renamed, or replaced by another file): SQLITE_FCNTL_HAS_MOVED, one stat() of the path.
+  // renamed, or replaced by another file): SQLITE_FCNTL_HAS_MOVED, one stat() of the path
+  // SQLite resolved, and one of the path as given, through its symlinks (re-pointed, a
+  // symlink on it leads to another file: a tester's deploy-style `current -> r2` gave two
+  // holders one token).
   bool moved() const;
   const std::string& path() const { return path_; }
   // Until set back to nothing, every busy wait also ends at `until`: the statements of
@@ -113,8 +119,14 @@ class db {
   };
   db(sqlite3* h, std::string path, int busy_timeout_ms);
   static int on_busy(void* retry, int attempts);
+  struct file_id {
+    dev_t dev{};
+    ino_t ino{};
+  };
   sqlite3* h_;
   std::string path_;
+  std::string reached_;            // path_ made absolute, symlinks kept
+  std::optional<file_id> opened_;  // the file SQLite opened, when stat() could tell
   std::unordered_map<const char*, sqlite3_stmt*> cache_;
   std::unique_ptr<busy_retry> busy_;  // its address is the handler's: stable across moves
 };
