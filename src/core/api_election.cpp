@@ -1,5 +1,6 @@
 // dlock::election and dlock::leadership: the election over lock_handle (a candidate is a
 // queue entry with a value; the head leads) and its observers over wait_change().
+#include <algorithm>
 #include <dlock/election.hpp>
 
 #include "core/capability_refusals.hpp"
@@ -201,7 +202,12 @@ std::optional<leader_info> election::next_change(const std::optional<leader_info
     auto r = read(core, name_);
     if (r.settled && r.leader != seen) return r.leader;
     if (stop.stop_requested() || steady::now() >= deadline) return seen;
-    auto w = core.backend().wait_change(name_, r.queue, deadline, stop);
+    // Read again at least once a TTL: a backend whose watch waits out an outage without a
+    // word (etcd's gRPC stream reconnects for ever) kept a tester's `dlock observe` on its
+    // last view for 10 minutes. The read fails after its retries instead, as a watcher is
+    // promised (the CLI exits 69).
+    const auto until = std::min(deadline, steady::now() + core.info().ttl);
+    auto w = core.backend().wait_change(name_, r.queue, until, stop);
     if (!w) {
       if (!detail::is_transient(w.error())) {
         detail::raise(w.error(), "dlock: observe election '" + name_ + "'");

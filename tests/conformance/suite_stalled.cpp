@@ -10,6 +10,7 @@
 
 #include "conformance/suite.hpp"
 #include "core/caller_deadline.hpp"
+#include "support/poll.hpp"
 
 namespace dlock::test {
 namespace {
@@ -121,6 +122,46 @@ TEST_P(conformance,
   EXPECT_LT(took, opts.request_timeout + 3s)
       << "the acquire took " << std::chrono::duration_cast<std::chrono::milliseconds>(took).count()
       << " ms";
+}
+
+// An election's watcher (`dlock observe`) whose backend stops answering is told, within a TTL
+// and a request timeout, instead of being left on its last view: a tester's `dlock observe` on
+// etcd printed nothing for the 10 minutes etcd was down (its watch waited out the outage
+// without a word), and kept showing a leader that had lost and exited.
+TEST_P(conformance, an_observer_is_told_when_the_backend_stops_answering) {
+  if (!caps().values || caps().scope != dlock::reach::network) {
+    GTEST_SKIP() << "no elections, or no server: a local file's readers still read";
+  }
+  dlock::session_options opts;
+  opts.request_timeout = 2s;
+  auto s = dlock::session::open(fx().url(), opts);  // its TTL is the fixture's 2 s
+  dlock::election e(s, lock_name());
+  std::atomic<int> outcome{0};  // 1: told (an exception), 2: returned
+  std::string told;
+  std::jthread watcher([&](std::stop_token stop) {
+    try {
+      auto seen = e.leader();
+      (void)e.next_change(seen, std::chrono::steady_clock::time_point::max(), stop);
+      outcome = 2;
+    } catch (const std::exception& ex) {
+      told = ex.what();
+      outcome = 1;
+    }
+  });
+  std::this_thread::sleep_for(300ms);  // into its wait for a change
+  auto stalled = fx().stall();
+  if (!stalled) {
+    watcher.request_stop();
+    GTEST_SKIP() << "the fixture cannot stall this backend";
+  }
+  // TTL (2 s) + request timeout (2 s), and slack for a loaded machine.
+  const bool ended = poll_until([&] { return outcome.load() != 0; }, 12s);
+  stalled.reset();
+  if (!ended) watcher.request_stop();
+  watcher.join();
+  EXPECT_TRUE(ended) << "the watcher still waits, its backend silent for 12 s";
+  EXPECT_EQ(outcome.load(), ended ? 1 : 2) << told;
+  std::cout << "told: " << told << "\n";
 }
 
 }  // namespace dlock::test
