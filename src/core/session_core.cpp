@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "core/doctor.hpp"
+#include "core/duration.hpp"
 #include "core/events.hpp"
 #include "core/exit_guard.hpp"
 #include "core/hold_core.hpp"
@@ -79,7 +80,21 @@ result<std::shared_ptr<session_core>> session_core::open(std::string_view text,
   if (s->options_.observer) {
     s->backend_ = observe_requests(std::move(s->backend_), s->options_.observer);
   }
-  if (auto g = s->backend_->granted_ttl()) s->info_.ttl = *g;
+  if (auto g = s->backend_->granted_ttl()) {
+    // Checked against the TTL asked before the open; a server that granted less (ZooKeeper's
+    // maxSessionTimeout) would see every renewal come after the lease ended: a tester's
+    // ttl=60s&keepalive=45s lost every hold at 40 s, with no fault.
+    const auto keepalive = s->options_.keepalive_interval;
+    if (keepalive.count() > 0 && keepalive >= *g) {
+      return fail(errc::invalid_argument,
+                  "URL '" + s->url_.redacted + "': keepalive " + format_duration(keepalive) +
+                      " is not below the TTL the server granted, " + format_duration(*g) + " (" +
+                      format_duration(s->info_.ttl) +
+                      " asked): every renewal would come after the lease ended; ask a keepalive "
+                      "below it, or leave keepalive out (a third of the TTL granted)");
+    }
+    s->info_.ttl = *g;
+  }
   s->lease_deadline_.store(s->deadline_from(started).time_since_epoch().count());
   s->start();
   exit_guard::track(s);

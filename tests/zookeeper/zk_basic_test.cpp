@@ -194,5 +194,23 @@ TEST(zk_session, bad_host_is_unavailable_and_names_the_host) {
   EXPECT_EQ(ec, dlock::errc::backend_unavailable);
 }
 
+// The ensemble grants at most maxSessionTimeout (60 s here): a keepalive checked only against
+// the TTL asked would renew after the lease it got had ended. A tester's ttl=60s&keepalive=45s
+// on a 40 s ensemble lost every hold at 40 s, with no fault.
+TEST(zk_session, a_keepalive_not_below_the_granted_ttl_is_refused_at_open) {
+  std::error_code ec;
+  const auto base = "zk://" + shared_zk().hosts() + "/?ttl=90s";
+  auto s = dlock::session::open(base + "&keepalive=70s", {}, ec);
+  EXPECT_FALSE(s);
+  EXPECT_EQ(ec, dlock::errc::invalid_argument);
+  const std::string why = dlock::last_error_message();
+  EXPECT_NE(why.find("keepalive 1m10s is not below the TTL the server granted, 1m"),
+            std::string::npos)
+      << why;
+  // Below what is granted: fine.
+  auto fine = dlock::session::open(base + "&keepalive=50s");
+  EXPECT_EQ(fine.ttl(), 60s);
+}
+
 }  // namespace
 }  // namespace dlock::test
