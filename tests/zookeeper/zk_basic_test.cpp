@@ -194,6 +194,23 @@ TEST(zk_session, bad_host_is_unavailable_and_names_the_host) {
   EXPECT_EQ(ec, dlock::errc::backend_unavailable);
 }
 
+// The persistent parents (the chroot, `dlock`) let anyone create under them: a tester's first
+// `zk://alice:…@` client made them with its own ACL, and every other identity, or none, was
+// refused (77) for every lock name in the chroot, for good.
+TEST(zk_layout, another_identity_may_use_other_lock_names_in_a_chroot_one_identity_made) {
+  const auto where = shared_zk().hosts() + "/shared-" + random_suffix() + "?session_timeout=4s";
+  auto alice = dlock::session::open("zk://alice:secret@" + where);
+  dlock::mutex a(alice, "alices");
+  a.lock();
+  for (std::string who : {"bob:other@", ""}) {
+    auto s = dlock::session::open("zk://" + who + where);
+    dlock::mutex m(s, "theirs" + std::to_string(who.size()));  // a name of their own
+    EXPECT_TRUE(m.try_lock_for(2s)) << (who.empty() ? "anonymous" : who);
+    m.unlock();
+  }
+  a.unlock();
+}
+
 // The ensemble grants at most maxSessionTimeout (60 s here): a keepalive checked only against
 // the TTL asked would renew after the lease it got had ended. A tester's ttl=60s&keepalive=45s
 // on a 40 s ensemble lost every hold at 40 s, with no fault.

@@ -17,8 +17,14 @@ lock_nodes::lock_nodes(std::unique_ptr<connection> c, std::string base, bool sec
     secure_acl_[0] = {ZOO_PERM_READ, ZOO_ANYONE_ID_UNSAFE};
     secure_acl_[1] = {ZOO_PERM_ALL, ZOO_AUTH_IDS};
     acl_ = {2, secure_acl_};
+    // A tester's first `zk://alice:…@` client left every other identity refused (77) for
+    // every lock name in the chroot, for good.
+    parent_secure_acl_[0] = {ZOO_PERM_READ | ZOO_PERM_CREATE, ZOO_ANYONE_ID_UNSAFE};
+    parent_secure_acl_[1] = {ZOO_PERM_ALL, ZOO_AUTH_IDS};
+    parent_acl_ = {2, parent_secure_acl_};
   } else {
     acl_ = ZOO_OPEN_ACL_UNSAFE;
+    parent_acl_ = ZOO_OPEN_ACL_UNSAFE;
   }
 }
 
@@ -162,7 +168,8 @@ result<void> lock_nodes::ensure_parent(const std::string& lp) {
   if (!u) return fail(u.error());
   auto create = [&](const std::string& p, int mode) {
     conn_->sent(connection::op::create);
-    return zoo_create(u->zh(), p.c_str(), nullptr, -1, &acl_, mode, nullptr, 0);
+    const auto* acl = mode == ZOO_PERSISTENT ? &parent_acl_ : &acl_;
+    return zoo_create(u->zh(), p.c_str(), nullptr, -1, acl, mode, nullptr, 0);
   };
   int rc = create(lp, ZOO_CONTAINER);
   if (rc == ZOK || rc == ZNODEEXISTS) return {};

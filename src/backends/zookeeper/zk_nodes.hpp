@@ -67,7 +67,11 @@ class lock_nodes {
   const std::string base_;  // "<chroot>/dlock"
   const std::string owner_;
   struct ACL secure_acl_[2]{};
-  struct ACL_vector acl_ {};
+  struct ACL_vector acl_ {};  // a lock's container and its entries
+  // The persistent nodes above the containers (the chroot, `dlock`): anyone may also create
+  // under them, or the first identity to make them would own every lock name there.
+  struct ACL parent_secure_acl_[2]{};
+  struct ACL_vector parent_acl_ {};
   session_cache cache_;
 };
 
