@@ -40,10 +40,11 @@ class cli_sandbox {
   cli_result run_through(const std::vector<std::string>& wrapper,
                          const std::vector<std::string>& args,
                          std::chrono::milliseconds timeout = std::chrono::seconds{60}) const;
-
- private:
+  // As start(), through `wrapper`.
   child_process start_through(const std::vector<std::string>& wrapper,
                               const std::vector<std::string>& args) const;
+
+ private:
   temp_dir dir_{"dlock-cli-test"};
 };
 

@@ -195,11 +195,16 @@ result<db> db::open_read_only(const std::string& path, int busy_timeout_ms,
   // again. Never for a writer's lock (busy: a file being created, or a long write): an
   // observer opened so would watch that snapshot forever.
   const int primary = rc & 0xff;
+  bool snapshot = false;
   if (!h && primary != SQLITE_BUSY && primary != SQLITE_LOCKED &&
-      !std::filesystem::exists(path + "-wal"))
+      !std::filesystem::exists(path + "-wal")) {
     h = open_uri(file_uri(path) + "?immutable=1", path, probe_ms, rc);
+    snapshot = true;
+  }
   if (!h) return fail(h.error());
-  return db(*h, path, busy_timeout_ms);
+  db out(*h, path, busy_timeout_ms);
+  out.snapshot_ = snapshot;
+  return out;
 }
 
 db::db(sqlite3* h, std::string path, int busy_timeout_ms)
@@ -235,7 +240,7 @@ int db::on_busy(void* retry, int attempts) {
 
 db::~db() {
   for (auto& [sql, s] : cache_) sqlite3_finalize(s);
-  sqlite3_close_v2(h_);
+  if (h_) sqlite3_close_v2(h_);
 }
 
 result<stmt> db::prepare(const char* sql) {

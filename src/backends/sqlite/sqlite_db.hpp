@@ -81,12 +81,29 @@ class db {
         path_(std::move(o.path_)),
         reached_(std::move(o.reached_)),
         opened_(o.opened_),
+        snapshot_(o.snapshot_),
         cache_(std::move(o.cache_)),
         busy_(std::move(o.busy_)) {
     o.h_ = nullptr;
     o.cache_.clear();
   }
   db(const db&) = delete;
+  // Closes this connection and takes `o`'s (an observer following its path to a new file).
+  db& operator=(db&& o) noexcept {
+    if (this != &o) {
+      db gone(std::move(*this));
+      h_ = o.h_;
+      path_ = std::move(o.path_);
+      reached_ = std::move(o.reached_);
+      opened_ = o.opened_;
+      snapshot_ = o.snapshot_;
+      cache_ = std::move(o.cache_);
+      busy_ = std::move(o.busy_);
+      o.h_ = nullptr;
+      o.cache_.clear();
+    }
+    return *this;
+  }
   ~db();
 
   // A statement prepared once per connection and reused: `sql` must be a string literal
@@ -101,6 +118,8 @@ class db {
   // holders one token).
   bool moved() const;
   const std::string& path() const { return path_; }
+  // Opened read-only as immutable (open_read_only): a snapshot, which never shows a change.
+  bool snapshot() const { return snapshot_; }
   // Until set back to nothing, every busy wait also ends at `until`: the statements of
   // session::open share its budget, where each would wait the whole busy timeout.
   void bound_busy_waits(std::optional<std::chrono::steady_clock::time_point> until) {
@@ -127,6 +146,7 @@ class db {
   std::string path_;
   std::string reached_;            // path_ made absolute, symlinks kept
   std::optional<file_id> opened_;  // the file SQLite opened, when stat() could tell
+  bool snapshot_{false};
   std::unordered_map<const char*, sqlite3_stmt*> cache_;
   std::unique_ptr<busy_retry> busy_;  // its address is the handler's: stable across moves
 };

@@ -329,29 +329,6 @@ result<std::vector<std::string>> session::lock_names(std::string_view prefix) {
   }
 }
 
-result<void> session::same_file() {
-  if (info_.observe_only) return {};  // holds nothing; opened afresh by each command
-  if (lost_.empty()) lost_ = file_trouble();
-  if (lost_.empty()) return {};
-  return fail(errc::session_expired, lost_);
-}
-
-std::string session::file_trouble() const {
-  if (db_.moved()) {
-    return "the lock file " + db_.path() +
-           " was deleted, renamed or replaced while sqlite session " + info_.id +
-           " used it: its holds are lost (a new file starts its fencing tokens again)";
-  }
-  // Of the file SQLite has open: not moved, so the name it opened is still that file's.
-  if (auto links = hard_links(file_); links > 1) {
-    return "the lock file " + db_.path() + " " + hard_links_problem(db_.path(), links) +
-           "; sqlite session " + info_.id +
-           " used it meanwhile, so its holds are lost (a process that opened another name may "
-           "have been granted its locks)";
-  }
-  return {};
-}
-
 result<void> session::own_entries_kept() {
   for (const auto& [id, where] : own_) {
     // By its key, (name, token): one row's look per entry, whatever the queue's length.

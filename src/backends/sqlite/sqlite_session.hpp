@@ -105,6 +105,8 @@ class session final : public backend_session {
   // kept its own WAL and index (file_system.hpp) and may have been granted our locks, so our
   // holds are in doubt even once the link is gone again.
   result<void> same_file();
+  // An observer's same_file(): reopens on the file now at the path.
+  void follow_file();
   // Why this session's file is no longer safe to use; empty while it is.
   std::string file_trouble() const;
   void notify_all(const std::vector<std::string>& entry_ids);
