@@ -141,7 +141,8 @@ int main(int argc, char** argv) {
   std::cout.flush();
   bool failed = !std::cout;
   if (std::fflush(stdout) != 0 || std::ferror(stdout)) failed = true;
-  if (!failed || errno == EPIPE) return status;
+  // A command that already said so (observe's flush per line) is not told twice.
+  if (!failed || errno == EPIPE || status == dlock::cli::exit_io) return status;
   dlock::cli::print_error(std::string("cannot write to stdout: ") +
                           (errno != 0 ? std::strerror(errno) : "write failed"));
   return dlock::cli::exit_io;

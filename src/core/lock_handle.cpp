@@ -245,7 +245,7 @@ result<void> lock_handle::check_recipe(entry_kind kind, std::string_view value) 
 failure lock_handle::conflict_failure(const entry& mine, const entry& other) const {
   auto what = [](const entry& e) {
     if (e.kind == entry_kind::permit)
-      return "a semaphore of " + std::to_string(e.limit) + " permits";
+      return "a semaphore of " + std::to_string(e.limit) + (e.limit == 1 ? " permit" : " permits");
     if (e.kind == entry_kind::candidate) return std::string("an election");
     return std::string(e.kind == entry_kind::shared ? "a shared lock" : "a lock");
   };

@@ -25,6 +25,7 @@ TEST(CliOutputErrors, AFullDiskIsExit74WithTheReason) {
       {"list", "--url", box.url()},
       {"leader", "--url", box.url(), "job"},
       {"doctor", "--url", box.url()},
+      {"observe", "--url", box.url(), "job"},
       {"--help"},
       {"run", "--help"},
   };
@@ -36,6 +37,8 @@ TEST(CliOutputErrors, AFullDiskIsExit74WithTheReason) {
     EXPECT_NE(r.output.find("cannot write to stdout: No space left on device"), std::string::npos)
         << "dlock" << shown << "\n"
         << r.output;
+    // Once: `observe` said it, then the exit's flush said "write failed" as well.
+    EXPECT_EQ(r.lines().size(), 1u) << "dlock" << shown << "\n" << r.output;
   }
 }
 

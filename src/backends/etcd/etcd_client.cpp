@@ -10,6 +10,7 @@
 #include <set>
 
 #include "backends/etcd/etcd_channel.hpp"
+#include "backends/etcd/etcd_keys.hpp"
 #include "backends/etcd/etcd_watch.hpp"
 #include "core/caller_deadline.hpp"
 #include "etcd_rpc.grpc.pb.h"
@@ -153,7 +154,8 @@ class grpc_client final : public client {
         break;
       }
       if (resp.ttl() <= 0) {
-        lost = "etcd lease " + std::to_string(id) + " is gone (keep-alive answered TTL " +
+        // In hex, as the entry's key, `etcdctl lease` and `dlock status` name it.
+        lost = "etcd lease " + lease_key("", id) + " is gone (keep-alive answered TTL " +
                std::to_string(resp.ttl()) + ")";
         break;
       }
