@@ -201,10 +201,11 @@ TEST(redlock_waiters, a_burst_from_many_sessions_is_queued_in_one_order_on_every
   int grants = 0;
   for (auto& t : threads) grants += t->join();
   EXPECT_EQ(grants, waiters);
-  // Each grant: its release, the successor's listing, and a re-listing now and then; a split
-  // costs a re-queue and several listings more (4.7 to 11 per grant before).
+  // Each grant: its release, the successor's listing, and a re-listing now and then (more of
+  // them on a loaded machine: 3.85 once under ASan while another build ran); a split costs a
+  // re-queue and several listings more (4.7 to 11 per grant before).
   const auto per_grant = static_cast<double>(script_calls(*m.servers[0]) - before) / waiters;
-  EXPECT_LE(per_grant, 3.5) << "queue-script calls per grant on one master";
+  EXPECT_LE(per_grant, 4.4) << "queue-script calls per grant on one master";
 }
 
 }  // namespace
