@@ -78,6 +78,8 @@ class connection {
   std::chrono::milliseconds negotiated_timeout() const noexcept { return negotiated_; }
   client_identity identity() const { return identity_; }
   const std::string& hosts() const noexcept { return cfg_.hosts; }
+  // The session timeout asked for (`session_timeout`, else the TTL).
+  std::chrono::milliseconds requested_timeout() const noexcept { return cfg_.session_timeout; }
 
   void set_event_handler(std::function<void(session_event)> handler);
 
