@@ -57,5 +57,30 @@ TEST_F(sqlite_file_system, the_same_directory_reached_locally_works) {
   m.unlock();
 }
 
+// A read-only mount: no mode or owner explains it (a tester, as root, was shown the
+// directory's mode 0755, owned by root), the mount does.
+TEST(sqlite_read_only_mount, a_file_there_is_refused_naming_the_read_only_file_system) {
+  temp_dir dir{"dlock-sqlite-ro"};
+  const auto src = dir.path() + "/src", ro = dir.path() + "/ro";
+  ASSERT_EQ(std::system(("mkdir -p '" + src + "' '" + ro + "'").c_str()), 0);
+  { auto made = dlock::session::open("sqlite://" + src + "/locks.db"); }
+  if (::mount(src.c_str(), ro.c_str(), nullptr, MS_BIND, nullptr) != 0) {
+    GTEST_SKIP() << "cannot bind-mount here (needs CAP_SYS_ADMIN)";
+  }
+  struct unmount {
+    std::string at;
+    ~unmount() { ::umount2(at.c_str(), MNT_DETACH); }
+  } at_exit{ro};
+  ASSERT_EQ(::mount(nullptr, ro.c_str(), nullptr, MS_BIND | MS_REMOUNT | MS_RDONLY, nullptr), 0);
+  try {
+    auto s = dlock::session::open("sqlite://" + ro + "/locks.db");
+    ADD_FAILURE() << "opened a lock file on a read-only mount";
+  } catch (const dlock::system_error& e) {
+    EXPECT_EQ(e.code(), dlock::errc::permission_denied) << e.what();
+    EXPECT_NE(std::string(e.what()).find("is on a read-only file system"), std::string::npos)
+        << e.what();
+  }
+}
+
 }  // namespace
 }  // namespace dlock::test

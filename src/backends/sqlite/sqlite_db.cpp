@@ -75,6 +75,11 @@ std::optional<std::string> explain_access(const std::string& path, bool write) {
   std::string who = "this process runs as " + user_name(::geteuid()) + " (uid " +
                     std::to_string(::geteuid()) + ")";
   struct stat st {};
+  // No mode or owner helps on a file system mounted read-only (a tester, as root, was shown
+  // a directory's mode 0755): name the mount's state instead.
+  if (write && ::access(dir.c_str(), W_OK) != 0 && errno == EROFS)
+    return "directory '" + dir + "' is on a read-only file system; dlock needs to create and " +
+           "remove the -wal and -shm files there";
   if (::stat(dir.c_str(), &st) == 0 && ::access(dir.c_str(), X_OK | (write ? W_OK : 0)) != 0)
     return "permission denied: directory " + describe(dir, st) + "; " + who +
            (write ? " and needs to create and remove the -wal and -shm files there" : "");
