@@ -44,9 +44,12 @@ struct leader_info {
   std::uint64_t version{0};  ///< counts the leader's values: 1 at its campaign, +1 per proclaim
   std::string owner;         ///< "host pid=N description" of the leader's session
   std::optional<std::chrono::system_clock::time_point> since;  ///< its campaign, if known
-  /// Same leader (term) with the same value.
+  /// Same leader (term) with the same value. Owner and value are compared as well as token
+  /// and version: a store that starts again (a SQLite file deleted and made anew) hands out
+  /// token 1 again, and an observer took its new leader for the old one.
   friend bool operator==(const leader_info& a, const leader_info& b) noexcept {
-    return a.token == b.token && a.version == b.version;
+    return a.token == b.token && a.version == b.version && a.owner == b.owner &&
+           a.value == b.value;
   }
 };
 
