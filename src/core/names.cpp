@@ -18,6 +18,12 @@ std::size_t utf8_length(std::string_view s, std::size_t i) {
     if ((static_cast<unsigned char>(s[i + k]) >> 6) != 0x2) return 0;
   }
   if (n == 2 && b < 0xC2) return 0;  // overlong
+  // RFC 3629's table: no overlong 3- or 4-byte form, no UTF-16 surrogate (U+D800..U+DFFF), and
+  // nothing above U+10FFFF. A second tester's name with an encoded surrogate was accepted, and
+  // then `dlock list --json` failed for every lock on the backend (nlohmann-json refuses it).
+  const auto b1 = n > 1 ? static_cast<unsigned char>(s[i + 1]) : 0u;
+  if (n == 3 && ((b == 0xE0 && b1 < 0xA0) || (b == 0xED && b1 >= 0xA0))) return 0;
+  if (n == 4 && ((b == 0xF0 && b1 < 0x90) || b > 0xF4 || (b == 0xF4 && b1 >= 0x90))) return 0;
   return n;
 }
 

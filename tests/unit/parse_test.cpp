@@ -282,6 +282,18 @@ TEST(lock_name, rules) {
   EXPECT_FALSE(validate_lock_name("\x7f"));
   EXPECT_FALSE(validate_lock_name("\xc3"));      // truncated sequence
   EXPECT_FALSE(validate_lock_name("\xc0\xaf"));  // overlong
+  // RFC 3629: overlong 3- and 4-byte forms, surrogates, beyond U+10FFFF.
+  EXPECT_FALSE(validate_lock_name("\xe0\x80\xaf"));
+  EXPECT_FALSE(validate_lock_name("\xf0\x80\x80\xaf"));
+  EXPECT_FALSE(validate_lock_name("\xed\xa0\x80"));
+  EXPECT_FALSE(validate_lock_name("\xed\xbf\xbf"));
+  EXPECT_FALSE(validate_lock_name("\xf4\x90\x80\x80"));
+  EXPECT_FALSE(validate_lock_name("\xf5\x80\x80\x80"));
+  // Their neighbours: U+D7FF, U+E000, U+10FFFF, U+0800, U+10000.
+  for (const char* fine :
+       {"\xed\x9f\xbf", "\xee\x80\x80", "\xf4\x8f\xbf\xbf", "\xe0\xa0\x80", "\xf0\x90\x80\x80"}) {
+    EXPECT_TRUE(validate_lock_name(fine)) << fine;
+  }
 }
 
 // Bidirectional formatting characters reorder the text shown around them: "job\u202Egpj.exe"
