@@ -44,8 +44,12 @@ class aside_conn {
 
   // Runs `request(conn)`, ended by `until`: backend_unavailable if it could not start, or
   // had no answer, by then (a connection must be opened first: that too is bounded by it).
+  // `*refused` is set, and nothing run, when the server refused a connection before `until`
+  // (max_connections), now or within the last 10 s: the caller then uses its own.
   template <class Request>
-  auto run(clock::time_point until, Request&& request) -> decltype(request(std::declval<Conn&>())) {
+  auto run(clock::time_point until, Request&& request, bool* refused)
+      -> decltype(request(std::declval<Conn&>())) {
+    *refused = false;
     std::unique_lock lk(mu_, std::defer_lock);
     if (until == clock::time_point::max()) {
       lk.lock();
@@ -56,10 +60,21 @@ class aside_conn {
     if (clock::now() >= until) return late("none was sent");
     if (!kept()) {
       conn_.reset();
+      if (clock::now() < no_conn_until_) {
+        *refused = true;
+        return late("no connection of its own to be had");
+      }
       std::optional<open_attempt_scope> bounded;
       if (until != clock::time_point::max()) bounded.emplace(until);
       auto c = open_();
-      if (!c) return fail(c.error());
+      if (!c) {
+        if (clock::now() >= until) return fail(c.error());  // a server not answering
+        // Refused (a second tester's max_connections=20: waiters that could not list on a
+        // connection of their own never saw their grant), not asked again at every read.
+        no_conn_until_ = clock::now() + std::chrono::seconds{10};
+        *refused = true;
+        return fail(c.error());
+      }
       conn_.emplace(std::move(*c));
     }
     auto ticket = cutter_.arm(until, conn_->interrupter());
@@ -82,8 +97,13 @@ class aside_conn {
     std::unique_lock lk(mu_, std::try_to_lock);
     if (!lk || closed_ || kept()) return;
     conn_.reset();
+    if (clock::now() < no_conn_until_) return;
     open_attempt_scope bounded(until);
-    if (auto c = open_()) conn_.emplace(std::move(*c));
+    if (auto c = open_()) {
+      conn_.emplace(std::move(*c));
+    } else if (clock::now() < until) {
+      no_conn_until_ = clock::now() + std::chrono::seconds{10};
+    }
   }
 
   // Later requests fail; a request in flight keeps its connection until it ends (by its
@@ -108,6 +128,7 @@ class aside_conn {
   idle_check fine_;
   std::timed_mutex mu_;
   std::optional<Conn> conn_;
+  clock::time_point no_conn_until_{};  // a refused open is not tried again before then
   std::atomic<bool> closed_{false};
   request_cutter cutter_;  // last: its thread ends before the connection it may cut
 };

@@ -120,7 +120,12 @@ class session_conn {
       -> decltype(request(std::declval<Conn&>(), false)) {
     if (!opened_seen_) return run(false, std::forward<Request>(request));
     const bool lost = lost_seen_;
-    return aside_.run(until, [&](Conn& c) { return request(c, lost); });
+    bool refused = false;
+    auto r = aside_.run(
+        until, [&](Conn& c) { return request(c, lost); }, &refused);
+    // No second connection to be had: on the session's own, as before it existed.
+    if (refused) return run(false, std::forward<Request>(request));
+    return r;
   }
 
   // Opens run_aside's connection ahead of a timed caller's reads (aside_conn::warm).

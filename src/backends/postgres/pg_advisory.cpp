@@ -228,7 +228,9 @@ class advisory_session final : public advisory_session_base<conn, statement, std
         " AND l.objsubid = 1 AND l.granted AND l.mode = 'ExclusiveLock'"
         " AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())"
         " AND (l.classid::int8 << 32 | l.objid::int8) = hashtextextended($1, 0))"};
-    auto r = aside_.run(deadline, [&](conn& c) { return c.run(held, {key}); });
+    bool refused = false;  // no second connection to be had: the caller tries, as before
+    auto r = aside_.run(
+        deadline, [&](conn& c) { return c.run(held, {key}); }, &refused);
     return r && r->count() == 1 && r->text(0, 0) == "t";
   }
 
