@@ -31,6 +31,9 @@ void expect_rejected(const cli_sandbox& box, const bad_case& c) {
 TEST(CliBadInput, UsageErrorsExit64AndCreateNothing) {
   cli_sandbox box;
   std::string control_name = std::string("a") + '\x01' + "b";
+  // U+009B, a C1 control: a terminal reads it as ESC [. U+202E, right-to-left override:
+  // "jobgpj.exe" shows as "jobexe.jpg".
+  const std::string c1_name = "c1\xc2\x9b[31m", bidi_name = "job\xe2\x80\xaegpj.exe";
   std::string long_name(300, 'n');
   std::vector<bad_case> cases = {
       {{"run", "x", "--url", "no-scheme-here", "--", "echo", "CMD-RAN"}, 64, "no-scheme-here"},
@@ -40,20 +43,8 @@ TEST(CliBadInput, UsageErrorsExit64AndCreateNothing) {
       {{"run", "x", "--url", "sqlite://host:99999/db", "--", "echo", "CMD-RAN"}, 64, "port"},
       {{"run", "", "--", "echo", "CMD-RAN"}, 64, "empty"},
       {{"run", control_name, "--", "echo", "CMD-RAN"}, 64, "control character"},
-      // U+009B, a C1 control: a terminal reads it as ESC [.
-      {{"run",
-        "c1\xc2\x9b"
-        "31m",
-        "--", "echo", "CMD-RAN"},
-       64,
-       "control character U+009B"},
-      // U+202E, right-to-left override: "jobgpj.exe" shows as "jobexe.jpg".
-      {{"run",
-        "job\xe2\x80\xae"
-        "gpj.exe",
-        "--", "echo", "CMD-RAN"},
-       64,
-       "bidirectional control character U+202E at byte 3"},
+      {{"run", c1_name, "--", "echo", "CMD-RAN"}, 64, "control character U+009B"},
+      {{"run", bidi_name, "--", "echo", "CMD-RAN"}, 64, "bidirectional control character U+202E"},
       {{"run", long_name, "--", "echo", "CMD-RAN"}, 64, "255"},
       {{"run", "x", "--ttl", "0", "--", "echo", "CMD-RAN"}, 64, "--ttl"},
       {{"run", "x", "--ttl=-5s", "--", "echo", "CMD-RAN"}, 64, "--ttl"},

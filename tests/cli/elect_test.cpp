@@ -28,20 +28,6 @@ unsigned long long token_in(const std::string& leading_line) {
   return std::stoull(leading_line.substr(leading_line.find(' ') + 1));
 }
 
-// The next line of `p` that contains `text`, or "" if none comes within `timeout`.
-std::string line_with(child_process& p, const std::string& text,
-                      std::chrono::milliseconds timeout) {
-  auto until = std::chrono::steady_clock::now() + timeout;
-  while (std::chrono::steady_clock::now() < until) {
-    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-        until - std::chrono::steady_clock::now());
-    auto line = p.read_line(std::max(left, 1ms));
-    if (!line) return "";
-    if (line->find(text) != std::string::npos) return *line;
-  }
-  return "";
-}
-
 json leader_json(const cli_sandbox& box, const std::string& name, int status) {
   auto r = box.run({"leader", name, "--json"});
   EXPECT_EQ(r.status, status) << r.output;
@@ -287,7 +273,7 @@ TEST(CliLeader, ViewingCreatesNothing) {
   std::string db = box.dir() + "/elsewhere.db";
   EXPECT_EQ(box.run({"leader", "x", "--url", "sqlite://" + db, "--json"}).status, 1);
   auto o = box.start({"observe", "x"});
-  EXPECT_NE(line_with(o, "no leader", 30s), "");
+  EXPECT_NE(o.wait_for_line_with("no leader", 30s).value_or(""), "");
   o.signal(SIGTERM);
   EXPECT_EQ(o.wait(30s), 0);
   EXPECT_FALSE(file_exists(box.dir() + "/state")) << "viewing created the state directory";
@@ -297,7 +283,7 @@ TEST(CliLeader, ViewingCreatesNothing) {
 TEST(CliObserve, PrintsTheCurrentStateThenEveryNewLeader) {
   cli_sandbox box;
   auto o = box.start({"observe", "db/primary"});
-  EXPECT_NE(line_with(o, "no leader", 30s), "");
+  EXPECT_NE(o.wait_for_line_with("no leader", 30s).value_or(""), "");
 
   auto e1 = box.start(leading("db/primary", {"--value", "first"}));
   auto t1 = e1.wait_for_line("leading ", 30s);

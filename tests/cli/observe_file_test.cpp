@@ -15,20 +15,6 @@ namespace {
 
 using namespace std::chrono_literals;
 
-// The next line of `p` that contains `text`, or "" if none comes within `timeout`.
-std::string line_with(child_process& p, const std::string& text,
-                      std::chrono::milliseconds timeout) {
-  auto until = std::chrono::steady_clock::now() + timeout;
-  while (std::chrono::steady_clock::now() < until) {
-    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-        until - std::chrono::steady_clock::now());
-    auto line = p.read_line(std::max(left, 1ms));
-    if (!line) return "";
-    if (line->find(text) != std::string::npos) return *line;
-  }
-  return "";
-}
-
 std::vector<std::string> electing(const std::string& url, const std::string& value) {
   return {"elect", "e1", "--url", url, "--value", value, "--", "sleep", "30"};
 }
@@ -46,9 +32,10 @@ TEST(CliObserveFile, AReadOnlyObserverOfAnIdleFileSeesTheNextLeader) {
   ASSERT_EQ(::chmod(db.c_str(), 0644), 0);
   auto o = box.start_through({"setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--"},
                              {"observe", "e1", "--url", url});
-  EXPECT_NE(line_with(o, "no leader", 30s), "");
+  EXPECT_NE(o.wait_for_line_with("no leader", 30s).value_or(""), "");
   auto e = box.start(electing(url, "v1"));
-  EXPECT_NE(line_with(o, "leader \"v1\"", 30s), "") << "the observer watched a snapshot";
+  EXPECT_NE(o.wait_for_line_with("leader \"v1\"", 30s).value_or(""), "")
+      << "the observer watched a snapshot";
   e.signal(SIGTERM);
   e.wait(30s);
   o.signal(SIGTERM);
@@ -64,10 +51,10 @@ TEST(CliObserveFile, AnObserverFollowsItsPathToAFileMadeAgain) {
   const std::string db = box.dir() + "/locks.db", url = "sqlite://" + db;
   auto a = box.start(electing(url, "in-the-old-file"));
   auto o = box.start({"observe", "e1", "--url", url});
-  EXPECT_NE(line_with(o, "leader \"in-the-old-file\"  token 1", 30s), "");
+  EXPECT_NE(o.wait_for_line_with("leader \"in-the-old-file\"  token 1", 30s).value_or(""), "");
   for (const char* suffix : {"", "-wal", "-shm"}) std::remove((db + suffix).c_str());
   auto b = box.start(electing(url, "in-the-new-file"));
-  EXPECT_NE(line_with(o, "leader \"in-the-new-file\"  token 1", 30s), "")
+  EXPECT_NE(o.wait_for_line_with("leader \"in-the-new-file\"  token 1", 30s).value_or(""), "")
       << "the observer stayed on the deleted file, or took the new leader for the old one";
   for (auto* e : {&a, &b}) {
     e->signal(SIGTERM);

@@ -196,6 +196,19 @@ std::optional<std::string> child_process::wait_for_line(const std::string& prefi
   }
 }
 
+std::optional<std::string> child_process::wait_for_line_with(const std::string& text,
+                                                             std::chrono::milliseconds timeout) {
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  for (;;) {
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) return std::nullopt;
+    auto line = read_line(left);
+    if (!line) return std::nullopt;
+    if (line->find(text) != std::string::npos) return line;
+  }
+}
+
 void child_process::signal(int sig) const {
   if (pid_ > 0 && !status_) ::kill(pid_, sig);
 }

@@ -50,6 +50,9 @@ class child_process {
   // Reads lines until one starts with `prefix`; returns it (or nullopt).
   std::optional<std::string> wait_for_line(const std::string& prefix,
                                            std::chrono::milliseconds timeout);
+  // Reads lines until one contains `text`; returns it (or nullopt).
+  std::optional<std::string> wait_for_line_with(const std::string& text,
+                                                std::chrono::milliseconds timeout);
   void signal(int sig) const;
   // Waits for exit; returns the exit status (128+signal if killed), or nullopt on timeout.
   std::optional<int> wait(std::chrono::milliseconds timeout);
