@@ -8,10 +8,14 @@
 
 #include <chrono>
 #include <dlock/dlock.hpp>
+#include <filesystem>
+#include <fstream>
 #include <functional>
+#include <iterator>
 #include <memory>
 #include <ostream>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace dlock::test {
@@ -27,8 +31,14 @@ class stalled_server {
 class stopped_process final : public stalled_server {
  public:
   explicit stopped_process(pid_t pid) : stopped_process(std::vector<pid_t>{pid}) {}
+  // Returns once every thread of every process is stopped (or after 5 s): kill() only queues
+  // the signal, and a request served in between made CI-18's stalled etcd grant a lock.
   explicit stopped_process(std::vector<pid_t> pids) : pids_(std::move(pids)) {
     for (pid_t p : pids_) ::kill(p, SIGSTOP);
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds{5};
+    while (!all_stopped() && std::chrono::steady_clock::now() < until) {
+      std::this_thread::sleep_for(std::chrono::milliseconds{1});
+    }
   }
   ~stopped_process() override {
     for (auto p = pids_.rbegin(); p != pids_.rend(); ++p) ::kill(*p, SIGCONT);
@@ -37,6 +47,23 @@ class stopped_process final : public stalled_server {
   stopped_process& operator=(const stopped_process&) = delete;
 
  private:
+  // Every task of every pid in state T (stopped), by /proc/PID/task/TID/stat.
+  bool all_stopped() const {
+    for (pid_t p : pids_) {
+      std::error_code ec;
+      const auto dir = "/proc/" + std::to_string(p) + "/task";
+      for (const auto& task : std::filesystem::directory_iterator(dir, ec)) {
+        std::ifstream stat(task.path() / "stat");
+        std::string text((std::istreambuf_iterator<char>(stat)), {});
+        const auto paren = text.rfind(')');
+        if (paren == std::string::npos || paren + 2 >= text.size()) continue;  // gone
+        const char state = text[paren + 2];
+        if (state != 'T' && state != 't') return false;
+      }
+    }
+    return true;
+  }
+
   std::vector<pid_t> pids_;
 };
 

@@ -60,7 +60,9 @@ class bells {
   void close() noexcept;
 
  private:
-  std::unique_ptr<conn> borrow(std::uint64_t token, bool& full);
+  // A connection to ring on; one opened here connects by `until` (the waiter's deadline).
+  std::unique_ptr<conn> borrow(std::uint64_t token, bool& full,
+                               std::chrono::steady_clock::time_point until);
   bool first_locked(std::uint64_t token) const {
     return queued_.empty() || token <= *queued_.begin();
   }
