@@ -33,6 +33,7 @@
 #include "backends/common/conn_watch.hpp"
 #include "backends/common/loss_notice.hpp"
 #include "backends/common/socket_interrupt.hpp"
+#include "backends/common/timed_gate.hpp"
 #include "core/backend.hpp"
 #include "core/caller_deadline.hpp"
 #include "core/verdict.hpp"
@@ -202,7 +203,7 @@ class advisory_session_base : public backend_session {
 
   // What the server tells about `key` (mu_ held via `lk`), for status tools: it keeps no
   // token per connection, and no owner text.
-  virtual result<remote_view> observe_locked(std::unique_lock<std::timed_mutex>& lk,
+  virtual result<remote_view> observe_locked(std::unique_lock<timed_gate>& lk,
                                              const std::string& key) = 0;
   // The same, on a connection other than the session's, ended by `until`; nullopt where the
   // backend has none (then observe_locked runs). Called without mu_.
@@ -215,14 +216,15 @@ class advisory_session_base : public backend_session {
 
   // The fencing token of the server's lock on `key`, or nullopt while another connection
   // holds it.
-  virtual result<std::optional<std::uint64_t>> try_lock_locked(
-      std::unique_lock<std::timed_mutex>& lk, const std::string& key, entry_kind kind) = 0;
-  virtual result<void> unlock_locked(std::unique_lock<std::timed_mutex>& lk, const std::string& key,
+  virtual result<std::optional<std::uint64_t>> try_lock_locked(std::unique_lock<timed_gate>& lk,
+                                                               const std::string& key,
+                                                               entry_kind kind) = 0;
+  virtual result<void> unlock_locked(std::unique_lock<timed_gate>& lk, const std::string& key,
                                      entry_kind kind) = 0;
   // Takes (`waiting`) or lets go of this session's "waiting" mark on `key`.
-  virtual result<void> mark_locked(std::unique_lock<std::timed_mutex>& lk, const std::string& key,
+  virtual result<void> mark_locked(std::unique_lock<timed_gate>& lk, const std::string& key,
                                    bool waiting) = 0;
-  virtual result<void> ping_locked(std::unique_lock<std::timed_mutex>& lk) = 0;
+  virtual result<void> ping_locked(std::unique_lock<timed_gate>& lk) = 0;
   // Waits until another connection that held `lock` may have let go of it (or `deadline`,
   // `stop`, the session's loss); may return spuriously (the engine asks the server again).
   virtual result<void> wait_remote(std::string_view lock, steady::time_point deadline,
@@ -261,7 +263,7 @@ class advisory_session_base : public backend_session {
   // returned here). A broken connection ends the session: its locks are gone with it, and
   // the engine is told at once.
   reply run_locked(const Statement& s, const std::vector<Param>& params,
-                   std::unique_lock<std::timed_mutex>& lk) {
+                   std::unique_lock<timed_gate>& lk) {
     if (closed_) return fail(errc::session_closed, where_ + ": session closed");
     if (lost_ || !conn_ || !conn_->usable()) {
       if (!lost_) mark_lost_locked();
@@ -279,7 +281,7 @@ class advisory_session_base : public backend_session {
   }
 
   session_info info_;
-  std::timed_mutex mu_;
+  timed_gate mu_;
   std::condition_variable_any cv_;
   std::optional<Conn> conn_;
   bool closed_{false};
@@ -308,7 +310,7 @@ class advisory_session_base : public backend_session {
   // Lets the head of the local queue ask the server (a run of shared entries at once), then
   // returns the queue as the engine sees it: this session's entries, held ones with their
   // tokens, and the other connection, unlisted, just ahead of the first entry it blocks.
-  result<queue_view> advance(std::unique_lock<std::timed_mutex>& lk, const std::string& lock) {
+  result<queue_view> advance(std::unique_lock<timed_gate>& lk, const std::string& lock) {
     queue_view v;
     v.sent_at = steady::now();
     if (lost_) return fail(expired());
@@ -360,7 +362,7 @@ class advisory_session_base : public backend_session {
 
   // Holds this session's "waiting" mark on the lock exactly while one of its entries waits,
   // so status tools (and the tests) can count waiters, which the server does not queue.
-  result<void> settle_mark(std::unique_lock<std::timed_mutex>& lk, const std::string& lock) {
+  result<void> settle_mark(std::unique_lock<timed_gate>& lk, const std::string& lock) {
     auto& q = queues_[lock];
     bool waiting = std::ranges::any_of(q.entries, [](const auto& e) { return e.token == 0; });
     if (waiting == q.marked || lost_) return {};

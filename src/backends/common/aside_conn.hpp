@@ -20,6 +20,7 @@
 #include <utility>
 
 #include "backends/common/request_cutter.hpp"
+#include "backends/common/timed_gate.hpp"
 #include "core/open_budget.hpp"
 #include "core/result.hpp"
 
@@ -126,7 +127,7 @@ class aside_conn {
   const std::string where_;
   const opener open_;
   idle_check fine_;
-  std::timed_mutex mu_;
+  timed_gate mu_;
   std::optional<Conn> conn_;
   clock::time_point no_conn_until_{};  // a refused open is not tried again before then
   std::atomic<bool> closed_{false};

@@ -125,7 +125,7 @@ class advisory_session final : public advisory_session_base<conn, std::string, p
   static constexpr int max_polls = 1'000;  // then the caller asks again anyway
 
   // Every entry is exclusive (enqueue refuses shared ones), so `kind` is not consulted.
-  result<std::optional<std::uint64_t>> try_lock_locked(std::unique_lock<std::timed_mutex>& lk,
+  result<std::optional<std::uint64_t>> try_lock_locked(std::unique_lock<timed_gate>& lk,
                                                        const std::string& key,
                                                        entry_kind) override {
     auto r = run_locked(try_lock, {key}, lk);
@@ -134,27 +134,27 @@ class advisory_session final : public advisory_session_base<conn, std::string, p
     return static_cast<std::uint64_t>(r->i64(0, 0));
   }
 
-  result<void> unlock_locked(std::unique_lock<std::timed_mutex>& lk, const std::string& key,
+  result<void> unlock_locked(std::unique_lock<timed_gate>& lk, const std::string& key,
                              entry_kind) override {
     auto r = run_locked(unlock, {key}, lk);
     if (!r) return fail(r.error());
     return {};
   }
 
-  result<void> mark_locked(std::unique_lock<std::timed_mutex>& lk, const std::string& key,
+  result<void> mark_locked(std::unique_lock<timed_gate>& lk, const std::string& key,
                            bool waiting) override {
     auto r = run_locked(waiting ? mark : unmark, {key}, lk);
     if (!r) return fail(r.error());
     return {};
   }
 
-  result<void> ping_locked(std::unique_lock<std::timed_mutex>& lk) override {
+  result<void> ping_locked(std::unique_lock<timed_gate>& lk) override {
     auto r = run_locked(ping, {}, lk);
     if (!r) return fail(r.error());
     return {};
   }
 
-  result<remote_view> observe_locked(std::unique_lock<std::timed_mutex>& lk,
+  result<remote_view> observe_locked(std::unique_lock<timed_gate>& lk,
                                      const std::string& key) override {
     return seen(run_locked(observe, {key, key}, lk));
   }
@@ -264,7 +264,7 @@ class advisory_session final : public advisory_session_base<conn, std::string, p
   // Closing the connection frees every named lock at once: unlock_on_close has nothing to do.
 
   target target_;
-  std::timed_mutex poll_mu_;  // one request at a time on poll_conn_
+  timed_gate poll_mu_;  // one request at a time on poll_conn_
   std::unique_ptr<conn> poll_conn_;
   steady::time_point no_poll_conn_until_{};
   request_cutter cutter_;  // last: its thread ends before poll_conn_ closes

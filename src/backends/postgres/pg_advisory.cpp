@@ -119,7 +119,7 @@ class advisory_session final : public advisory_session_base<conn, statement, std
   // Back off no further: a holder that ended without a NOTIFY is noticed this soon.
   static constexpr milliseconds remote_nap{100};
 
-  result<std::optional<std::uint64_t>> try_lock_locked(std::unique_lock<std::timed_mutex>& lk,
+  result<std::optional<std::uint64_t>> try_lock_locked(std::unique_lock<timed_gate>& lk,
                                                        const std::string& key,
                                                        entry_kind kind) override {
     auto r =
@@ -129,7 +129,7 @@ class advisory_session final : public advisory_session_base<conn, statement, std
     return static_cast<std::uint64_t>(r->i64(0, 0));
   }
 
-  result<void> unlock_locked(std::unique_lock<std::timed_mutex>& lk, const std::string& key,
+  result<void> unlock_locked(std::unique_lock<timed_gate>& lk, const std::string& key,
                              entry_kind kind) override {
     auto r = run_locked(unlock_statement(kind), {key}, lk);
     if (!r) return fail(r.error());
@@ -142,14 +142,14 @@ class advisory_session final : public advisory_session_base<conn, statement, std
     return {};
   }
 
-  result<void> mark_locked(std::unique_lock<std::timed_mutex>& lk, const std::string& key,
+  result<void> mark_locked(std::unique_lock<timed_gate>& lk, const std::string& key,
                            bool waiting) override {
     auto r = run_locked(waiting ? stmts_.adv_mark : stmts_.adv_unmark, {key}, lk);
     if (!r) return fail(r.error());
     return {};
   }
 
-  result<void> ping_locked(std::unique_lock<std::timed_mutex>& lk) override {
+  result<void> ping_locked(std::unique_lock<timed_gate>& lk) override {
     auto r = run_locked(stmts_.ping, {}, lk);
     if (!r) return fail(r.error());
     return {};
@@ -159,7 +159,7 @@ class advisory_session final : public advisory_session_base<conn, statement, std
   // 64-bit key split into classid/objid); pg_stat_activity adds user and client address
   // where this role may see them. Holders (granted on the lock's key), then waiters: dlock
   // sessions holding their shared "waiting" mark, and anyone blocked on the key itself.
-  result<remote_view> observe_locked(std::unique_lock<std::timed_mutex>& lk,
+  result<remote_view> observe_locked(std::unique_lock<timed_gate>& lk,
                                      const std::string& key) override {
     static const statement observe{
         "dlock_adv_observe",
