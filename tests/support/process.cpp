@@ -185,19 +185,17 @@ std::optional<std::string> child_process::read_line(std::chrono::milliseconds ti
 
 std::optional<std::string> child_process::wait_for_line(const std::string& prefix,
                                                         std::chrono::milliseconds timeout) {
-  auto deadline = std::chrono::steady_clock::now() + timeout;
-  for (;;) {
-    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-        deadline - std::chrono::steady_clock::now());
-    if (left.count() <= 0) return std::nullopt;
-    auto line = read_line(left);
-    if (!line) return std::nullopt;
-    if (line->starts_with(prefix)) return line;
-  }
+  return wait_for_line_if([&](const std::string& l) { return l.starts_with(prefix); }, timeout);
 }
 
 std::optional<std::string> child_process::wait_for_line_with(const std::string& text,
                                                              std::chrono::milliseconds timeout) {
+  return wait_for_line_if([&](const std::string& l) { return l.find(text) != std::string::npos; },
+                          timeout);
+}
+
+std::optional<std::string> child_process::wait_for_line_if(
+    const std::function<bool(const std::string&)>& wanted, std::chrono::milliseconds timeout) {
   auto deadline = std::chrono::steady_clock::now() + timeout;
   for (;;) {
     auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -205,7 +203,7 @@ std::optional<std::string> child_process::wait_for_line_with(const std::string& 
     if (left.count() <= 0) return std::nullopt;
     auto line = read_line(left);
     if (!line) return std::nullopt;
-    if (line->find(text) != std::string::npos) return line;
+    if (wanted(*line)) return line;
   }
 }
 

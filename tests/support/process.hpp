@@ -5,6 +5,7 @@
 #include <sys/types.h>
 
 #include <chrono>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -62,6 +63,8 @@ class child_process {
   void write_stdin(const std::string& s);
 
  private:
+  std::optional<std::string> wait_for_line_if(const std::function<bool(const std::string&)>& wanted,
+                                              std::chrono::milliseconds timeout);
   void reap_blocking();
   bool reap(bool block);
   reaper* reaper_{nullptr};
