@@ -132,6 +132,9 @@ struct session_info {
   std::chrono::milliseconds ttl{};
   std::chrono::milliseconds request_timeout{};
   bool observe_only{false};  // session_options::observe_only: list only, write nothing if possible
+  // The TTL was chosen (session_options::ttl, --ttl or the URL's ttl=), not the default: a
+  // backend parameter that also sets the lease (ZooKeeper's session_timeout) must then agree.
+  bool ttl_given{false};
 };
 
 // Events a backend with a native session (ZooKeeper) pushes to the engine.

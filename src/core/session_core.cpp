@@ -45,8 +45,9 @@ result<std::shared_ptr<session_core>> session_core::open(std::string_view text,
   if (!u) return fail(u.error());
   auto o = apply_query(*u, options);
   if (!o) return fail(errc::invalid_argument, "URL '" + u->redacted + "': " + o.error().message);
-  session_info info{random_hex64(), owner_text(o->description), o->ttl, o->request_timeout,
-                    o->observe_only};
+  session_info info{random_hex64(),  owner_text(o->description),
+                    o->ttl,          o->request_timeout,
+                    o->observe_only, o->ttl.given()};
   std::shared_ptr<session_core> s(new session_core(std::move(*u), std::move(*o), std::move(info)),
                                   &session_core::destroy);
   // The backend (its plug-in loaded) before the retries: a backend that is not installed

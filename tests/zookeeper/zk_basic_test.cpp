@@ -229,5 +229,24 @@ TEST(zk_session, a_keepalive_not_below_the_granted_ttl_is_refused_at_open) {
   EXPECT_EQ(fine.ttl(), 60s);
 }
 
+// session_timeout and the TTL both set the session timeout: a tester's `dlock run --ttl 30s`
+// with session_timeout=6s in the URL ran on a 6 s lease, the --ttl silently dropped.
+TEST(zk_session, a_ttl_and_a_different_session_timeout_are_refused) {
+  const auto base = "zk://" + shared_zk().hosts() + "/?session_timeout=6s";
+  for (auto [url, options] : {std::pair{base, dlock::session_options{.ttl = 30s}},
+                              std::pair{base + "&ttl=30s", dlock::session_options{}}}) {
+    std::error_code ec;
+    auto s = dlock::session::open(url, options, ec);
+    EXPECT_FALSE(s) << url;
+    EXPECT_EQ(ec, dlock::errc::invalid_argument) << url;
+    const std::string why = dlock::last_error_message();
+    EXPECT_NE(why.find("both set the session timeout"), std::string::npos) << why;
+    EXPECT_NE(why.find("30"), std::string::npos) << why;
+  }
+  // The same value twice, or only one of them: fine.
+  EXPECT_EQ(dlock::session::open(base, {.ttl = 6s}).ttl(), 6s);
+  EXPECT_EQ(dlock::session::open(base).ttl(), 6s);
+}
+
 }  // namespace
 }  // namespace dlock::test

@@ -55,6 +55,17 @@ result<zk_url> parse_url(const url& u, const session_info& info) {
   }
   auto timeout = duration_param(u, "session_timeout", info.ttl);
   if (!timeout) return fail(timeout.error());
+  // Both set the lease; preferring one silently ran a tester's `--ttl 30s` with
+  // `session_timeout=6s` on a 6 s lease.
+  if (info.ttl_given && !u.param("session_timeout").empty() && *timeout != info.ttl) {
+    return fail(errc::invalid_argument,
+                "URL '" + u.redacted + "': session_timeout=" + u.param("session_timeout") +
+                    " and " +
+                    (u.param("ttl").empty()
+                         ? "the ttl " + format_duration(info.ttl) + " (session_options::ttl)"
+                         : "ttl=" + std::string(u.param("ttl"))) +
+                    " both set the session timeout; give one");
+  }
   auto connect = duration_param(u, "connect_timeout", info.request_timeout);
   if (!connect) return fail(connect.error());
   cfg.session_timeout = *timeout;
