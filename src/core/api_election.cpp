@@ -29,11 +29,18 @@ struct reading {
   bool settled{true};
 };
 
+// A request the session's end cut short fails as "cancelled"; the end is what happened (a
+// tester's observer of a stopped Redis said only "cancelled" when its lease ran out).
+detail::failure cut_by_end(const detail::session_core& core, detail::failure f) {
+  if (f.code == errc::cancelled && core.ended_token().stop_requested()) return core.ended_failure();
+  return f;
+}
+
 reading read(detail::session_core& core, const std::string& name) {
   auto until = steady::now() + core.options().request_timeout;
   auto q = detail::with_retry(core.options().retry, until, {},
                               [&] { return core.backend().list(name); });
-  if (!q) detail::raise(q.error(), "dlock: election '" + name + "'");
+  if (!q) detail::raise(cut_by_end(core, q.error()), "dlock: election '" + name + "'");
   detail::read_recipes(q->entries);
   reading r{std::move(*q), std::nullopt, true};
   if (!r.queue.unlisted.empty() && r.queue.unlisted.front().before == 0) {
@@ -210,7 +217,7 @@ std::optional<leader_info> election::next_change(const std::optional<leader_info
     auto w = core.backend().wait_change(name_, r.queue, until, stop);
     if (!w) {
       if (!detail::is_transient(w.error())) {
-        detail::raise(w.error(), "dlock: observe election '" + name_ + "'");
+        detail::raise(cut_by_end(core, w.error()), "dlock: observe election '" + name_ + "'");
       }
       detail::backoff_sleep(core.options().retry, failures++, deadline, stop);
     }

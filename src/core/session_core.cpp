@@ -203,13 +203,19 @@ void session_core::renew_loop(std::stop_token stop) {
     }
     if (stop.stop_requested() || ended_.stop_requested() || exit_guard::exiting()) return;
     const auto started = steady::now();
+    renew_sent_.store(started.time_since_epoch().count());
     auto r = [&] {
       exit_guard::background_call during;
       return backend_->keep_alive();
     }();
+    renew_sent_.store(0);
     if (exit_guard::exiting()) return;  // interrupted by the host's exit: no verdict from it
     auto now = steady::now();
     if (r) {
+      {
+        std::lock_guard lk(why_mu_);
+        renew_failed_.clear();
+      }
       on_renewal(*r);
       // From the round's start: a slow round (a check after the renewal, a reply held up by an
       // election) must not push the next one towards the lease's end.
@@ -220,6 +226,10 @@ void session_core::renew_loop(std::stop_token stop) {
       expire();
       return;
     } else {
+      {
+        std::lock_guard lk(why_mu_);
+        renew_failed_ = r.error().message;
+      }
       emit(options_.observer, [&](observer& o) {
         o.on_log(log_level::warning, "renewing the lease failed (retrying): " + r.error().message);
       });
@@ -228,6 +238,18 @@ void session_core::renew_loop(std::stop_token stop) {
       next = now + std::min(interval_, retry_in);
     }
   }
+}
+
+std::string session_core::lease_ran_out_why() const {
+  std::string why = "its lease ran out";
+  if (auto sent = renew_sent_.load(); sent != 0) {
+    const auto waited = steady::now() - steady::time_point(steady::duration(sent));
+    why += " while a renewal waited " +
+           format_duration(std::chrono::duration_cast<std::chrono::milliseconds>(waited)) +
+           " for an answer";
+  }
+  if (!renew_failed_.empty()) why += "; the last renewal failed: " + renew_failed_;
+  return why;
 }
 
 void session_core::monitor_loop(std::stop_token stop) {
@@ -239,6 +261,13 @@ void session_core::monitor_loop(std::stop_token stop) {
     }
     if (stop.stop_requested()) return;
     if (steady::now() >= lease_deadline()) {
+      // Said where the session's end is reported (ended_failure): a watcher's request cut
+      // short by it otherwise told only "cancelled" or "expired", not that the backend was
+      // not answering.
+      {
+        std::lock_guard lk(why_mu_);
+        if (ended_why_.empty()) ended_why_ = lease_ran_out_why();
+      }
       expire();
       return;
     }

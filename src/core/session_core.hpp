@@ -102,6 +102,8 @@ class session_core : public std::enable_shared_from_this<session_core> {
   void start();
   void renew_loop(std::stop_token stop);
   void monitor_loop(std::stop_token stop);
+  // Why the lease ran out, as far as the renewals tell; called with why_mu_ held.
+  std::string lease_ran_out_why() const;
   void on_renewal(steady::time_point sent);
   void on_suspect();
   void expire();
@@ -120,7 +122,10 @@ class session_core : public std::enable_shared_from_this<session_core> {
   std::atomic<std::uint64_t> wakeup_listings_{0};
   std::stop_source ended_;
   mutable std::mutex why_mu_;
-  std::string ended_why_;  // why the engine itself ended the session (end_after_refusal)
+  std::string ended_why_;     // why the engine itself ended the session (end_after_refusal)
+  std::string renew_failed_;  // the last failed renewal's message, until one succeeds
+  // When the renewal under way was sent (steady ticks), 0 between renewals.
+  std::atomic<steady::rep> renew_sent_{0};
 
   // Created with the backend session; destroyed before it (declared after it).
   std::unique_ptr<removal_queue> removals_;
