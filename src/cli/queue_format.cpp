@@ -3,6 +3,7 @@
 #include <fmt/chrono.h>
 #include <fmt/format.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -10,6 +11,7 @@
 #include <cstdint>
 #include <ctime>
 #include <optional>
+#include <string>
 
 #include "core/duration.hpp"
 #include "core/names.hpp"
@@ -43,11 +45,27 @@ bool on_this_host(const owner_parts& o) {
   return gethostname(host, sizeof host - 1) == 0 && o.host == host;
 }
 
+// True when this process is in a nested PID namespace: the processes outside it are
+// invisible from here, so a pid not found may still run (a tester's `unshare --pid` view
+// marked a live holder as gone). The initial namespace's inode is fixed by the kernel
+// (PROC_PID_INIT_INO, since Linux 3.8); NSpid cannot tell, as a namespace that mounts its
+// own /proc sees only itself there.
+bool in_nested_pid_namespace() {
+  static const bool nested = [] {
+    constexpr ino_t initial_pid_namespace = 0xEFFFFFFCU;
+    struct stat st {};
+    return ::stat("/proc/self/ns/pid", &st) == 0 && st.st_ino != initial_pid_namespace;
+  }();
+  return nested;
+}
+
 }  // namespace
 
 std::optional<bool> running_here(const owner_parts& o) {
   if (o.pid <= 0 || !on_this_host(o)) return std::nullopt;
-  return ::kill(static_cast<pid_t>(o.pid), 0) == 0 || errno == EPERM;
+  if (::kill(static_cast<pid_t>(o.pid), 0) == 0 || errno == EPERM) return true;
+  if (in_nested_pid_namespace()) return std::nullopt;
+  return false;
 }
 
 bool this_process(const owner_parts& o) { return o.pid == ::getpid() && on_this_host(o); }

@@ -1,8 +1,10 @@
 // dlock status and dlock list, human-readable and --json.
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <sqlite3.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <nlohmann/json.hpp>
 #include <thread>
 
@@ -176,6 +178,28 @@ TEST(CliStatus, ListPassesOverAStoredNameDlockWouldRefuse) {
   EXPECT_EQ(r.output.find('\x1b'), std::string::npos) << r.output;
   holder.close_stdin();
   EXPECT_EQ(holder.wait(30s), 0);
+}
+
+// Seen from a nested PID namespace, a holder outside it is invisible, not gone: a tester's
+// `unshare --pid` view marked a live holder "(pid not running here)". Unknown, not false.
+TEST(CliStatus, AHolderOutsideTheViewersPidNamespaceIsNotMarkedGone) {
+  if (std::system("unshare --pid --fork --mount-proc true 2>/dev/null") != 0) {
+    GTEST_SKIP() << "cannot make a PID namespace here (needs CAP_SYS_ADMIN)";
+  }
+  cli_sandbox box;
+  auto holder = box.start({"run", "ns/held", "--", "sh", "-c", "echo held; exec sleep 60"});
+  ASSERT_TRUE(holder.wait_for_line("held", 30s));
+  const std::vector<std::string> nested{"unshare", "--pid", "--fork", "--mount-proc", "--"};
+  auto text = box.run_through(nested, {"status", "ns/held"});
+  EXPECT_EQ(text.status, 0) << text.output;
+  EXPECT_EQ(text.output.find("not running here"), std::string::npos) << text.output;
+  auto j = box.run_through(nested, {"status", "ns/held", "--json"});
+  ASSERT_EQ(j.status, 0) << j.output;
+  EXPECT_TRUE(json::parse(j.output)["holders"][0]["pid_running_here"].is_null()) << j.output;
+  // From the holder's own namespace it is seen running.
+  EXPECT_EQ(run_json(box, {"status", "ns/held", "--json"})["holders"][0]["pid_running_here"], true);
+  holder.signal(SIGTERM);
+  EXPECT_TRUE(holder.wait(30s).has_value());
 }
 
 }  // namespace

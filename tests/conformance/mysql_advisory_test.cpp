@@ -3,6 +3,11 @@
 // metadata_lock_info plugin, installed here): a holder's named lock on the name's hash, and
 // each waiting connection's "dlockw:" mark on it (the server keeps no queue of waiters). Two
 // tests of this mode only follow the fixture: hashed names, and an unknown mode.
+#include <unistd.h>
+
+#include <dlock/dlock.hpp>
+#include <mutex>
+
 #include "conformance/suite.hpp"
 #include "support/mariadb_server.hpp"
 
@@ -122,6 +127,30 @@ TEST(mysql_advisory, a_database_named_in_another_case_is_one_database) {
   held.unlock();
   EXPECT_TRUE(other.try_lock());
   other.unlock();
+}
+
+// A KILL of the session's connection is logged with how it ended, before the hold is told
+// lost (it used to say nothing of why).
+TEST(mysql_advisory, a_killed_session_connection_is_logged_with_how_it_ended) {
+  struct errors final : dlock::observer {
+    std::mutex mu;
+    std::vector<std::string> seen;
+    void on_log(dlock::log_level level, std::string_view message) override {
+      std::lock_guard lk(mu);
+      if (level == dlock::log_level::error) seen.emplace_back(message);
+    }
+  };
+  auto log = std::make_shared<errors>();
+  auto s = session::open(server().url("ttl=30s&mode=advisory"), {.observer = log});
+  mutex m(s, "killed-" + std::to_string(::getpid()));
+  m.lock();
+  auto hold = m.current_hold();
+  mysql_advisory_fixture().expire(s);
+  ASSERT_TRUE(poll_until([&] { return !hold.is_held(); }, 20s));
+  std::lock_guard lk(log->mu);
+  ASSERT_FALSE(log->seen.empty()) << "nothing logged";
+  EXPECT_NE(log->seen.front().find("'s connection: closed, with no error sent"), std::string::npos)
+      << log->seen.front();
 }
 
 }  // namespace

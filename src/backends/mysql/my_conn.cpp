@@ -6,8 +6,10 @@
 #include <signal.h>
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <mutex>
 #include <string_view>
 
@@ -19,6 +21,26 @@ namespace {
 bool is_integer(enum_field_types t) {
   return t == MYSQL_TYPE_TINY || t == MYSQL_TYPE_SHORT || t == MYSQL_TYPE_LONG ||
          t == MYSQL_TYPE_INT24 || t == MYSQL_TYPE_LONGLONG;
+}
+
+// What an idle connection's readable bytes say: the server's error packet, sent as it ends
+// the connection (0xFF, a 2-byte code, '#' and a 5-byte SQLSTATE, the message), or nothing.
+std::string ending_packet(int fd) {
+  unsigned char b[512];
+  auto n = ::recv(fd, b, sizeof b, MSG_PEEK | MSG_DONTWAIT);
+  if (n == 0) return "closed, with no error sent";
+  if (n < 0) return std::strerror(errno);
+  if (n < 7 || b[4] != 0xFF) return {};
+  const unsigned code = b[5] | (b[6] << 8);
+  const auto len = std::min<std::size_t>(b[0] | (b[1] << 8) | (b[2] << 16), n - 4);
+  std::size_t at = 7;
+  if (len > 9 && b[7] == '#') at = 13;
+  if (at > len + 4) return {};
+  std::string msg(reinterpret_cast<const char*>(b) + at, len + 4 - at);
+  for (auto& c : msg) {
+    if (static_cast<unsigned char>(c) < 0x20) c = ' ';
+  }
+  return msg + " (error " + std::to_string(code) + ")";
 }
 
 }  // namespace
@@ -183,6 +205,7 @@ bool conn::peer_closed() {
   char byte;
   auto n = ::recv(p.fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT);
   if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return false;
+  if (ended_.empty()) ended_ = ending_packet(p.fd);
   close();
   return true;
 }
@@ -197,7 +220,11 @@ void conn::close() {
 
 failure conn::error(unsigned code, const char* state, const char* msg) {
   auto f = map_error(code, state ? state : "", msg ? msg : "", where_);
-  if (connection_lost(code)) close();
+  if (connection_lost(code)) {
+    if (ended_.empty())
+      ended_ = std::string(msg ? msg : "") + " (error " + std::to_string(code) + ")";
+    close();
+  }
   return f;
 }
 

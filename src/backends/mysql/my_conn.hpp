@@ -68,7 +68,8 @@ class conn {
       : m_(std::exchange(o.m_, nullptr)),
         where_(std::move(o.where_)),
         stmts_(std::move(o.stmts_)),
-        interrupt_(std::move(o.interrupt_)) {}
+        interrupt_(std::move(o.interrupt_)),
+        ended_(std::move(o.ended_)) {}
   conn& operator=(conn&&) = delete;
   conn(const conn&) = delete;
   ~conn() { close(); }
@@ -92,6 +93,9 @@ class conn {
   // Closes the connection if so.
   bool peer_closed();
   const std::string& where() const { return where_; }
+  // Once the connection is found ended, how: the server's error (a KILL, a wait_timeout, a
+  // shutdown) or the client's ("Lost connection..."); empty before.
+  const std::string& end_reason() const { return ended_; }
 
  private:
   conn(MYSQL* m, std::string where) : m_(m), where_(std::move(where)) {}
@@ -105,6 +109,7 @@ class conn {
   std::string where_;
   std::map<std::string, MYSQL_STMT*> stmts_;
   std::shared_ptr<socket_interrupt> interrupt_ = std::make_shared<socket_interrupt>();
+  std::string ended_;
 };
 
 // Maps a client or server error onto a dlock failure naming `where`.
