@@ -2,6 +2,7 @@
 // master that loses its data between two grants (item 8). Three real redis-servers; a client's
 // link to one of them goes through a tcp_proxy that the test makes misbehave.
 #include <gtest/gtest.h>
+#include <signal.h>
 
 #include <atomic>
 #include <dlock/dlock.hpp>
@@ -300,6 +301,32 @@ TEST(redlock_scheme, a_master_back_from_an_outage_gets_the_record_at_the_next_re
   m.servers[2]->start();
   EXPECT_TRUE(within(10s, [&] { return !m.servers[2]->keys("c:scheme").empty(); }));
   EXPECT_THROW(session::open("redis://" + m.servers[2]->address() + "?prefix=c:"), system_error);
+}
+
+// A tester (2026-12-07): with two of three masters frozen, session::open took 8 times the
+// per-master bound (31 s by default, 8 s with open_timeout=1s; `dlock run -n` 16 s): each
+// master's login, then each step of the open, waited for each frozen master in turn.
+TEST(redlock_edges, an_open_with_a_majority_frozen_ends_within_its_budget) {
+  three_masters m;
+  const std::vector<pid_t> frozen{m.servers[0]->pid(), m.servers[1]->pid()};
+  struct thaw {
+    const std::vector<pid_t>& pids;
+    ~thaw() {
+      for (auto p : pids) ::kill(p, SIGCONT);
+    }
+  } thaw_at_end{frozen};
+  for (auto p : frozen) ASSERT_EQ(::kill(p, SIGSTOP), 0);
+  std::this_thread::sleep_for(200ms);  // SIGSTOP is only queued by kill()
+  for (auto budget : {1000ms, 3000ms}) {
+    const auto t0 = std::chrono::steady_clock::now();
+    std::error_code ec;
+    auto s = session::open(m.url("ttl=15s&prefix=of:"), {.open_timeout = budget}, ec);
+    const auto took = std::chrono::steady_clock::now() - t0;
+    EXPECT_FALSE(s);
+    EXPECT_EQ(ec, dlock::errc::backend_unavailable) << dlock::last_error_message();
+    // The budget, and slack for a loaded machine; 8 budgets before.
+    EXPECT_LT(took, budget * 3 / 2 + 1s) << budget.count() << " ms budget";
+  }
 }
 
 }  // namespace

@@ -90,6 +90,12 @@ result<void> session::start() {
   for (std::size_t i = 0; i < infos.size(); ++i) {
     if (auto r = refuse_unsafe(info_text(infos[i]), cfg_.servers[i].where); !r) return r;
   }
+  // Too few answered to ever agree: the steps after this would each wait for the silent ones
+  // again.
+  if (redlock() && std::ranges::count_if(infos, [](const auto& r) { return r.has_value(); }) <
+                       static_cast<std::ptrdiff_t>(quorum())) {
+    return fail(quorum_failure("open", infos, 0));
+  }
   if (auto r = claim_scheme(); !r) return r;
   // An observer (dlock doctor) writes nothing a failover must keep: it opens even when too few
   // replicas are connected, and can say so.

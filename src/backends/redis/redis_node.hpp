@@ -65,6 +65,8 @@ class node {
   // opened within what is left until `until`, and given up when `stop` is requested.
   result<std::unique_ptr<connection>> take(until_t until = {}, std::stop_token stop = {});
   void give(std::unique_ptr<connection> c);
+  // A pooled connection, or null: never dials.
+  std::unique_ptr<connection> take_idle();
 
  private:
   friend std::vector<result<reply_ptr>> run_all(std::span<node* const>, std::span<const request>,
