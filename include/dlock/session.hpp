@@ -84,7 +84,9 @@ struct session_options {
   /// Longest time unlock(), a lock's destructor and close() wait for the server to confirm a
   /// removal. An unconfirmed removal goes on in the background (backoff from a few ms) until
   /// it succeeds, the entry is proven gone or the session ends, and unlock(ec) reports
-  /// errc::backend_unavailable. A hold already known lost never waits. Zero: never wait.
+  /// errc::backend_unavailable. A hold already known lost never waits. Must be greater than
+  /// zero (session::open fails with errc::invalid_argument): a release that never waited
+  /// could never be confirmed.
   std::chrono::milliseconds release_timeout{std::chrono::seconds{1}};
   /// Free text recorded with every entry this session creates (shown by `dlock status`).
   std::string description{};
