@@ -248,5 +248,21 @@ TEST(zk_session, a_ttl_and_a_different_session_timeout_are_refused) {
   EXPECT_EQ(dlock::session::open(base).ttl(), 6s);
 }
 
+// A zero or near-zero timeout is bad input, said at once (a tester's session_timeout=0s and
+// connect_timeout=0s failed seconds later as an unreachable server, exit 69).
+TEST(zk_session, a_zero_session_or_connect_timeout_is_refused_at_once) {
+  const auto base = "zk://" + shared_zk().hosts() + "/?";
+  for (std::string q : {"session_timeout=0s", "session_timeout=1ms", "connect_timeout=0s"}) {
+    std::error_code ec;
+    auto s = dlock::session::open(base + q, {}, ec);
+    EXPECT_FALSE(s) << q;
+    EXPECT_EQ(ec, dlock::errc::invalid_argument) << q;
+    EXPECT_NE(dlock::last_error_message().find("is too short"), std::string::npos)
+        << dlock::last_error_message();
+  }
+  // The shortest allowed opens: the ensemble grants at least two ticks.
+  EXPECT_GE(dlock::session::open(base + "session_timeout=10ms").ttl(), 10ms);
+}
+
 }  // namespace
 }  // namespace dlock::test

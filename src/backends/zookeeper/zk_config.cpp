@@ -11,14 +11,22 @@
 namespace dlock::detail::zk {
 namespace {
 
+// `key`'s duration, at least `least`: a zero or near-zero timeout passed as is failed seconds
+// later as an unreachable server ("no session within 0 ms"), a tester found.
 result<std::chrono::milliseconds> duration_param(const url& u, std::string_view key,
-                                                 std::chrono::milliseconds fallback) {
+                                                 std::chrono::milliseconds fallback,
+                                                 std::chrono::milliseconds least) {
   auto v = u.param(key);
   if (v.empty()) return fallback;
   auto d = parse_duration(v);
   if (!d) {
     return fail(errc::invalid_argument,
                 "URL '" + u.redacted + "': " + std::string(key) + ": " + d.error().message);
+  }
+  if (*d < least) {
+    return fail(errc::invalid_argument, "URL '" + u.redacted + "': " + std::string(key) + "=" + v +
+                                            " is too short (at least " + format_duration(least) +
+                                            ")");
   }
   return *d;
 }
@@ -53,7 +61,8 @@ result<zk_url> parse_url(const url& u, const session_info& info) {
     if (!cfg.hosts.empty()) cfg.hosts += ',';
     cfg.hosts += h.host + ":" + std::to_string(h.port != 0 ? h.port : 2181);
   }
-  auto timeout = duration_param(u, "session_timeout", info.ttl);
+  // As a TTL (session_options' check): the lease.
+  auto timeout = duration_param(u, "session_timeout", info.ttl, std::chrono::milliseconds{10});
   if (!timeout) return fail(timeout.error());
   // Both set the lease; preferring one silently ran a tester's `--ttl 30s` with
   // `session_timeout=6s` on a 6 s lease.
@@ -66,7 +75,8 @@ result<zk_url> parse_url(const url& u, const session_info& info) {
                          : "ttl=" + std::string(u.param("ttl"))) +
                     " both set the session timeout; give one");
   }
-  auto connect = duration_param(u, "connect_timeout", info.request_timeout);
+  auto connect =
+      duration_param(u, "connect_timeout", info.request_timeout, std::chrono::milliseconds{1});
   if (!connect) return fail(connect.error());
   cfg.session_timeout = *timeout;
   cfg.connect_timeout = *connect;
