@@ -5,6 +5,7 @@
 
 #include "core/caller_deadline.hpp"
 #include "core/capability_refusals.hpp"
+#include "core/duration.hpp"
 #include "core/events.hpp"
 #include "core/hold_core.hpp"
 #include "core/joined_stop.hpp"
@@ -265,7 +266,20 @@ void lock_handle::abandon(const std::string& entry_id) noexcept {
     if (!session_->ended_token().stop_requested())
       until = steady::now() + session_->options().release_timeout;
     auto ticket = session_->remove_in_background(name_, entry_id, until);
-    if (until) ticket->wait_until(*until);
+    if (until && !ticket->wait_until(*until)) {
+      // Said, as an unconfirmed release is: a process that ends now (`dlock run -w` timing
+      // out on a stalled server) leaves the entry ahead of every later waiter until its
+      // lease ends, and a tester saw the next holder wait 12 s with no word why.
+      const auto ttl = session_->info().ttl;
+      emit(session_->options().observer, [&](observer& o) {
+        o.on_log(log_level::warning,
+                 what() + ": could not remove this waiter's place in the queue within " +
+                     format_duration(session_->options().release_timeout) +
+                     " (the backend did not answer); retried in the background, else the "
+                     "session's lease frees it within " +
+                     format_duration(ttl));
+      });
+    }
   } catch (...) {
   }
 }

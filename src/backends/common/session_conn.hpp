@@ -161,7 +161,9 @@ class session_conn {
     std::lock_guard lk(mu_);
     if (closed_) return;
     closed_ = !opened_ || expired_;  // nothing was created, or the lease already ended
-    for (int attempt = 0; attempt < 2 && !closed_; ++attempt) {
+    // Not once the session ended meanwhile (on_expired: the host's exit broke the goodbye off):
+    // a reconnect there waited on a stopped server, and held the exit, which cannot cut it.
+    for (int attempt = 0; attempt < 2 && !closed_ && !expired_; ++attempt) {
       auto c = connection(false);
       if (c && goodbye(**c)) break;
       if (!lost_ && conn_ && !conn_->usable()) mark_lost_locked();
@@ -181,6 +183,11 @@ class session_conn {
     auto& slot = opened_ ? spare_ : conn_;
     if (!slot || !slot->usable()) {
       slot.reset();
+      // An ended session dials no more (a background removal's retry): the host's exit,
+      // which ends it, cannot cut a connect to a stopped server and waited for it.
+      if (expired_) {
+        return fail(errc::session_expired, where_ + ": session " + id_ + " has ended");
+      }
       auto c = open_();
       if (!c) return fail(c.error());
       slot.emplace(std::move(*c));
