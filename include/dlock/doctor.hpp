@@ -64,6 +64,10 @@ struct diagnosis {
 /// elections, interop (other lock libraries see the same locks).
 const std::vector<std::string>& guarantee_names();
 
+/// The title of guarantee `name` ("mutual exclusion under a client crash" for "exclusion"),
+/// as guarantee_verdict::title gives it; empty for a name not in guarantee_names(). Thread-safe.
+std::string guarantee_title(std::string_view name);
+
 /// Runs the backend's live checks and judges every guarantee. A check that cannot be made is
 /// reported as unknown, never as an error. Thread-safe.
 /// Throws dlock::system_error: invalid_argument (empty session), backend errors (the server

@@ -67,7 +67,8 @@ report examine(const std::string& where) {
     if (r.refused.starts_with("dlock: ")) r.refused.erase(0, 7);
     // Nothing holds on a set-up that is refused: every guarantee says so.
     for (const auto& name : dlock::guarantee_names()) {
-      r.d.guarantees.push_back({name, name, dlock::guarantee_status::no, "refused at open"});
+      r.d.guarantees.push_back(
+          {name, dlock::guarantee_title(name), dlock::guarantee_status::no, "refused at open"});
     }
     return r;
   }
@@ -89,11 +90,13 @@ bool holds(const report& r, const std::string& name) {
   return false;
 }
 
-void print_json(const report& r, const std::vector<std::string>& required, bool ok) {
+void print_json(const report& r, const std::vector<std::string>& required, bool ok,
+                const std::string& error = {}) {
   nlohmann::json j;
   j["version"] = json_schema_version;
   j["url"] = r.url;
   j["refused"] = r.refused.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.refused);
+  j["error"] = error.empty() ? nlohmann::json(nullptr) : nlohmann::json(error);
   j["guarantees"] = nlohmann::json::array();
   for (const auto& g : r.d.guarantees) {
     j["guarantees"].push_back({{"name", g.name},
@@ -147,7 +150,19 @@ int doctor(const doctor_options& o) {
   }
   auto required = required_guarantees(o.require);
   auto where = resolve_url(o.url_arg.empty() ? o.url : o.url_arg);
-  auto r = examine(where);
+  report r;
+  try {
+    r = examine(where);
+  } catch (const cli_error& e) {
+    // A script reading --json gets a document that says why, not empty input (a tester).
+    if (o.json && e.code() != exit_usage) {
+      r.url = where;
+      std::string why = e.what();
+      if (why.starts_with("dlock: ")) why.erase(0, 7);
+      print_json(r, required, false, why);
+    }
+    throw;
+  }
   // A finding unsafe for no guarantee in particular: this client cannot use the set-up.
   const bool unusable = std::ranges::any_of(r.d.checks, [](const dlock::check_finding& c) {
     return c.status == dlock::check_status::unsafe && c.guarantee.empty();

@@ -42,6 +42,7 @@ void add_elect_command(CLI::App& app, int& status) {
       std::string(url_forms_help));
   cmd->callback([o, value, v, &status] {
     o->campaign = v->count() > 0 ? *value : default_value();
+    drop_second_separator(*o);
     status = run_job(*o);
   });
 }

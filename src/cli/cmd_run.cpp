@@ -30,7 +30,10 @@ void add_run_command(CLI::App& app, int& status) {
       "unavailable; 70 lock lost while CMD ran (CMD's group got SIGTERM, SIGKILL after\n"
       "--grace); 75 lock not granted (or -E N); 77 permission denied; 126/127 CMD not runnable.\n" +
       std::string(url_forms_help));
-  cmd->callback([o, &status] { status = run_job(*o); });
+  cmd->callback([o, &status] {
+    drop_second_separator(*o);
+    status = run_job(*o);
+  });
 }
 
 }  // namespace dlock::cli

@@ -35,6 +35,10 @@ struct run_options {
 // Adds NAME, CMD and the options both commands share to `cmd`; `election` words the help
 // for leadership instead of a lock.
 void add_run_options(CLI::App* cmd, run_options& o, bool election);
+// `dlock run -- -x -- CMD`: the first -- lets NAME start with '-', the second is the usual one
+// before CMD. CLI11 keeps the second as CMD's first word (a tester's run took the lock, then
+// tried to run '--'): it is dropped here.
+void drop_second_separator(run_options& o);
 
 // Returns the exit status (docs/cli.md); errors are thrown as cli_error.
 int run_job(const run_options& o);

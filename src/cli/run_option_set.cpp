@@ -5,6 +5,10 @@
 
 namespace dlock::cli {
 
+void drop_second_separator(run_options& o) {
+  if (!o.command.empty() && o.command.front() == "--") o.command.erase(o.command.begin());
+}
+
 void add_run_options(CLI::App* cmd, run_options& o, bool election) {
   cmd->add_option("NAME", o.name, election ? "Election name" : "Lock name")->required();
   cmd->add_option("CMD", o.command, "The command and its arguments, after --");

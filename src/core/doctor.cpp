@@ -194,6 +194,11 @@ void log_findings(const std::shared_ptr<observer>& o, const std::vector<check_fi
 
 }  // namespace detail
 
+std::string guarantee_title(std::string_view name) {
+  if (std::ranges::find(guarantee_names(), name) == guarantee_names().end()) return {};
+  return detail::baseline_of(name, {}).title;
+}
+
 diagnosis diagnose(const session& s) {
   if (!s) {
     throw system_error(make_error_code(errc::invalid_argument),

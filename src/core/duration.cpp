@@ -16,7 +16,10 @@ result<std::chrono::milliseconds> parse_duration(std::string_view text) {
   // "expected a number".
   auto unexpected = [&](std::string_view rest) {
     const auto read = text.substr(0, text.size() - rest.size());
-    return bad("unexpected '" + std::string(1, rest.front()) + "' " +
+    // The whole UTF-8 character, not its first byte alone (which printed as '\xef\xbf\xbd').
+    const auto lead = static_cast<unsigned char>(rest.front());
+    const std::size_t len = lead >= 0xF0 ? 4 : lead >= 0xE0 ? 3 : lead >= 0xC0 ? 2 : 1;
+    return bad("unexpected '" + std::string(rest.substr(0, len)) + "' " +
                (read.empty() ? std::string("at the start") : "after '" + std::string(read) + "'"));
   };
   if (text.empty()) return bad("empty");
@@ -33,11 +36,22 @@ result<std::chrono::milliseconds> parse_duration(std::string_view text) {
     auto [p, ec] = std::from_chars(rest.data(), rest.data() + n, value);
     if (ec != std::errc{} || p != rest.data() + n) return bad("bad number");
     rest = rest.substr(n);
-    std::size_t u = 0;
-    while (u < rest.size() && std::isalpha(static_cast<unsigned char>(rest[u]))) ++u;
-    if (u == 0 && !rest.empty()) return unexpected(rest);
-    std::string_view unit = rest.substr(0, u);
-    rest = rest.substr(u);
+    // Go's duration syntax also takes microseconds as "µs" (micro sign or Greek mu).
+    std::string_view unit;
+    for (std::string_view micro : {"\xC2\xB5s", "\xCE\xBCs"}) {
+      if (rest.starts_with(micro)) {
+        unit = "us";
+        rest = rest.substr(micro.size());
+        break;
+      }
+    }
+    if (unit.empty()) {
+      std::size_t u = 0;
+      while (u < rest.size() && std::isalpha(static_cast<unsigned char>(rest[u]))) ++u;
+      if (u == 0 && !rest.empty()) return unexpected(rest);
+      unit = rest.substr(0, u);
+      rest = rest.substr(u);
+    }
     double scale = 0;
     if (unit == "us")
       scale = 1;

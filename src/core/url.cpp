@@ -1,6 +1,7 @@
 #include "core/url.hpp"
 
 #include <charconv>
+#include <cstdio>
 #include <utility>
 
 namespace dlock::detail {
@@ -180,12 +181,33 @@ namespace {
 
 result<url> parse_url_text(std::string_view text) {
   url u;
-  const std::string shown = redact_url_text(text);
+  auto control = [](char c) { return static_cast<unsigned char>(c) < 0x20 || c == 0x7f; };
+  // Control characters shown as \xNN: echoed raw, a tab or newline hid where the fault was.
+  std::string shown;
+  for (char c : redact_url_text(text)) {
+    if (!control(c)) {
+      shown += c;
+      continue;
+    }
+    char esc[8];
+    std::snprintf(esc, sizeof esc, "\\x%02x", static_cast<unsigned char>(c));
+    shown += esc;
+  }
   auto bad = [&](const std::string& what) {
     return fail(errc::invalid_argument, "URL '" + shown + "': " + what);
   };
-  for (char c : text) {
-    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) return bad("control character");
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    if (!control(text[i])) continue;
+    std::string where;
+    if (const auto query = text.find('?'); query != std::string_view::npos && i > query) {
+      const auto start = text.find_last_of("?&", i) + 1;
+      where =
+          " (in parameter " + std::string(text.substr(start, text.find('=', start) - start)) + ")";
+      for (auto& c : where) {
+        if (control(c)) c = '?';
+      }
+    }
+    return bad("control character at byte " + std::to_string(i + 1) + where);
   }
   auto sep = text.find("://");
   if (sep == std::string_view::npos) return bad("missing '://' (want scheme://...)");

@@ -58,6 +58,17 @@ TEST(CliRunOptions, ConflictExitCodeMustBeANumber) {
   EXPECT_EQ(r.output.find("not in range"), std::string::npos) << r.output;
 }
 
+// A name that starts with '-' goes after a first --; the second -- is not taken for the
+// command (a tester's `dlock run -- -x -- true` took the lock, then tried to run '--').
+TEST(CliRunOptions, ANameStartingWithADashGoesAfterAFirstSeparator) {
+  cli_sandbox box;
+  auto r = box.run({"run", "--", "-x", "--", "sh", "-c", "echo ran-as-$DLOCK_NAME"});
+  EXPECT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("ran-as--x"), std::string::npos) << r.output;
+  auto e = box.run({"elect", "--", "-e", "--", "true"});
+  EXPECT_EQ(e.status, 0) << e.output;
+}
+
 // Two nodes whose cron fires 1 s apart (clock skew): the job takes 100 ms. Without
 // --hold-at-least the late node runs it again; with it, the late node finds it held.
 TEST(CliRunOptions, HoldAtLeastCoversASkewedStart) {

@@ -82,7 +82,9 @@ TEST(url, malformed_urls_name_what_is_wrong) {
            {"redis://:1", "empty host"},
            {"zk://h:1/x?novalue", "not key=value"},
            {"redis://h/%zz", "bad path encoding"},
-           {"redis://h\n", "control character"}}) {
+           {"redis://h\n", "URL 'redis://h\\x0a': control character at byte 10"},
+           // Named, and never echoed raw (a tester's tab in ?prefix= showed as a gap).
+           {"redis://h?prefix=a\tb", "control character at byte 19 (in parameter prefix)"}}) {
     auto u = parse_url(text);
     ASSERT_FALSE(u) << text;
     EXPECT_EQ(u.error().code, make_error_code(errc::invalid_argument));
@@ -244,6 +246,9 @@ TEST(duration, takes_units) {
   EXPECT_EQ(*parse_duration("1.5s"), 1500ms);
   EXPECT_EQ(*parse_duration("0"), 0ms);
   EXPECT_EQ(*parse_duration("1500us"), 2ms) << "rounds up, never to zero";
+  // As Go spells microseconds too: the micro sign and the Greek mu.
+  EXPECT_EQ(*parse_duration("1500\u00b5s"), 2ms);
+  EXPECT_EQ(*parse_duration("1s500\u03bcs"), 1001ms);
   for (auto bad : {"", "5", "s", "5x", "-1s", "1.2.3s", "ms5"}) {
     auto d = parse_duration(bad);
     EXPECT_FALSE(d) << bad;
@@ -257,6 +262,8 @@ TEST(duration, takes_units) {
            {" 1s", "duration ' 1s': unexpected ' ' at the start"},
            {"1 s", "unexpected ' ' after '1'"},
            {"1m,30s", "unexpected ',' after '1m'"},
+           // The whole character, not its first byte (a tester saw '\xef\xbf\xbd').
+           {"1\u00e9s", "unexpected '\u00e9' after '1'"},
            {"5", "missing unit"}}) {
     auto d = parse_duration(text);
     ASSERT_FALSE(d) << text;

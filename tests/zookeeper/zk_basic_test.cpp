@@ -264,5 +264,15 @@ TEST(zk_session, a_zero_session_or_connect_timeout_is_refused_at_once) {
   EXPECT_GE(dlock::session::open(base + "session_timeout=10ms").ttl(), 10ms);
 }
 
+// The C client computes with the timeout in an int: a tester's --ttl 299h got no session
+// ("no session within 5000 ms" from a healthy server), 597h wrapped to the ensemble's minimum.
+// A long lease is asked within the client's range, and the ensemble's maximum granted.
+TEST(zk_session, a_lease_longer_than_the_clients_int_range_gets_the_ensembles_maximum) {
+  const auto base = "zk://" + shared_zk().hosts() + "/?keepalive=5s&";
+  for (std::string ttl : {"299h", "597h", "1000h"}) {
+    EXPECT_EQ(dlock::session::open(base + "ttl=" + ttl).ttl(), 60s) << ttl;
+  }
+}
+
 }  // namespace
 }  // namespace dlock::test

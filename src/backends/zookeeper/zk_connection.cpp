@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdint>
 #include <cstdlib>
+#include <limits>
 #include <string>
 
 #include "backends/zookeeper/zk_config.hpp"
@@ -32,9 +34,15 @@ result<std::unique_ptr<connection>> connection::open(const config& c) {
   std::unique_ptr<connection> conn(new connection(c));
   auto* self = conn.get();
   self->event_thread_ = std::jthread([self](std::stop_token st) { self->event_loop(st); });
+  // The C client computes with the timeout in an int (twice it, among others): a tester's
+  // --ttl 299h overflowed into a client that hung up before it had a session, and 597h
+  // wrapped to a negative ask granted as the minimum. Asked for at most a third of INT_MAX
+  // (about 198 h), far above any ensemble's maxSessionTimeout, which clamps it anyway.
+  constexpr std::int64_t most = std::numeric_limits<int>::max() / 3;
   zhandle_t* zh =
       zookeeper_init2(c.hosts.c_str(), &connection::session_watcher,
-                      static_cast<int>(c.session_timeout.count()), nullptr, self, 0, &log_sink);
+                      static_cast<int>(std::min<std::int64_t>(c.session_timeout.count(), most)),
+                      nullptr, self, 0, &log_sink);
   if (zh == nullptr) {
     auto why = unresolved(c.hosts);
     return fail(errc::backend_unavailable,
