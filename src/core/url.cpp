@@ -199,7 +199,11 @@ result<url> parse_url_text(std::string_view text) {
   for (std::size_t i = 0; i < text.size(); ++i) {
     if (!control(text[i])) continue;
     std::string where;
-    if (const auto query = text.find('?'); query != std::string_view::npos && i > query) {
+    // Looked for after the last '@' only: before it may be a password, never to be quoted
+    // (the URL fuzzer found a '?' in one taken for the query).
+    const auto at = text.rfind('@');
+    const auto query = text.find('?', at == std::string_view::npos ? 0 : at);
+    if (query != std::string_view::npos && i > query) {
       const auto start = text.find_last_of("?&", i) + 1;
       where =
           " (in parameter " + std::string(text.substr(start, text.find('=', start) - start)) + ")";
