@@ -3,7 +3,6 @@
 #include <fmt/chrono.h>
 #include <fmt/format.h>
 #include <signal.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -15,6 +14,7 @@
 
 #include "core/duration.hpp"
 #include "core/names.hpp"
+#include "core/pid_namespace.hpp"
 
 namespace dlock::cli {
 namespace {
@@ -45,27 +45,17 @@ bool on_this_host(const owner_parts& o) {
   return gethostname(host, sizeof host - 1) == 0 && o.host == host;
 }
 
-// True when this process is in a nested PID namespace: the processes outside it are
-// invisible from here, so a pid not found may still run (a tester's `unshare --pid` view
-// marked a live holder as gone). The initial namespace's inode is fixed by the kernel
-// (PROC_PID_INIT_INO, since Linux 3.8); NSpid cannot tell, as a namespace that mounts its
-// own /proc sees only itself there.
-bool in_nested_pid_namespace() {
-  static const bool nested = [] {
-    constexpr ino_t initial_pid_namespace = 0xEFFFFFFCU;
-    struct stat st {};
-    return ::stat("/proc/self/ns/pid", &st) == 0 && st.st_ino != initial_pid_namespace;
-  }();
-  return nested;
-}
-
 }  // namespace
 
 std::optional<bool> running_here(const owner_parts& o) {
   if (o.pid <= 0 || !on_this_host(o)) return std::nullopt;
-  if (::kill(static_cast<pid_t>(o.pid), 0) == 0 || errno == EPERM) return true;
-  if (in_nested_pid_namespace()) return std::nullopt;
-  return false;
+  // A pid means one process only in its own namespace: from another (a container sharing the
+  // host's name, `unshare --pid`) the holder may run unseen, or its pid be another process's.
+  // A tester's nested view marked a live holder "(pid not running here)".
+  const auto mine = dlock::detail::pid_namespace();
+  const auto theirs = o.pidns != 0 ? o.pidns : dlock::detail::initial_pid_namespace;
+  if (mine == 0 ? o.pidns != 0 : mine != theirs) return std::nullopt;
+  return ::kill(static_cast<pid_t>(o.pid), 0) == 0 || errno == EPERM;
 }
 
 bool this_process(const owner_parts& o) { return o.pid == ::getpid() && on_this_host(o); }
@@ -88,6 +78,15 @@ owner_parts parse_owner(const std::string& owner) {
     if (ec != std::errc{}) p.pid = 0;
     rest = std::string_view(end, rest.data() + rest.size() - end);
     if (rest.starts_with(' ')) rest.remove_prefix(1);
+    if (rest.starts_with("pidns=")) {
+      auto [ns_end, ns_ec] = std::from_chars(rest.data() + 6, rest.data() + rest.size(), p.pidns);
+      if (ns_ec == std::errc{} && (ns_end == rest.data() + rest.size() || *ns_end == ' ')) {
+        rest = std::string_view(ns_end, rest.data() + rest.size() - ns_end);
+        if (rest.starts_with(' ')) rest.remove_prefix(1);
+      } else {
+        p.pidns = 0;
+      }
+    }
   }
   p.description = std::string(rest);
   return p;

@@ -3,6 +3,7 @@
 // the owner and time formats are shared with leader_format.
 
 #include <chrono>
+#include <cstdint>
 #include <dlock/inspect.hpp>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -16,6 +17,9 @@ namespace dlock::cli {
 struct owner_parts {
   std::string host;
   long long pid{0};  // 0 when the owner text has none
+  // The holder's PID namespace (its "pidns=" word, written only outside the initial one);
+  // 0: the initial namespace, or an owner text from before 2026-12-07.
+  std::uint64_t pidns{0};
   std::string description;
 };
 owner_parts parse_owner(const std::string& owner);

@@ -14,6 +14,7 @@
 #include "core/hold_core.hpp"
 #include "core/observed_backend.hpp"
 #include "core/open_budget.hpp"
+#include "core/pid_namespace.hpp"
 #include "core/registry.hpp"
 #include "core/retry.hpp"
 #include "core/session_options_check.hpp"
@@ -33,6 +34,11 @@ std::string owner_text(const std::string& description) {
   char host[256] = {};
   if (gethostname(host, sizeof host - 1) != 0) std::snprintf(host, sizeof host, "unknown");
   std::string s = std::string(host) + " pid=" + std::to_string(getpid());
+  // In a nested PID namespace (a container sharing the host's name) the pid means another
+  // process outside it: viewers judge it only from this namespace (cli/queue_format.cpp).
+  if (const auto ns = pid_namespace(); ns != 0 && ns != initial_pid_namespace) {
+    s += " pidns=" + std::to_string(ns);
+  }
   if (!description.empty()) s += " " + description;
   return s;
 }

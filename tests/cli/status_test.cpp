@@ -200,6 +200,24 @@ TEST(CliStatus, AHolderOutsideTheViewersPidNamespaceIsNotMarkedGone) {
   EXPECT_EQ(run_json(box, {"status", "ns/held", "--json"})["holders"][0]["pid_running_here"], true);
   holder.signal(SIGTERM);
   EXPECT_TRUE(holder.wait(30s).has_value());
+
+  // A holder in a nested namespace, seen from here: its pid is not one of ours (it is 1 or
+  // so there, another process here). Its owner text names its namespace, which the
+  // description does not show.
+  auto inner =
+      box.start_through(nested, {"run", "ns/inner", "--", "sh", "-c", "echo held; exec sleep 60"});
+  ASSERT_TRUE(inner.wait_for_line("held", 30s));
+  auto seen = run_json(box, {"status", "ns/inner", "--json"});
+  EXPECT_TRUE(seen["holders"][0]["pid_running_here"].is_null()) << seen.dump();
+  EXPECT_EQ(seen["holders"][0]["description"], "dlock run sh") << seen.dump();
+  EXPECT_NE(seen["holders"][0]["owner"].get<std::string>().find(" pidns="), std::string::npos)
+      << seen.dump();
+  // unshare ignores SIGTERM while it waits: its child, dlock, is told.
+  const auto id = std::to_string(inner.pid());
+  const auto dlock_pid = read_file("/proc/" + id + "/task/" + id + "/children");
+  ASSERT_FALSE(dlock_pid.empty());
+  ::kill(std::stoi(dlock_pid), SIGTERM);
+  EXPECT_TRUE(inner.wait(30s).has_value());
 }
 
 }  // namespace
