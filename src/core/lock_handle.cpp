@@ -107,6 +107,7 @@ bool lock_handle::acquire(entry_kind kind, steady::time_point deadline, std::sto
 
 result<void> lock_handle::acquire_impl(entry_kind kind, steady::time_point deadline,
                                        std::stop_token stop, std::string_view value) {
+  if (session_->forked()) return fail(errc::invalid_argument, session_->forked_message());
   if (hold_) {
     if (type_ == lock_type::recursive) {
       // Re-entry grants nothing new, so it must not outlive what it re-enters: a hold whose
@@ -257,6 +258,7 @@ failure lock_handle::conflict_failure(const entry& mine, const entry& other) con
 }
 
 void lock_handle::abandon(const std::string& entry_id) noexcept {
+  if (session_->forked()) return;
   // Every exit that does not end holding removes its entry (retried on the session's remover
   // threads until it is gone). While the session lives the caller waits for it, bounded by
   // release_timeout, so that its next attempt does not queue behind its own old entry; once
@@ -289,6 +291,12 @@ void lock_handle::release(std::error_code& ec) noexcept {
     ec = make_error_code(errc::not_held);
     // Else last_error_message() would still show an earlier, unrelated failure.
     remember(failure{ec, "this handle does not hold lock '" + name_ + "'"}, "dlock: release");
+    return;
+  }
+  if (session_->forked()) {
+    // The parent's hold: released here, the server would free it under the parent.
+    ec = make_error_code(errc::invalid_argument);
+    remember(failure{ec, session_->forked_message()}, "dlock: release '" + name_ + "'");
     return;
   }
   if (--count_ > 0) {

@@ -4,6 +4,7 @@
 #include <condition_variable>
 #include <mutex>
 #include <thread>
+#include <vector>
 
 #include "core/events.hpp"
 #include "core/exit_guard.hpp"
@@ -16,6 +17,16 @@ namespace dlock::detail {
 // caller -- often a lock's or session's destructor -- wait on an unreachable server longer
 // than release_timeout. A thread of its own finishes the close and then deletes the core.
 void session_core::destroy(session_core* p) noexcept {
+  // Left to the process's end: its threads are the parent's, never to be joined here. Kept
+  // where a leak checker sees it reachable.
+  if (p->forked()) {
+    static auto* left = new std::vector<session_core*>;
+    try {
+      left->push_back(p);
+    } catch (...) {
+    }
+    return;
+  }
   auto bound =
       p->backend_unreachable() ? std::chrono::milliseconds{0} : p->options_.release_timeout;
   if (!p->begin_close()) {
@@ -44,9 +55,12 @@ bool session_core::begin_close() noexcept {
     closed_ = true;
   }
   if (backend_) {
-    auto cur = state_.load();
+    const bool expired = state_.load() == session_state::expired;
+    // Before the stop: a waiter it wakes reads the state for its error (session_closed, not
+    // session_expired, which a tester's waiters got about half the time).
+    if (!expired) state_.store(session_state::closed);
     ended_.request_stop();
-    if (cur != session_state::expired) {
+    if (!expired) {
       notify_holds(hold_state::released);
       set_state(session_state::closed);
     }
@@ -73,12 +87,21 @@ void session_core::finish_close() noexcept {
 }
 
 void session_core::abandon_for_exit() noexcept {
+  if (forked()) return;  // the parent's connections: not this exit's to break off
   renewer_stop_.request_stop();
   if (removals_) removals_->close();
   if (backend_) backend_->on_expired();
 }
 
+std::string session_core::forked_message() const {
+  return "the session to " + url_.redacted + " was opened by process " +
+         std::to_string(opened_by_) + ", and this is its forked child, process " +
+         std::to_string(::getpid()) +
+         ": a child uses neither its parent's locks nor its session (open a session of its own)";
+}
+
 void session_core::close() noexcept {
+  if (forked()) return;
   close_within(backend_unreachable() ? std::chrono::milliseconds{0} : options_.release_timeout);
 }
 

@@ -6,6 +6,8 @@
 // waits) go to its removal_queue, so a caller waits only as long as
 // session_options::release_timeout allows.
 
+#include <unistd.h>
+
 #include <atomic>
 #include <condition_variable>
 #include <dlock/hold.hpp>
@@ -55,6 +57,13 @@ class session_core : public std::enable_shared_from_this<session_core> {
   steady::time_point deadline_from(steady::time_point sent) const noexcept;
   // The session lease's current deadline (from the last successful renewal).
   steady::time_point lease_deadline() const noexcept;
+
+  // True in a process forked from the one that opened the session: the session's threads
+  // did not come along, and its connections and entries are the parent's. There nothing is
+  // sent and nothing closed (a tester's child, destroying its copy of a held lock, released
+  // the parent's lock while the parent still believed it held).
+  bool forked() const noexcept { return ::getpid() != opened_by_; }
+  std::string forked_message() const;
 
   // Stop requested when the session expires or is closed; waiters watch it.
   std::stop_token ended_token() const noexcept { return ended_.get_token(); }
@@ -137,6 +146,7 @@ class session_core : public std::enable_shared_from_this<session_core> {
   std::size_t next_callback_{1};
   std::mutex close_mu_;
   bool closed_{false};
+  const pid_t opened_by_{::getpid()};
 
   std::jthread renewer_;
   std::stop_source renewer_stop_;  // renewer_'s, for abandon_for_exit on another thread
