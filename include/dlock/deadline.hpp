@@ -16,7 +16,8 @@ std::chrono::steady_clock::time_point deadline_after(
     const std::chrono::duration<Rep, Period>& timeout) {
   using std::chrono::steady_clock;
   const auto now = steady_clock::now();
-  if (timeout <= std::chrono::duration<Rep, Period>::zero()) return now;
+  // Not "<= zero": a NaN timeout compares false both ways, and is one try too.
+  if (!(timeout > std::chrono::duration<Rep, Period>::zero())) return now;
   const std::chrono::duration<long double> room = steady_clock::time_point::max() - now;
   if (std::chrono::duration<long double>(timeout) >= room) return steady_clock::time_point::max();
   return now + std::chrono::ceil<steady_clock::duration>(timeout);
@@ -32,9 +33,12 @@ std::chrono::steady_clock::time_point to_steady_deadline(
       return steady_clock::time_point::max();
     return std::chrono::time_point_cast<steady_clock::duration>(deadline);
   } else {
-    const auto now = Clock::now();
-    if (deadline <= now) return steady_clock::now();
-    return deadline_after(deadline - now);
+    // In long double: compared in their common type (nanoseconds), a deadline such as
+    // time_point<system_clock, seconds>::max() overflowed into the past (a tester's wait
+    // "forever" returned at once).
+    using wide = std::chrono::duration<long double>;
+    const wide left = wide(deadline.time_since_epoch()) - wide(Clock::now().time_since_epoch());
+    return deadline_after(left);
   }
 }
 

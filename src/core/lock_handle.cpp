@@ -108,6 +108,11 @@ bool lock_handle::acquire(entry_kind kind, steady::time_point deadline, std::sto
 result<void> lock_handle::acquire_impl(entry_kind kind, steady::time_point deadline,
                                        std::stop_token stop, std::string_view value) {
   if (session_->forked()) return fail(errc::invalid_argument, session_->forked_message());
+  // A hold its session's end released or lost (its handle not yet unlocked): the end is the
+  // answer, not "already held" (a tester's lock() after close()).
+  if (hold_ && !hold_->is_held() && session_->ended_token().stop_requested()) {
+    return fail(session_->ended_failure());
+  }
   if (hold_) {
     if (type_ == lock_type::recursive) {
       // Re-entry grants nothing new, so it must not outlive what it re-enters: a hold whose

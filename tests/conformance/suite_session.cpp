@@ -153,6 +153,9 @@ TEST_P(conformance, closing_a_session_releases_its_locks_and_fails_its_waiters) 
   dlock::mutex after(a, lock_name("other"));
   EXPECT_FALSE(after.try_lock(ec));
   EXPECT_EQ(ec, dlock::errc::session_closed);
+  // The handle whose hold close() released says so too, not "already held by this handle".
+  EXPECT_FALSE(held.try_lock(ec));
+  EXPECT_EQ(ec, dlock::errc::session_closed) << ec.message();
 }
 
 // A waiter woken by close() read the state before close() set it, and failed with

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cmath>
 #include <dlock/dlock.hpp>
 #include <thread>
 
@@ -26,6 +27,15 @@ TEST(deadline, a_timeout_too_long_for_the_steady_clock_means_forever) {
   EXPECT_GT(far, steady::now() + std::chrono::years(100)) << "the wall clock's end, not the past";
   const auto gone = detail::to_steady_deadline(std::chrono::system_clock::time_point::min());
   EXPECT_LE(gone, steady::now());
+  // A coarse wall-clock deadline at its end: compared in nanoseconds it overflowed into the
+  // past, and a tester's wait "forever" returned at once (UBSan: signed overflow).
+  using sys_seconds = std::chrono::time_point<std::chrono::system_clock, std::chrono::seconds>;
+  EXPECT_EQ(detail::to_steady_deadline(sys_seconds::max()), steady::time_point::max());
+  const auto long_gone = detail::to_steady_deadline(sys_seconds::min());
+  EXPECT_LE(long_gone, steady::now());
+  // NaN is one try, not a conversion of NaN to an integer.
+  const auto not_a_number = detail::deadline_after(std::chrono::duration<double>(std::nan("")));
+  EXPECT_LE(not_a_number, steady::now());
 }
 
 TEST(deadline, long_timeouts_wait_for_the_release_on_locks_and_semaphores) {

@@ -73,7 +73,7 @@ result<zk_url> parse_url(const url& u, const session_info& info) {
                     (u.param("ttl").empty()
                          ? "the ttl " + format_duration(info.ttl) + " (session_options::ttl)"
                          : "ttl=" + std::string(u.param("ttl"))) +
-                    " both set the session timeout; give one");
+                    " both set the session timeout; give one, or the same value in both");
   }
   auto connect =
       duration_param(u, "connect_timeout", info.request_timeout, std::chrono::milliseconds{1});
