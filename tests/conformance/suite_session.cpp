@@ -110,6 +110,21 @@ TEST_P(conformance, force_unlock_ends_the_holders_session_and_the_waiter_is_gran
   EXPECT_TRUE(dlock::force_unlock(op, lock_name() + "-free").empty());
 }
 
+// With nobody taking the lock in between, the forced-out holder's prompt release still finds
+// its hold gone: Redis removed the entry it still found and reported success, so the holder
+// never heard that its work had run unlocked since the force_unlock (a tester).
+TEST_P(conformance, a_forced_out_holders_prompt_release_reports_the_loss) {
+  if (!caps().ends_other_sessions) GTEST_SKIP() << "force_unlock cannot end a session here";
+  auto a = open();
+  auto op = open();
+  dlock::mutex stuck(a, lock_name());
+  stuck.lock();
+  ASSERT_EQ(dlock::force_unlock(op, lock_name()).size(), 1u);
+  std::error_code ec;
+  stuck.unlock(ec);
+  EXPECT_EQ(ec, dlock::errc::lock_lost) << ec.message();
+}
+
 TEST_P(conformance, a_waiter_whose_session_expires_fails_and_the_next_live_waiter_is_served) {
   auto hs = open();
   auto ws = open();

@@ -211,7 +211,7 @@ std::vector<std::string> session::release_argv(const std::vector<own_entry>& ent
     args.push_back(e.id);
     args.push_back(e.queued ? "q" : "l");
   }
-  if (drop_session) keys.push_back(key('s', info_.id));
+  keys.push_back(key('s', info_.id));  // always: the script checks the session lives
   std::vector<std::string> argv{std::to_string(keys.size())};
   argv.insert(argv.end(), keys.begin(), keys.end());
   argv.insert(argv.end(), args.begin(), args.end());
@@ -246,17 +246,22 @@ result<void> session::remove_everywhere(std::string_view lock, std::string_view 
     }
   }
   std::vector<result<reply_ptr>> replies;
+  bool ended_by_operator = false;
   // A candidate's removal also drops its value and wakes observers: release_script only.
   if (!queued && !redlock() && stored_kind(entry_kind::exclusive, id) != 'e') {
     // Most likely a lone holder: the one-key release (as cheap as the minimal
     // compare-and-delete). The full script only if a contender has moved the entry into the
     // queue meanwhile, or it is in neither place.
-    auto r = nodes_[0]->run({&release_lone_script, {"1", key('h', lock), std::string(id)}},
-                            expired_.get_token(), until);
-    if (!r || ((*r)->type == REDIS_REPLY_INTEGER && (*r)->integer == 1))
+    auto r = nodes_[0]->run(
+        {&release_lone_script, {"2", key('h', lock), key('s', info_.id), std::string(id)}},
+        expired_.get_token(), until);
+    if (r && (*r)->type == REDIS_REPLY_INTEGER && (*r)->integer == 2) {
+      ended_by_operator = true;
+    } else if (!r || ((*r)->type == REDIS_REPLY_INTEGER && (*r)->integer == 1)) {
       replies.push_back(std::move(r));
+    }
   }
-  if (replies.empty())
+  if (replies.empty() && !ended_by_operator)
     replies = release_calls({{std::string(lock), std::string(id), queued}}, false, until,
                             expired_.get_token());
   std::size_t ok = std::ranges::count_if(replies, [](const auto& r) { return r.has_value(); });
@@ -272,6 +277,11 @@ result<void> session::remove_everywhere(std::string_view lock, std::string_view 
       mine_.erase(it);
       stamps_.erase(std::string(lock));
     }
+  }
+  if (ended_by_operator) {
+    return fail(errc::lock_lost, "redis entry " + std::string(id) +
+                                     " was removed, but its session had been ended (by an "
+                                     "operator's force_unlock) before this release");
   }
   // Only tidiness on one server: close() deletes the session key, after which any script
   // purges the entry. On Redlock an entry left on a minority would stay there for the whole

@@ -302,7 +302,11 @@ for p = 1, (#ARGV - 4) / 2 do
     end
   end
 end
+-- Removed, but from a session an operator ended (force_unlock deletes its key): the hold was
+-- gone before this release, as its holder must hear (lock_lost), not a success.
+local alive = redis.call('EXISTS', KEYS[#KEYS]) == 1
 if drop then redis.call('DEL', KEYS[#KEYS]) end
+if not alive and not drop then return 0 end
 return removed
 )lua";
 
@@ -310,6 +314,8 @@ constexpr std::string_view release_lone_text = R"lua(
 local v = redis.call('GET', KEYS[1])
 if v and string.sub(v, 1, #ARGV[1] + 1) == ARGV[1] .. '|' then
   redis.call('DEL', KEYS[1])
+  -- 2: removed, but its session had been ended by an operator (its key deleted).
+  if redis.call('EXISTS', KEYS[2]) == 0 then return 2 end
   return 1
 end
 return 0

@@ -58,9 +58,11 @@ struct lua_script {
 // [, term record]}, the entry as "id|token|kind|session|created|grant|ttl|version|owner". The
 // term record (Redlock; t:<lock>, "" if none) is "leader id|token" (term_script).
 extern const lua_script queue_script;
-// KEYS (q m h v o)... [s_own]; ARGV prefix wake_ttl sid drop_session (id where)...: removes own
+// KEYS (q m h v o)... s_own; ARGV prefix wake_ttl sid drop_session (id where)...: removes own
 // entries (one per key triple; where = 'q' if known to be queued, 'l' if it may be a lone
 // holder), pushes each one's wake token (w:, or r: for a permit), optionally DELs s_own.
+// Returns how many it removed, or 0 when s_own was already gone (an operator's force_unlock)
+// and not being dropped.
 extern const lua_script release_script;
 // KEYS f, floor (<prefix>fence-floor); ARGV x: raises the fencing counter, and the floor of every
 // counter (queue_script), to at least x; returns the counter.
@@ -70,8 +72,9 @@ extern const lua_script raise_script;
 // no higher term is recorded (waking the observers). 1: recorded (or already was); 0: the
 // entry is gone; -1: a higher term is recorded.
 extern const lua_script term_script;
-// KEYS h; ARGV id: DELs h if it holds entry `id` as a lone holder (ids begin with their
-// session's id, so this is the owner check); 1 if it did, else 0 (then release_script).
+// KEYS h s_own; ARGV id: DELs h if it holds entry `id` as a lone holder (ids begin with their
+// session's id, so this is the owner check); 1 if it did, 2 if it did but s_own was gone (an
+// operator's force_unlock: the hold had been lost), else 0 (then release_script).
 extern const lua_script release_lone_script;
 // KEYS q m h v o s_own; ARGV id value wake_ttl sid: sets the value of this session's live
 // entry `id` (version + 1) and wakes the observers; returns the version, or -1 if the entry
