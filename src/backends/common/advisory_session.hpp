@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "backends/common/advisory_view.hpp"
+#include "backends/common/conn_end_note.hpp"
 #include "backends/common/conn_watch.hpp"
 #include "backends/common/loss_notice.hpp"
 #include "backends/common/socket_interrupt.hpp"
@@ -241,19 +242,14 @@ class advisory_session_base : public backend_session {
   void rescope(std::string key_prefix) { key_prefix_ = std::move(key_prefix); }
 
   failure expired() const {
-    auto said = server_said();
+    auto said = ended_.said();
     return {make_error_code(errc::session_expired), where_ + ": session " + info_.id +
                                                         " ended with its connection" +
                                                         (said.empty() ? "" : " (" + said + ")")};
   }
 
   // Once the connection is found gone, how it ended, as its client saw it (session_conn's).
-  std::string end_reason() const override {
-    auto said = server_said();
-    return said.empty()
-               ? said
-               : where_ + ": the server ended session " + info_.id + "'s connection: " + said;
-  }
+  std::string end_reason() const override { return ended_.reason(where_, info_.id); }
 
   // Watches conn_ (mu_ held) between requests; `alive` says whether the readable connection
   // still lives.
@@ -314,20 +310,10 @@ class advisory_session_base : public backend_session {
   void mark_lost_locked() {
     lost_ = true;
     if (conn_) {
-      if constexpr (requires(const Conn& c) { c.end_reason(); }) {
-        if (const auto& said = conn_->end_reason(); !said.empty()) {
-          std::lock_guard lk(said_mu_);
-          said_ = said;
-        }
-      }
+      ended_.keep(*conn_);
       conn_->close();
     }
     cv_.notify_all();
-  }
-
-  std::string server_said() const {
-    std::lock_guard lk(said_mu_);
-    return said_;
   }
 
   // Lets the head of the local queue ask the server (a run of shared entries at once), then
@@ -400,8 +386,7 @@ class advisory_session_base : public backend_session {
   std::string blocker_owner_;
   std::map<std::string, local_queue> queues_;
   loss_notice loss_;
-  mutable std::mutex said_mu_;
-  std::string said_;  // how the session's connection ended, once it did
+  conn_end_note ended_;  // how the session's connection ended, once it did
   // Breaks off a request in flight on the session's connection once the session expired.
   std::shared_ptr<socket_interrupt> interrupt_;
   conn_watch watch_;  // last: stopped before the members it uses go

@@ -30,6 +30,7 @@
 #include <utility>
 
 #include "backends/common/aside_conn.hpp"
+#include "backends/common/conn_end_note.hpp"
 #include "backends/common/conn_watch.hpp"
 #include "backends/common/loss_notice.hpp"
 #include "backends/common/socket_interrupt.hpp"
@@ -142,11 +143,7 @@ class session_conn {
   bool expired() const noexcept { return expired_; }
 
   // Once the connection is found gone, what the server said as it ended it, if anything.
-  std::string end_reason() const {
-    auto said = server_said();
-    return said.empty() ? said
-                        : where_ + ": the server ended session " + id_ + "'s connection: " + said;
-  }
+  std::string end_reason() const { return ended_.reason(where_, id_); }
 
   void set_event_handler(std::function<void(session_event)> handler) {
     loss_.set_handler(std::move(handler));
@@ -196,15 +193,10 @@ class session_conn {
   }
 
   failure ended_with_connection() const {
-    auto said = server_said();
+    auto said = ended_.said();
     return {make_error_code(errc::session_expired),
             where_ + ": session " + id_ + " ended with its connection" +
                 (said.empty() ? "" : " (the server said: " + said + ")")};
-  }
-
-  std::string server_said() const {
-    std::lock_guard lk(said_mu_);
-    return said_;
   }
 
   // Caller holds mu_. The server ends (or has ended) the session with the connection.
@@ -212,12 +204,7 @@ class session_conn {
     lost_ = true;
     lost_seen_ = true;
     if (!conn_) return;
-    if constexpr (requires(const Conn& c) { c.end_reason(); }) {
-      if (const auto& said = conn_->end_reason(); !said.empty()) {
-        std::lock_guard lk(said_mu_);
-        said_ = said;
-      }
-    }
+    ended_.keep(*conn_);
     conn_->close();
   }
 
@@ -237,10 +224,7 @@ class session_conn {
   // Breaks off a request in flight on the session's connection once the session expired.
   std::shared_ptr<socket_interrupt> interrupt_;
   std::atomic<bool> expired_{false};
-  // What the server said as it ended the session's connection; under a mutex of its own, not
-  // mu_, which a request holds for up to its timeout.
-  mutable std::mutex said_mu_;
-  std::string said_;
+  conn_end_note ended_;  // how the session's connection ended, once it did
   aside_conn<Conn> aside_;
   conn_watch watch_;  // last: stopped before the members it uses go
 };
