@@ -86,11 +86,11 @@ class basic_lock {
   void unlock(std::error_code& ec) noexcept;
 
   /// True while this handle holds and the lease is valid (see hold::is_held()).
-  bool is_held() const noexcept;
+  [[nodiscard]] bool is_held() const noexcept;
   /// The current hold (empty when not holding): token, deadline, loss signal.
-  dlock::hold current_hold() const noexcept;
+  [[nodiscard]] dlock::hold current_hold() const noexcept;
   /// The current hold's token; throws not_held when not holding.
-  fencing_token token() const;
+  [[nodiscard]] fencing_token token() const;
   const std::string& name() const noexcept;
   dlock::session session() const noexcept;
 

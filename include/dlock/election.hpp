@@ -48,8 +48,7 @@ struct leader_info {
   /// and version: a store that starts again (a SQLite file deleted and made anew) hands out
   /// token 1 again, and an observer took its new leader for the old one.
   friend bool operator==(const leader_info& a, const leader_info& b) noexcept {
-    return a.token == b.token && a.version == b.version && a.owner == b.owner &&
-           a.value == b.value;
+    return a.token == b.token && a.version == b.version && a.owner == b.owner && a.value == b.value;
   }
 };
 
@@ -72,13 +71,13 @@ class leadership {
   /// True while leading and its lease is valid (see hold::is_held()).
   [[nodiscard]] bool is_held() const noexcept;
   /// The term's fencing token; throws errc::not_held when empty.
-  fencing_token token() const;
+  [[nodiscard]] fencing_token token() const;
   /// Stop requested when leadership is lost (see hold::lost_token()): stop leading then.
-  std::stop_token lost_token() const noexcept;
+  [[nodiscard]] std::stop_token lost_token() const noexcept;
   /// End of its lease as this client knows it (see hold::valid_until()); epoch when empty.
-  std::chrono::steady_clock::time_point valid_until() const noexcept;
+  [[nodiscard]] std::chrono::steady_clock::time_point valid_until() const noexcept;
   /// The underlying hold: state, callbacks, suspect signal. Empty when this one is.
-  dlock::hold hold() const noexcept;
+  [[nodiscard]] dlock::hold hold() const noexcept;
   /// The value observers see now (the campaign value or the last proclaimed one).
   const std::string& value() const noexcept { return value_; }
   /// The election's name; empty when this one is.

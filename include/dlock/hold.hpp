@@ -52,23 +52,23 @@ class hold {
 
   explicit operator bool() const noexcept { return core_ != nullptr; }
 
-  fencing_token token() const noexcept;
-  hold_state state() const noexcept;
+  [[nodiscard]] fencing_token token() const noexcept;
+  [[nodiscard]] hold_state state() const noexcept;
   /// True while state() is held or suspect and the lease deadline has not passed.
   /// Checks the steady clock itself, so it is right even if dlock's threads were paused.
-  bool is_held() const noexcept;
+  [[nodiscard]] bool is_held() const noexcept;
   /// The end of the lease as this client knows it, on the steady clock, measured from when
   /// the last successful renewal (or the acquire) was *sent*, minus a drift allowance
   /// (1% of the TTL + 2 ms, as in Redlock). The server cannot grant the lock to anyone
   /// else before this instant unless clocks drift more than that.
-  std::chrono::steady_clock::time_point valid_until() const noexcept;
+  [[nodiscard]] std::chrono::steady_clock::time_point valid_until() const noexcept;
   /// Stop requested when the hold becomes lost. Not when it is released: unlock(), the lock's
   /// destructor and session::close() end it as `released` and leave this token untouched,
   /// so a loop that must also stop then should test is_held() too:
   /// `while (h.is_held()) { ... }` (is_held() is false once lost or released).
-  std::stop_token lost_token() const noexcept;
+  [[nodiscard]] std::stop_token lost_token() const noexcept;
   /// Stop requested the first time the hold becomes suspect or lost.
-  std::stop_token suspect_token() const noexcept;
+  [[nodiscard]] std::stop_token suspect_token() const noexcept;
   /// The lock name.
   const std::string& name() const noexcept;
 

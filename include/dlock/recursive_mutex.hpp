@@ -16,7 +16,7 @@ class recursive_mutex : public detail::basic_lock {
  public:
   recursive_mutex(dlock::session s, std::string_view name);
   /// Number of lock() calls not yet matched by unlock() (0 when not holding).
-  std::size_t hold_count() const noexcept;
+  [[nodiscard]] std::size_t hold_count() const noexcept;
 };
 
 }  // namespace dlock

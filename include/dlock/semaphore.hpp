@@ -52,13 +52,13 @@ class permit {
   /// True while held and its lease is valid (see hold::is_held()).
   [[nodiscard]] bool is_held() const noexcept;
   /// Its fencing token; throws errc::not_held when empty.
-  fencing_token token() const;
+  [[nodiscard]] fencing_token token() const;
   /// End of its lease as this client knows it (see hold::valid_until()); epoch when empty.
-  std::chrono::steady_clock::time_point valid_until() const noexcept;
+  [[nodiscard]] std::chrono::steady_clock::time_point valid_until() const noexcept;
   /// Stop requested when the permit is lost (see hold::lost_token()).
-  std::stop_token lost_token() const noexcept;
+  [[nodiscard]] std::stop_token lost_token() const noexcept;
   /// The underlying hold: state, callbacks, suspect signal. Empty when this permit is.
-  dlock::hold hold() const noexcept;
+  [[nodiscard]] dlock::hold hold() const noexcept;
   /// The semaphore's name; empty when this permit is.
   std::string name() const;
 

@@ -181,15 +181,15 @@ class session {
   /// SQLite file on a network file system; the message says which and why), backend_error.
   /// Nothing is created on the backend when it fails. With an observer installed, what only
   /// weakens a guarantee here (doctor.hpp) is logged to it as a warning once open.
-  static session open(std::string_view url, const session_options& options = {});
+  [[nodiscard]] static session open(std::string_view url, const session_options& options = {});
   /// Non-throwing form; returns an empty session (operator bool false) on error.
-  static session open(std::string_view url, const session_options& options,
-                      std::error_code& ec) noexcept;
+  [[nodiscard]] static session open(std::string_view url, const session_options& options,
+                                    std::error_code& ec) noexcept;
 
   session() noexcept;
   explicit operator bool() const noexcept { return core_ != nullptr; }
 
-  session_state state() const noexcept;
+  [[nodiscard]] session_state state() const noexcept;
   /// The lease length in force (after the URL's `ttl=` and backend clamping).
   std::chrono::milliseconds ttl() const noexcept;
   /// The URL with any password replaced by `***`.

@@ -41,7 +41,7 @@ class shared_mutex : public detail::basic_lock {
   void unlock_shared(std::error_code& ec) noexcept;
 
   /// True while this handle holds in shared mode.
-  bool holds_shared() const noexcept;
+  [[nodiscard]] bool holds_shared() const noexcept;
 };
 
 }  // namespace dlock

@@ -16,7 +16,7 @@ void plugin_path(const std::string& dirs) { ::setenv("DLOCK_PLUGIN_PATH", dirs.c
 
 std::string open_error(const std::string& url, std::error_code* code = nullptr) {
   try {
-    dlock::session::open(url);
+    (void)dlock::session::open(url);
   } catch (const dlock::system_error& e) {
     if (code != nullptr) *code = e.code();
     return e.what();

@@ -213,7 +213,7 @@ TEST_F(sql_faults, wrong_password_is_permission_denied_and_creates_nothing) {
   auto& a = admin();
   auto sessions = a.session_rows();
   try {
-    session::open(a.url("dlock", "not-the-pw-4711"), {.request_timeout = 2s});
+    (void)session::open(a.url("dlock", "not-the-pw-4711"), {.request_timeout = 2s});
     FAIL() << "opened with a wrong password";
   } catch (const dlock::system_error& e) {
     EXPECT_EQ(e.code(), dlock::errc::permission_denied) << e.what();
@@ -236,7 +236,7 @@ TEST_F(sql_faults, opening_a_session_leaves_signal_dispositions_alone) {
 
 TEST_F(sql_faults, missing_database_is_a_clear_final_error) {
   try {
-    session::open(admin().url_missing_db(), {.request_timeout = 2s});
+    (void)session::open(admin().url_missing_db(), {.request_timeout = 2s});
     FAIL() << "opened a database that does not exist";
   } catch (const dlock::system_error& e) {
     // MySQL answers "access denied to database" to a user without rights on it whether or
@@ -256,7 +256,7 @@ TEST_F(sql_faults, server_down_is_backend_unavailable) {
   auto colon = url.rfind(':');
   url = url.substr(0, colon + 1) + port + url.substr(url.find('/', colon));
   try {
-    session::open(url, {.request_timeout = 1s, .retry = {.max_attempts = 1}});
+    (void)session::open(url, {.request_timeout = 1s, .retry = {.max_attempts = 1}});
     FAIL() << "opened a session on a port where no server listens";
   } catch (const dlock::system_error& e) {
     EXPECT_EQ(e.code(), dlock::errc::backend_unavailable) << e.what();

@@ -72,7 +72,8 @@ TEST(sqlite_busy, an_open_of_a_write_locked_file_keeps_to_the_open_timeout) {
     std::error_code ec;
     std::string what;
     try {
-      dlock::session::open("sqlite://" + path, {.open_timeout = std::chrono::milliseconds{500}});
+      (void)dlock::session::open("sqlite://" + path,
+                                 {.open_timeout = std::chrono::milliseconds{500}});
     } catch (const std::system_error& e) {
       ec = e.code();
       what = e.what();
