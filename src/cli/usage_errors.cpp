@@ -1,6 +1,7 @@
 #include "cli/usage_errors.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <limits>
 #include <regex>
 #include <string>
@@ -54,6 +55,15 @@ std::vector<std::string> option_spellings(const CLI::App& cmd) {
 }
 
 std::string closest(std::string_view word, const std::vector<std::string>& candidates) {
+  // `-W` for `-w`: one short option is one edit from every other, so only case is a clue.
+  if (word.size() == 2 && word[0] == '-') {
+    for (const auto& c : candidates) {
+      if (c.size() == 2 && std::tolower(static_cast<unsigned char>(c[1])) ==
+                               std::tolower(static_cast<unsigned char>(word[1])))
+        return c;
+    }
+    return {};
+  }
   std::string best;
   std::size_t best_d = std::numeric_limits<std::size_t>::max();
   for (const auto& c : candidates) {

@@ -104,6 +104,11 @@ TEST(CliBadInput, UsageErrorsExit64AndCreateNothing) {
       {{"run", "--wiat", "5s", "x", "--", "true"},
        64,
        "unknown option '--wiat' for 'dlock run' (did you mean --wait?)"},
+      // A short option is one edit from every other: no guess, except a case slip.
+      {{"run", "x", "-x", "true"},
+       64,
+       "unknown option '-x' for 'dlock run'; if it belongs to the command, put '--'"},
+      {{"run", "-W", "5s", "x", "--", "true"}, 64, "'-W' for 'dlock run' (did you mean -w?)"},
       {{"status", "--urll", "X", "x"}, 64, "unknown option '--urll' for 'dlock status'"},
       {{"--url", "X", "run", "x", "--", "true"}, 64, "goes after the subcommand: dlock run --url"},
       {{"demo", "flashsale"}, 64, "unknown 'dlock demo' command 'flashsale' (want flash-sale"},
