@@ -214,8 +214,20 @@ TEST_P(conformance, a_paused_leader_is_told_it_lost_and_may_not_proclaim) {
 TEST_P(conformance, a_name_is_a_lock_or_an_election_never_both) {
   if (!caps().values) GTEST_SKIP() << "this mode has no elections (see its capabilities)";
   auto s = open();
+  // Its lease long, so that a fallback look (Redis: every quarter TTL, 5 s) comes too late.
+  auto url = fx().url();
+  for (std::string key : {"ttl=2s", "session_timeout=2s"}) {
+    if (auto at = url.find(key); at != std::string::npos)
+      url.insert(at + key.size() - 1, "0");  // 2s: 20s
+  }
+  recorder watching(dlock::session::open(url), lock_name());
+  ASSERT_TRUE(watching.sees("-", 10s));
   dlock::mutex m(s, lock_name());
   ASSERT_TRUE(m.try_lock());
+  // An observer is told at once, not at its next look (a lock's entry pushed it nothing).
+  EXPECT_TRUE(poll_until([&] { return watching.seen().back().starts_with("error"); }, 3s))
+      << watching.seen().back();
+  EXPECT_NE(watching.seen().back().find("used as a lock"), std::string::npos);
   dlock::election e(open(), lock_name());
   for (auto attempt : {0, 1}) {
     try {

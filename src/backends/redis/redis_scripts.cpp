@@ -74,6 +74,7 @@ if add_id ~= '' then
     local g = bump and ts or ''
     old = redis.call('SET', h, add_id .. '|' .. ts .. '|' .. head .. g .. '|' .. owner, 'NX', 'GET')
     if not old then
+      push_all(o, ARGV[7])  -- observers look (an empty set when nobody observes: no cost)
       return {2, t, own_ttl}  -- the client knows the rest of the entry: it sent it
     end
   end
@@ -191,7 +192,8 @@ if add_id ~= '' and not place_of(add_id) then
   table.insert(raw, 2 * p, ts)
   table.insert(metas, p, meta)
   session_ttl(add_sid)
-  if add_kind == 'e' then push_all(o, wake_ttl) end  -- a candidate joined: observers look
+  -- Observers look: a candidate joined, or their name was taken as a lock or a semaphore.
+  push_all(o, wake_ttl)
 end
 if bump then
   -- Redlock grants. The client's recipe decided, on its last listing of this server, which
