@@ -14,6 +14,9 @@ run::run(fault_backend& b, std::string name, fault f, const run_params& p, std::
   r_.by_design = std::move(by_design);
   r_.what = f;
   r_.bound = b.ttl() + 1s + (f == fault::member_kill ? b.leader_election() : 0ms);
+  // The delay lasts a TTL, and a request sent just before it ends still takes a delayed round
+  // trip (TTL/4 each way) after it: a CI run's grant came 3.5 s after a 2 s delay began.
+  if (f == fault::proxy_delay) r_.bound += b.ttl() / 2;
   r_.keep_sessions =
       (f == fault::proxy_outage && b.sessions_survive_reconnect()) || f == fault::member_freeze;
   r_.releases_may_wait = f == fault::member_freeze && b.commits_need_a_leader();
