@@ -7,6 +7,7 @@
 #include <dlock/errors.hpp>
 #include <dlock/hold.hpp>
 #include <dlock/inspect.hpp>
+#include <dlock/multi_lock.hpp>
 #include <dlock/mutex.hpp>
 #include <dlock/observer.hpp>
 #include <dlock/recursive_mutex.hpp>

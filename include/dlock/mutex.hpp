@@ -2,10 +2,10 @@
 /// @file mutex.hpp
 /// dlock::mutex: a non-reentrant distributed exclusive lock meeting the standard
 /// TimedLockable requirements, so std::lock_guard, std::unique_lock and std::scoped_lock
-/// work with it. Several locks at once: take them in one fixed order. std::scoped_lock and
-/// std::lock of two or more try one, back off and try again, which between contending
-/// threads can go on in lockstep for minutes where each try is a round trip (a tester's
-/// 8 threads on ZooKeeper: 5 of 24 in 60 s).
+/// work with it. Several locks at once: dlock::multi_lock (multi_lock.hpp), or take them in one
+/// fixed order. std::scoped_lock and std::lock of two or more try one, back off and try
+/// again, which between contending threads can go on in lockstep for minutes where each try
+/// is a round trip (a tester's 8 threads on ZooKeeper: 5 of 24 in 60 s).
 
 #include <dlock/basic_lock.hpp>
 

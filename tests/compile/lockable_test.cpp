@@ -33,6 +33,7 @@ concept shared_timed_lockable = timed_lockable<L> &&
 
 static_assert(timed_lockable<dlock::mutex>);
 static_assert(timed_lockable<dlock::recursive_mutex>);
+static_assert(timed_lockable<dlock::multi_lock>);
 static_assert(shared_timed_lockable<dlock::shared_mutex>);
 static_assert(!std::copy_constructible<dlock::mutex>);
 static_assert(std::move_constructible<dlock::mutex>);
