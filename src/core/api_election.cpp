@@ -5,6 +5,7 @@
 
 #include "core/capability_refusals.hpp"
 #include "core/hold_core.hpp"
+#include "core/joined_stop.hpp"
 #include "core/lock_handle.hpp"
 #include "core/names.hpp"
 #include "core/retry.hpp"
@@ -29,18 +30,21 @@ struct reading {
   bool settled{true};
 };
 
-// A request the session's end cut short fails as "cancelled"; the end is what happened (a
-// tester's observer of a stopped Redis said only "cancelled" when its lease ran out).
+// Once the session has ended, its end is what happened, whatever the request met on the way:
+// a tester's observer of a stopped Redis said only "cancelled" when its lease ran out, and
+// one on a closed etcd session "unavailable" (retryable) after 2 s instead of session_closed.
 detail::failure cut_by_end(const detail::session_core& core, detail::failure f) {
-  if (f.code == errc::cancelled && core.ended_token().stop_requested()) return core.ended_failure();
+  if (core.ended_token().stop_requested()) return core.ended_failure();
   return f;
 }
 
 reading read(detail::session_core& core, const std::string& name) {
+  const auto context = "dlock: election '" + name + "'";
+  if (core.ended_token().stop_requested()) detail::raise(core.ended_failure(), context);
   auto until = steady::now() + core.options().request_timeout;
-  auto q = detail::with_retry(core.options().retry, until, {},
+  auto q = detail::with_retry(core.options().retry, until, core.ended_token(),
                               [&] { return core.backend().list(name); });
-  if (!q) detail::raise(cut_by_end(core, q.error()), "dlock: election '" + name + "'");
+  if (!q) detail::raise(cut_by_end(core, q.error()), context);
   detail::read_recipes(q->entries);
   reading r{std::move(*q), std::nullopt, true};
   if (!r.queue.unlisted.empty() && r.queue.unlisted.front().before == 0) {
@@ -194,7 +198,7 @@ std::optional<leader_info> election::leader() const {
   if (!r.settled) {
     // A candidate between its two requests: its value follows within a round trip.
     auto until = steady::now() + core.options().request_timeout;
-    (void)core.backend().wait_change(name_, r.queue, until, {});
+    (void)core.backend().wait_change(name_, r.queue, until, core.ended_token());
     r = read(core, name_);
   }
   return r.leader;
@@ -205,6 +209,8 @@ std::optional<leader_info> election::next_change(const std::optional<leader_info
                                                  std::stop_token stop) const {
   check_values(session_, name_);
   auto& core = *session_.core();
+  // The wait ends on the caller's stop or the session's end (read() then reports the end).
+  detail::joined_stop joined(stop, core.ended_token());
   for (int failures = 0;;) {
     auto r = read(core, name_);
     if (r.settled && r.leader != seen) return r.leader;
@@ -214,12 +220,12 @@ std::optional<leader_info> election::next_change(const std::optional<leader_info
     // last view for 10 minutes. The read fails after its retries instead, as a watcher is
     // promised (the CLI exits 69).
     const auto until = std::min(deadline, steady::now() + core.info().ttl);
-    auto w = core.backend().wait_change(name_, r.queue, until, stop);
+    auto w = core.backend().wait_change(name_, r.queue, until, joined.token());
     if (!w) {
-      if (!detail::is_transient(w.error())) {
+      if (!detail::is_transient(w.error()) || core.ended_token().stop_requested()) {
         detail::raise(cut_by_end(core, w.error()), "dlock: observe election '" + name_ + "'");
       }
-      detail::backoff_sleep(core.options().retry, failures++, deadline, stop);
+      detail::backoff_sleep(core.options().retry, failures++, deadline, joined.token());
     }
   }
 }

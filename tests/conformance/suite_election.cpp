@@ -2,6 +2,7 @@
 // does not, that it refuses elections clearly.
 #include <signal.h>
 
+#include <atomic>
 #include <dlock/dlock.hpp>
 #include <mutex>
 #include <thread>
@@ -65,6 +66,15 @@ class recorder {
 };
 
 }  // namespace
+
+// The fixture's URL with a 20 s lease instead of 2 s: a watcher's fallback look (Redis: every
+// quarter TTL, 5 s) then comes too late to pass for a wake-up.
+static std::string long_lease_url(std::string url) {
+  for (std::string key : {"ttl=2s", "session_timeout=2s"}) {
+    if (auto at = url.find(key); at != std::string::npos) url.insert(at + key.size() - 1, "0");
+  }
+  return url;
+}
 
 TEST_P(conformance, an_election_has_one_leader_and_the_next_candidate_leads_when_it_resigns) {
   auto s = open();
@@ -214,13 +224,7 @@ TEST_P(conformance, a_paused_leader_is_told_it_lost_and_may_not_proclaim) {
 TEST_P(conformance, a_name_is_a_lock_or_an_election_never_both) {
   if (!caps().values) GTEST_SKIP() << "this mode has no elections (see its capabilities)";
   auto s = open();
-  // Its lease long, so that a fallback look (Redis: every quarter TTL, 5 s) comes too late.
-  auto url = fx().url();
-  for (std::string key : {"ttl=2s", "session_timeout=2s"}) {
-    if (auto at = url.find(key); at != std::string::npos)
-      url.insert(at + key.size() - 1, "0");  // 2s: 20s
-  }
-  recorder watching(dlock::session::open(url), lock_name());
+  recorder watching(dlock::session::open(long_lease_url(fx().url())), lock_name());
   ASSERT_TRUE(watching.sees("-", 10s));
   dlock::mutex m(s, lock_name());
   ASSERT_TRUE(m.try_lock());
@@ -249,6 +253,41 @@ TEST_P(conformance, a_name_is_a_lock_or_an_election_never_both) {
   } catch (const dlock::system_error& err) {
     EXPECT_EQ(err.code(), dlock::errc::invalid_argument) << err.what();
     EXPECT_NE(std::string(err.what()).find("election"), std::string::npos) << err.what();
+  }
+}
+
+// Watchers on a session closed under them are told session_closed at once, as waiters are:
+// an etcd observer said "unavailable" (retryable: a caller retried for ever) after 2 s, and a
+// Redis observer went on for 3 s.
+TEST_P(conformance, an_observer_is_told_when_its_session_is_closed) {
+  if (!caps().values) GTEST_SKIP() << "this mode has no elections (see its capabilities)";
+  auto s = dlock::session::open(long_lease_url(fx().url()));
+  dlock::election e(s, lock_name());
+  std::atomic<bool> done{false};
+  std::error_code got;
+  std::jthread watcher([&] {
+    try {
+      e.observe([](const std::optional<leader_info>&) {}, {});
+    } catch (const dlock::system_error& err) {
+      got = err.code();
+    }
+    done = true;
+  });
+  std::this_thread::sleep_for(300ms);  // waiting by now (if not, it reads a closed session)
+  const auto closed = std::chrono::steady_clock::now();
+  s.close();
+  ASSERT_TRUE(poll_until([&] { return done.load(); }, 20s)) << "observe() never returned";
+  const auto took = std::chrono::steady_clock::now() - closed;
+  EXPECT_EQ(got, dlock::errc::session_closed) << got.message();
+  EXPECT_LT(took, 2s) << "observe() went on after close()";
+  for (auto call : {0, 1}) {
+    try {
+      if (call == 0) (void)e.leader();
+      if (call == 1) (void)e.next_change(std::nullopt, std::chrono::steady_clock::now() + 5s);
+      ADD_FAILURE() << "a closed session's election answered";
+    } catch (const dlock::system_error& err) {
+      EXPECT_EQ(err.code(), dlock::errc::session_closed) << err.what();
+    }
   }
 }
 
