@@ -83,8 +83,11 @@ verdict decide(std::span<const entry> queue, std::size_t mine) {
       return v;
     case entry_kind::permit:
       // It holds only with fewer than `limit` ahead, all of which this scan sees; a waiter
-      // further back sees a stranger once it is within reach.
+      // also looks at the `limit` it waits on (read anyway), so a stranger queued right
+      // ahead of it -- a peer's lock waiter behind held permits -- is refused at once, not
+      // when the holders leave; one further back is seen once it is within reach.
       if (refuse_if_mixed(0, std::min<std::size_t>(mine, me.limit))) return v;
+      if (mine > me.limit && refuse_if_mixed(mine - me.limit, mine)) return v;
       v.holds = mine < me.limit;
       return v.holds ? v : wait(mine - me.limit, me.limit);
   }

@@ -155,6 +155,12 @@ TEST(verdict, an_entry_behind_another_recipe_or_limit_is_refused_naming_it) {
   EXPECT_EQ(decide(q, 1).conflict, 0u) << "a permit queued behind a reader";
   EXPECT_FALSE(decide(q, 0).conflict.has_value()) << "what joined behind does not matter";
   EXPECT_TRUE(decide(q, 0).holds);
+  // A peer's lock waiter (etcdctl, kazoo) behind held permits, and a permit behind it: the
+  // permit is refused at once, not once the holders leave (a tester waited 6 s for exit 64).
+  q = permits(2, 2);
+  q.push_back(lock[0]);
+  q.push_back(permits(1, 2)[0]);
+  EXPECT_EQ(decide(q, 3).conflict, 2u) << "a permit queued behind a stranger it waits on";
 }
 
 // A queue that mixes recipes by mistake (a mutex and a semaphore of one name, two limits)
