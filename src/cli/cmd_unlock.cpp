@@ -56,17 +56,19 @@ int unlock(const unlock_options& o) {
   }
   auto session = open_session(where, {.description = "dlock unlock --force"});
   try {
-    if (const auto caps = session.capabilities(); !caps.ends_other_sessions) {
-      const auto why = caps.no_ending_others_because;
-      throw cli_error(exit_unavailable, session.url() + " cannot end another client's session: " +
-                                            (why.empty() ? std::string("stop the holder's process")
-                                                         : std::string(why)));
-    }
+    // A free lock is free on every backend (exit 0, as the README says), also where a holder
+    // could not be ended: a clean-up script need not know which backend it runs on.
     auto parts = split_queue(dlock::inspect(session, o.name));
     if (parts.holders.empty()) {
       std::cout << "lock '" << o.name << "' on " << session.url() << ": free, nothing to do\n";
       session.close();
       return exit_ok;
+    }
+    if (const auto caps = session.capabilities(); !caps.ends_other_sessions) {
+      const auto why = caps.no_ending_others_because;
+      throw cli_error(exit_unavailable, session.url() + " cannot end another client's session: " +
+                                            (why.empty() ? std::string("stop the holder's process")
+                                                         : std::string(why)));
     }
     if (!o.yes) {
       if (!::isatty(STDIN_FILENO)) {

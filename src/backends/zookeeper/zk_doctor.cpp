@@ -29,7 +29,8 @@ std::vector<check_finding> findings(std::chrono::milliseconds requested,
                            "leader change loses no lock node and no token (the czxid)"});
   out.push_back({.check = "layout",
                  .guarantee = "interop",
-                 .reason = "Curator's and kazoo's lock recipes see the same nodes "
+                 .reason = "Curator's lock recipes, and kazoo's given extra_lock_patterns, see "
+                           "the same nodes; kazoo's Election does not "
                            "(docs/zookeeper.md#interop-kazoo-curator)"});
   return out;
 }
