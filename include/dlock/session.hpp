@@ -162,9 +162,12 @@ struct backend_capabilities {
 /// Threads: all members are safe to call concurrently from any thread.
 ///
 /// fork(): a session, and every lock, hold, permit and leadership of it, belongs to the
-/// process that opened it. In a forked child, acquiring and releasing through them fail with
-/// errc::invalid_argument, and destroying or closing them sends nothing (the parent keeps its
-/// locks); open a session of the child's own. Other calls in the child are undefined.
+/// process that opened it. In a forked child, acquiring, releasing, proclaiming, reading an
+/// election and inspecting through them fail with errc::invalid_argument, and destroying or
+/// closing them sends nothing (the parent keeps its locks); open a session of the child's own.
+/// Not on etcd: gRPC cannot cross fork(), so a child of a process that opened an etcd session is
+/// refused one (errc::unsupported); exec() a new program instead. Other calls in the child are
+/// undefined.
 ///
 /// URLs (see README): `memory://NAME`, `sqlite:///path/locks.db`, `zk://host:port,.../chroot`,
 /// `redis://[user:pass@]host:port[/db]`, `redlock://h1:p1,h2:p2,h3:p3`,

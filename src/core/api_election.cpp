@@ -40,6 +40,8 @@ detail::failure cut_by_end(const detail::session_core& core, detail::failure f) 
 
 reading read(detail::session_core& core, const std::string& name) {
   const auto context = "dlock: election '" + name + "'";
+  if (core.forked())
+    detail::raise({make_error_code(errc::invalid_argument), core.forked_message()}, context);
   if (core.ended_token().stop_requested()) detail::raise(core.ended_failure(), context);
   auto until = steady::now() + core.options().request_timeout;
   auto q = detail::with_retry(core.options().retry, until, core.ended_token(),
@@ -118,6 +120,11 @@ std::string leadership::name() const { return *this ? impl_->name() : std::strin
 void leadership::proclaim(std::string_view value) {
   if (!*this) refuse(errc::not_held, "proclaim on no leadership");
   const auto& name = impl_->name();
+  // A forked child's copy speaks with the parent's authority: refused as resign() is.
+  if (impl_->session()->forked()) {
+    detail::raise({make_error_code(errc::invalid_argument), impl_->session()->forked_message()},
+                  "dlock: proclaim in election '" + name + "'");
+  }
   if (value.size() > detail::max_value_size) {
     refuse(errc::invalid_argument, "election '" + name + "': a value of " +
                                        std::to_string(value.size()) + " bytes is over the " +

@@ -17,6 +17,9 @@ namespace {
 // (caller_deadline.hpp) if that comes first.
 template <class F>
 auto retried(const detail::session_core& core, F&& f) {
+  // A forked child's copy of the session reaches the parent's connections: not its to use.
+  if (core.forked())
+    detail::raise({make_error_code(errc::invalid_argument), core.forked_message()}, "dlock");
   auto until = detail::within_caller_deadline(std::chrono::steady_clock::now() +
                                               core.options().request_timeout);
   return detail::with_retry(core.options().retry, until, {}, std::forward<F>(f));

@@ -1,6 +1,9 @@
 #include "backends/etcd/etcd_channel.hpp"
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <atomic>
 #include <cctype>
 #include <string>
 
@@ -37,7 +40,24 @@ bool tls_refused(const grpc::Status& s) {
 // 300 ms of round trip away was never reached ("connection attempt timed out before receiving
 // SETTINGS frame": etcd_reconnect.a_member_behind_a_slow_link_is_reached). 1 s: a silent
 // first member of several still gives way to the next within about a second.
+namespace {
+std::atomic<pid_t> grpc_used_by{0};
+}  // namespace
+
+result<void> refuse_in_forked_child() {
+  const pid_t by = grpc_used_by.load();
+  if (by == 0 || by == ::getpid()) return {};
+  return fail(errc::unsupported,
+              "etcd: this process is a fork of process " + std::to_string(by) +
+                  ", which used gRPC; gRPC cannot be used across fork() (its threads and "
+                  "descriptors stay with the parent, and the child's calls would hang or break "
+                  "the parent's): exec a new program in the child (posix_spawn, or fork + exec), "
+                  "or fork before the parent opens an etcd session");
+}
+
 std::shared_ptr<grpc::Channel> make_channel(const config& c) {
+  pid_t none = 0;
+  (void)grpc_used_by.compare_exchange_strong(none, ::getpid());
   grpc::ChannelArguments a;
   const int cap =
       static_cast<int>(std::clamp<std::int64_t>(c.request_timeout.count() / 20, 100, 250));

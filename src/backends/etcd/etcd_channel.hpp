@@ -16,6 +16,11 @@ namespace dlock::detail::etcd {
 // when given), reconnecting within a fraction of the request timeout.
 std::shared_ptr<grpc::Channel> make_channel(const config& c);
 
+// Refuses (unsupported) in a forked child of a process that made a channel: gRPC's threads and
+// polling descriptors stay with the parent, and a child's call waited forever or broke the
+// parent's own ("Closure already scheduled", an abort). A child that exec()s is unaffected.
+result<void> refuse_in_forked_child();
+
 // A failed call as dlock's error. UNAVAILABLE, DEADLINE_EXCEEDED, RESOURCE_EXHAUSTED, ABORTED,
 // CANCELLED: backend_unavailable; a lease the server does not know: session_expired;
 // UNAUTHENTICATED, PERMISSION_DENIED, a refused log-in and, over TLS before any call of the
