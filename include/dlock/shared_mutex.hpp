@@ -37,6 +37,12 @@ class shared_mutex : public detail::basic_lock {
   [[nodiscard]] bool try_lock_shared_until(std::chrono::steady_clock::time_point deadline);
   [[nodiscard]] bool try_lock_shared_until(std::chrono::steady_clock::time_point deadline,
                                            std::stop_token stop, std::error_code& ec) noexcept;
+  /// Releases an exclusive hold, as basic_lock::unlock(). A shared hold is kept (a mode
+  /// mismatch is a bug in the caller): unlock(ec) then sets not_held.
+  void unlock() noexcept;
+  void unlock(std::error_code& ec) noexcept;
+  /// Releases a shared hold, as basic_lock::unlock(). An exclusive hold is kept:
+  /// unlock_shared(ec) then sets not_held.
   void unlock_shared() noexcept;
   void unlock_shared(std::error_code& ec) noexcept;
 

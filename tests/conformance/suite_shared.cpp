@@ -100,4 +100,30 @@ TEST_P(conformance, upgrading_a_read_lock_is_refused_rather_than_deadlocking) {
   EXPECT_TRUE(m.try_lock());
 }
 
+// A release in the other mode is the caller's bug: the hold is kept and not_held reported (a
+// tester's unlock_shared() quietly released an exclusive hold, and unlock() a shared one).
+TEST_P(conformance, a_release_in_the_other_mode_keeps_the_hold) {
+  if (!caps().shared_locks) GTEST_SKIP() << "this mode has no shared locks (see its capabilities)";
+  auto s = open();
+  dlock::shared_mutex m(s, lock_name());
+  dlock::mutex other(open(), lock_name());
+  std::error_code ec;
+  m.lock();
+  m.unlock_shared(ec);
+  EXPECT_EQ(ec, dlock::errc::not_held);
+  EXPECT_NE(dlock::last_error_message().find("unlock()"), std::string::npos);
+  EXPECT_TRUE(m.is_held());
+  EXPECT_FALSE(other.try_lock()) << "the exclusive hold went";
+  m.unlock(ec);
+  EXPECT_FALSE(ec) << ec.message();
+  m.lock_shared();
+  m.unlock(ec);
+  EXPECT_EQ(ec, dlock::errc::not_held);
+  EXPECT_TRUE(m.holds_shared());
+  EXPECT_FALSE(other.try_lock()) << "the shared hold went";
+  m.unlock_shared(ec);
+  EXPECT_FALSE(ec) << ec.message();
+  EXPECT_TRUE(other.try_lock());
+}
+
 }  // namespace dlock::test
