@@ -79,7 +79,8 @@ class basic_lock {
   /// goes on in the background until the entry is gone or the session ends (the lease is the
   /// backstop). A recursive_mutex releases one level. A handle that does not hold: nothing.
   void unlock() noexcept;
-  /// As unlock(), reporting: not_held; lock_lost when the hold was lost or its entry was no
+  /// As unlock(), reporting: not_held; session_closed when session::close() released it;
+  /// lock_lost when the hold was lost or its entry was no
   /// longer there (lease ended, deleted by an operator); backend_unavailable when the removal
   /// was not confirmed within release_timeout (last_error_message() says when the lease frees
   /// it).

@@ -304,6 +304,15 @@ void lock_handle::release(std::error_code& ec) noexcept {
     remember(failure{ec, session_->forked_message()}, "dlock: release '" + name_ + "'");
     return;
   }
+  if (hold_->state() == hold_state::released) {
+    // session::close() released it: no loss (its signal never fired), nothing left to send.
+    hold_.reset();
+    count_ = 0;
+    ec = make_error_code(errc::session_closed);
+    remember(failure{ec, "lock '" + name_ + "' was released when its session was closed"},
+             "dlock: release");
+    return;
+  }
   if (--count_ > 0) {
     ec.clear();
     return;

@@ -168,6 +168,10 @@ TEST_P(conformance, closing_a_session_releases_its_locks_and_fails_its_waiters) 
   dlock::mutex after(a, lock_name("other"));
   EXPECT_FALSE(after.try_lock(ec));
   EXPECT_EQ(ec, dlock::errc::session_closed);
+  // Its unlock says the session was closed, not "lost" (a false alarm after an orderly close).
+  held.unlock(ec);
+  EXPECT_EQ(ec, dlock::errc::session_closed) << ec.message();
+  EXPECT_FALSE(h.lost_token().stop_requested());
   // The handle whose hold close() released says so too, not "already held by this handle".
   EXPECT_FALSE(held.try_lock(ec));
   EXPECT_EQ(ec, dlock::errc::session_closed) << ec.message();
