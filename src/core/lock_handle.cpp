@@ -282,7 +282,8 @@ void lock_handle::abandon(const std::string& entry_id) noexcept {
         o.on_log(log_level::warning,
                  what() + ": could not remove this waiter's place in the queue within " +
                      format_duration(session_->options().release_timeout) +
-                     " (the backend did not answer); retried in the background, else the "
+                     " (the backend did not answer); retried in the background while this process "
+                     "runs, else the "
                      "session's lease frees it within " +
                      format_duration(ttl));
       });

@@ -24,7 +24,7 @@ std::string refused_message(const std::string& name, std::chrono::milliseconds t
            "session is lost): the lock is free once the server has closed the session, within " +
            std::to_string(secs) + " s at the latest";
   }
-  return m + "; retried in the background until it is gone or the session ends";
+  return m + "; retried in the background until it is gone, the session ends or this process exits";
 }
 
 }  // namespace dlock::detail
