@@ -262,10 +262,15 @@ int run_reported(const run_options& o, run_report& rep) {
     return o.conflict_code;
   }
   if (o.verbose) {
+    // The lease in force: a server may grant another than --ttl asked (ZooKeeper clamps a
+    // session timeout to [2, 20] ticks), and the lease is what a stopped dlock keeps the lock.
+    std::string lease = "lease " + dlock::detail::format_duration(session.ttl());
+    if (o.ttl && session.ttl() != so.ttl) lease += ": the server's, for --ttl " + *o.ttl;
     print_error(
         m.granted() + " with fencing token " + std::to_string(m.hold().token().value) + " after " +
         dlock::detail::format_duration(std::chrono::duration_cast<std::chrono::milliseconds>(
-            std::chrono::steady_clock::now() - started)));
+            std::chrono::steady_clock::now() - started)) +
+        " (" + lease + ")");
   }
   child_spec spec{o.command,    o.name,  url, grace, std::chrono::steady_clock::now(),
                   hold_at_most, m.held()};

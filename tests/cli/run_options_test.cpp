@@ -45,9 +45,11 @@ TEST(CliRunOptions, AConflictNamesTheHolderUnlessQuiet) {
 
   holder.signal(SIGTERM);
   EXPECT_EQ(holder.wait(30s), 128 + SIGTERM);
-  auto v = box.run({"run", "-v", "-n", "busy", "--", "true"});
+  auto v = box.run({"run", "-v", "-n", "--ttl", "7s", "busy", "--", "true"});
   EXPECT_EQ(v.status, 0) << v.output;
   EXPECT_NE(v.output.find("granted with fencing token"), std::string::npos) << v.output;
+  // The lease in force (a server may grant another than --ttl: ZooKeeper clamps it).
+  EXPECT_NE(v.output.find("(lease 7.0s)"), std::string::npos) << v.output;
 }
 
 TEST(CliRunOptions, ConflictExitCodeMustBeANumber) {
