@@ -103,7 +103,8 @@ bool leadership::is_held() const noexcept {
   return impl_ && impl_->current() && impl_->current()->is_held();
 }
 fencing_token leadership::token() const {
-  if (!*this) refuse(errc::not_held, "token() of no leadership");
+  if (!*this)
+    refuse(errc::not_held, "token() of no leadership (never granted, resigned, or moved from)");
   return impl_->current()->token();
 }
 std::stop_token leadership::lost_token() const noexcept {
@@ -118,7 +119,8 @@ dlock::hold leadership::hold() const noexcept {
 std::string leadership::name() const { return *this ? impl_->name() : std::string(); }
 
 void leadership::proclaim(std::string_view value) {
-  if (!*this) refuse(errc::not_held, "proclaim on no leadership");
+  if (!*this)
+    refuse(errc::not_held, "proclaim on no leadership (never granted, resigned, or moved from)");
   const auto& name = impl_->name();
   // A forked child's copy speaks with the parent's authority: refused as resign() is.
   if (impl_->session()->forked()) {

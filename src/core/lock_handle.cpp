@@ -131,7 +131,11 @@ result<void> lock_handle::acquire_impl(entry_kind kind, steady::time_point deadl
     }
     if (type_ == lock_type::shared && kind_ == entry_kind::shared &&
         kind == entry_kind::exclusive) {
-      return fail(errc::upgrade_refused, "lock '" + name_ + "' is held shared by this handle");
+      return fail(
+          errc::upgrade_refused,
+          "lock '" + name_ +
+              "': upgrade refused: this handle holds it shared, and waiting for exclusive access "
+              "behind its own read hold would deadlock; unlock_shared() first, then lock()");
     }
     return fail(errc::already_held, "lock '" + name_ + "' is already held by this handle");
   }
