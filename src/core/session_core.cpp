@@ -69,8 +69,13 @@ result<std::shared_ptr<session_core>> session_core::open(std::string_view text,
   // a proxy down for seconds): transient failures are retried until it passes, past the
   // policy's attempts, as an acquire with a deadline is. The default keeps the policy's bound.
   const auto patience = s->options_.open_timeout.count() > 0 ? deadline : started;
+  // The lease is counted from the attempt that made the session (the server made it after
+  // this), not from the first: an open that waited out a restart got a lease already spent,
+  // and a tester's `dlock run -w` was granted and lost at once as the server came back.
+  auto attempt_started = started;
   auto b = with_patient_retry(s->options_.retry, deadline, patience, {}, [&] {
     ++attempts;
+    attempt_started = steady::now();
     open_attempt_scope scope(deadline);  // each connect of this attempt: at most what is left
     return (*opener)(s->url_, s->info_);
   });
@@ -102,7 +107,7 @@ result<std::shared_ptr<session_core>> session_core::open(std::string_view text,
     }
     s->info_.ttl = *g;
   }
-  s->lease_deadline_.store(s->deadline_from(started).time_since_epoch().count());
+  s->lease_deadline_.store(s->deadline_from(attempt_started).time_since_epoch().count());
   s->start();
   exit_guard::track(s);
   // What weakens a guarantee here (no persistence, asynchronous replicas, ...) is told to an
@@ -315,8 +320,11 @@ void session_core::expire() {
     if (cur == session_state::expired || cur == session_state::closed) return;
   } while (!state_.compare_exchange_weak(cur, session_state::expired));
   ended_.request_stop();
-  if (backend_) backend_->on_expired();
+  // Holds are told first, then the backend cuts its connections: where a connection is the
+  // session (MariaDB, PostgreSQL's advisory mode), cutting it frees the locks on the server,
+  // and a tester's waiter was granted 1.5 ms before the holder heard it was lost.
   notify_holds(hold_state::lost);
+  if (backend_) backend_->on_expired();
   set_state(session_state::expired);
   wake_.notify_all();
 }

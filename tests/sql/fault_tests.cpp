@@ -364,6 +364,59 @@ TEST_F(sql_faults, a_force_unlock_picked_as_a_deadlock_victim_is_retried) {
          << " rounds: the retry of a force unlock picked as a victim was never exercised";
 }
 
+// The holder's replies lost, its requests still reaching the server: the client's lease ends
+// first. Its holds must be told lost before dlock cuts the connection, for where the connection
+// is the session (here the advisory mode: no server-side lease at all) the cut frees the lock
+// on the server. A tester's waiter was granted 1.5 ms after the loss, and 53 ms before it with
+// the holder's thread paused: here the loss callback takes 30 ms, and a third client must
+// still be refused at its end. (TTL 2 s, below request_timeout: a renewal that times out first
+// closes the connection itself, which is not yet ordered so; see docs/guarantees.md.)
+TEST_F(sql_faults, a_holder_is_told_lost_before_its_connection_is_cut) {
+  for (std::string mode : {"mode=advisory&"}) {
+    SCOPED_TRACE(mode);
+    tcp_proxy px(admin().port());
+    auto s = session::open(through_proxy(mode).url(px.port(), 2s));
+    auto probe = session::open(through_proxy(mode).url(admin().port(), 2s));
+    const auto lock = name("told-first");
+    mutex m(s, lock);
+    m.lock();
+    std::atomic<int> third_granted{-1};
+    std::stop_callback told(m.current_hold().lost_token(), [&] {
+      std::this_thread::sleep_for(30ms);  // a slow handler: the server must wait for it
+      mutex third(probe, lock);
+      std::error_code ec;
+      const bool got = third.try_lock(ec);
+      if (got) third.unlock();
+      third_granted = got ? 1 : 0;
+    });
+    px.drop_replies();
+    ASSERT_TRUE(poll_until([&] { return third_granted.load() >= 0; }, 30s)) << "never told lost";
+    EXPECT_EQ(third_granted.load(), 0) << "the lock was free on the server before its holder "
+                                          "had been told it was lost";
+    px.pass();
+    std::error_code ec;
+    m.unlock(ec);
+  }
+}
+
+// An open that waited out an outage counts its lease from the attempt that made the session,
+// not from the first: a tester's `dlock run -w 30s` started while the server was down got a
+// lease already spent, and was granted and then lost at once as the server came back.
+TEST_F(sql_faults, a_session_opened_after_an_outage_gets_its_whole_lease) {
+  tcp_proxy px(admin().port());
+  px.reset();  // the server refuses every connection for now
+  std::jthread heal([&] {
+    std::this_thread::sleep_for(1500ms);
+    px.pass();
+  });
+  auto s = session::open(through_proxy("").url(px.port(), 2s), {.open_timeout = 10s});
+  mutex m(s, name("late-open"));
+  m.lock();
+  const auto left = m.current_hold().valid_until() - std::chrono::steady_clock::now();
+  EXPECT_GT(left, 1s) << "the lease was counted from the first attempt, 1.5 s before the open";
+  m.unlock();
+}
+
 // The host returns from main() while its release is retried in the background on a slow link
 // (a fault-run worker crashed so, in OpenSSL's cleanup, with a remover logging in anew): by
 // the time the atexit handlers registered before libdlock's run, no dlock thread is inside a

@@ -106,6 +106,7 @@ void tcp_proxy::blackhole() { set(mode::blackhole, {}, false); }
 void tcp_proxy::delay(std::chrono::milliseconds d) { set(mode::delay, d, false); }
 void tcp_proxy::reset() { set(mode::reset, {}, false); }
 void tcp_proxy::drop_next_reply() { set(mode::pass, {}, true); }
+void tcp_proxy::drop_replies() { set(mode::drop_replies, {}, false); }
 
 void tcp_proxy::wake() {
   std::uint64_t one = 1;
@@ -272,6 +273,10 @@ void tcp_proxy::run(std::stop_token stop) {
         if (!pull(c.server, c.to_client, delay, rst)) {
           kill_conn(c, rst);
           continue;
+        }
+        if (m == mode::drop_replies) {
+          c.to_client.q.clear();
+          c.to_client.bytes = 0;
         }
         if (c.drop_pending && c.to_client.q.size() > before) {
           ++dropped_;

@@ -7,6 +7,8 @@
 //  - delay(d):      hold every chunk d before forwarding it (both directions).
 //  - reset():       RST every connection (SO_LINGER 0, then close), and every new one until
 //                   the mode changes.
+//  - drop_replies(): relay what clients send, discard what the server answers -- a half-open
+//                   link: requests (renewals) still reach the server, the client hears nothing.
 //  - drop_next_reply(): the next chunk any client sends is forwarded; when the server's
 //                   reply arrives, that client's connection is RST instead -- the server
 //                   applied the request, the client cannot know (the ambiguous failure).
@@ -40,6 +42,7 @@ class tcp_proxy {
   void delay(std::chrono::milliseconds d);
   void reset();
   void drop_next_reply();
+  void drop_replies();
 
   // Counters, for tests and reports.
   std::size_t accepted() const noexcept { return accepted_.load(); }
@@ -51,7 +54,7 @@ class tcp_proxy {
   std::string last_dropped_request() const;
 
  private:
-  enum class mode { pass, blackhole, delay, reset };
+  enum class mode { pass, blackhole, delay, reset, drop_replies };
   struct loop;
 
   void set(mode m, std::chrono::milliseconds d, bool arm_drop);
