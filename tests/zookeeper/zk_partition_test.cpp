@@ -1,7 +1,11 @@
 // A client of zk:// cut off by a blackholed proxy: waiting, releasing, releasing a lost hold
 // (issue 12 items 5, 6 and 15; the cases are in support/partition_cases.hpp).
+#include <dlock/dlock.hpp>
+
 #include "support/net.hpp"
 #include "support/partition_cases.hpp"
+#include "support/poll.hpp"
+#include "support/tcp_proxy.hpp"
 #include "zookeeper/zk_env.hpp"
 
 namespace dlock::test {
@@ -48,6 +52,29 @@ TEST(zk_partition, a_cut_off_release_with_a_long_request_timeout_is_bounded_by_r
   // request_timeout at its default (5 s): only the inline attempt's deadline bounds unlock().
   partition::release_cut_off_is_bounded_and_finished_in_the_background(
       zk_env("/pr-l" + random_suffix()), "res", std::chrono::seconds{10}, std::chrono::seconds{5});
+}
+
+// A partition a little longer than the TTL: the holder is told lost at its lease's end, and
+// the link heals before the server expires the session. The lock must still be freed while
+// the holder keeps its session and hold objects (a tester's reconnected handle kept pinging,
+// and the node of a hold told lost stayed until the holder closed its session).
+TEST(zk_partition, a_hold_told_lost_is_freed_though_the_link_heals_before_the_server_expires_it) {
+  const auto chroot = "/pz-" + random_suffix();
+  auto env = zk_env(chroot);
+  tcp_proxy px(env.server_port);
+  auto s = dlock::session::open(env.url(px.port(), std::chrono::seconds{2}));
+  dlock::mutex held(s, "res");
+  held.lock();
+  auto h = held.current_hold();
+  px.blackhole();
+  ASSERT_TRUE(
+      poll_until([&] { return h.lost_token().stop_requested(); }, std::chrono::seconds{10}));
+  px.pass();  // before the server's own expiry, which rounds up to a tick
+  auto other = dlock::session::open(env.url(shared_zk().port(), std::chrono::seconds{2}));
+  dlock::mutex next(other, "res");
+  EXPECT_TRUE(next.try_lock_for(std::chrono::seconds{10}))
+      << "the hold told lost is still on the server";
+  EXPECT_TRUE(held.current_hold().state() == dlock::hold_state::lost);
 }
 
 TEST(zk_partition, releasing_a_lost_hold_does_not_wait_for_the_network) {

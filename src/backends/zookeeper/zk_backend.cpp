@@ -290,7 +290,11 @@ class zk_session final : public backend_session {
   }
 
   void close() noexcept override { conn_->close(); }
-  void on_expired() noexcept override { conn_->end_locally(); }
+  // The lease ended on our side, and its holds were told: the handle goes too. Kept, it
+  // reconnected after a partition a little longer than the TTL with the same session (the
+  // server had not expired it yet), and the lock node of a hold told *lost* stayed on the
+  // server until the holder closed its session (a tester's other clients timed out).
+  void on_expired() noexcept override { conn_->close(); }
 
   result<std::vector<std::string>> lock_names(std::string_view prefix) override {
     auto children = nodes_.get_children(nodes_.base());

@@ -377,6 +377,7 @@ void connection::close() noexcept {
     drop_watches(zh);
     zookeeper_close(zh);
   }
+  std::lock_guard jk(join_mu_);
   if (event_thread_.joinable()) {
     event_thread_.request_stop();
     if (event_thread_.get_id() == std::this_thread::get_id())

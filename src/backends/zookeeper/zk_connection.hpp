@@ -189,6 +189,8 @@ class connection {
   client_identity identity_{};
   std::array<std::atomic<std::uint64_t>, 6> sent_{};
   std::stop_source ended_src_;
+  // close() may run on two threads at once (the lease's end, the session's close): one joins.
+  std::mutex join_mu_;
   std::jthread event_thread_;
 };
 
