@@ -258,6 +258,43 @@ TEST(postgres_pooler, lease_mode_works_behind_session_pooling) {
   lease_mode_works_through("session");
 }
 
+// Sessions opening at once through a transaction pool of two server processes, beside a
+// holder: the open-time probe of each held one process and waited for another, and a pool
+// full of probes deadlocked until the request timeout, queueing everyone's statements behind
+// it (a tester's holder lost its lock with no fault; `dlock run -n` took 5 s and exited 69).
+TEST(postgres_pooler, opens_at_once_through_a_small_pool_neither_deadlock_nor_starve_a_holder) {
+  ensure_schema();
+  pgbouncer pool(server(), "transaction", "default_pool_size = 2\n");
+  const auto lock = lock_name("pool-probe");
+  auto hs = session::open(pool.url("ttl=3s"));
+  mutex holder(hs, lock);
+  holder.lock();
+  auto h = holder.current_hold();
+  std::atomic<int> refused{0};
+  std::mutex mu;
+  std::vector<std::string> errors;
+  for (int round = 0; round < 3; ++round) {
+    std::vector<std::thread> threads;
+    for (int i = 0; i < 8; ++i) {
+      threads.emplace_back([&] {
+        try {
+          auto s = session::open(pool.url("ttl=3s"), {.open_timeout = 4s});
+          mutex m(s, lock);
+          if (!m.try_lock()) ++refused;
+        } catch (const std::exception& e) {
+          std::lock_guard lk(mu);
+          errors.push_back(e.what());
+        }
+      });
+    }
+    for (auto& t : threads) t.join();
+  }
+  EXPECT_TRUE(errors.empty()) << errors.size() << " errors, first: " << errors.front();
+  EXPECT_EQ(refused.load(), 24);
+  EXPECT_NE(h.state(), hold_state::lost) << "the holder lost its lock with no fault";
+  EXPECT_TRUE(holder.is_held());
+}
+
 // A transaction pool that hands out its server processes in turn (PgBouncer's
 // server_round_robin) over two processes: the open-time probe pins one process, and the
 // session's own next statement lands on the other one again, so the probe sees no pooling.

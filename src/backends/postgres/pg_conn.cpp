@@ -6,7 +6,12 @@
 #include <sys/socket.h>
 
 #include <cerrno>
+#include <chrono>
+#include <condition_variable>
 #include <cstdlib>
+#include <mutex>
+#include <stop_token>
+#include <thread>
 
 #include "core/open_budget.hpp"
 
@@ -335,21 +340,49 @@ result<route> probe_route(conn& c, const target& t, std::chrono::milliseconds ti
   for (auto& [k, v] : pt.params) {
     if (k == "application_name") v = "dlock-probe";
   }
-  auto other = conn::open(pt, timeout);
+  // Neither step may wait long for a server process: a pool full of probes, each holding one
+  // and waiting for another, deadlocked until the request timeout, and every other client's
+  // statements (renewals too) queued behind it (a tester's 8 opens through a pool of 2; a holder
+  // lost its lock with no fault). Past the direct check above, a second server process that a
+  // second connection cannot have at once, or a statement of this one that waits for the pin
+  // to go, can only be a pool's doing.
+  constexpr std::chrono::milliseconds grace{750};
+  auto other = conn::open(pt, std::min(timeout, grace));
   if (!other) return fail(other.error());
   auto pinned = other->exec("BEGIN; SELECT pg_backend_pid()");
-  if (!pinned) return fail(pinned.error());
+  if (!pinned) {
+    if (other->usable()) return fail(pinned.error());  // an answer, not a wait cut off
+    out.pooled = true;
+    out.seen =
+        "a second connection got no server process within " + std::to_string(grace.count()) + " ms";
+    return out;
+  }
   if (pinned->text(0, 0) == pid) {
     out.pooled = true;
     out.seen = "two of its connections were served by one server process, " + pid;
     return out;
   }
+  // The pin goes after `grace` whether or not this connection's statement has run.
+  std::jthread unpin([&other, grace](std::stop_token st) {
+    std::mutex m;
+    std::condition_variable_any cv;
+    std::unique_lock lk(m);
+    cv.wait_for(lk, st, grace, [] { return false; });
+    if (!st.stop_requested()) other->close();
+  });
+  const auto asked = std::chrono::steady_clock::now();
   auto second = c.exec("SELECT pg_backend_pid()");
+  const bool waited = std::chrono::steady_clock::now() - asked >= grace;
+  unpin.request_stop();
+  unpin.join();
   if (!second) return fail(second.error());
   if (second->text(0, 0) != pid) {
     out.pooled = true;
     out.seen = "its server process changed between two statements, from " + pid + " to " +
                second->text(0, 0);
+  } else if (waited) {
+    out.pooled = true;
+    out.seen = "a statement waited for a server process while another connection held one";
   }
   return out;
 }
