@@ -11,6 +11,7 @@
 #include "cli/bench/bench.hpp"
 #include "cli/commands.hpp"
 #include "cli/common.hpp"
+#include "cli/signal_watch.hpp"
 #include "cli/usage_errors.hpp"
 
 namespace {
@@ -133,6 +134,7 @@ int run_command(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  dlock::cli::ignore_file_size_signal();
   const int status = run_command(argc, argv);
   // stdout is a file or a pipe, so buffered: a full disk (or /dev/full) shows only at this
   // flush. A report that never reached its reader must not pass for one that did (exit 74);

@@ -63,6 +63,21 @@ signal_watch::signal_watch() : waker_(std::make_shared<waker>()) {
 // released the lock and reported CMD's status.
 signal_watch::~signal_watch() { ::close(sfd_); }
 
+namespace {
+struct sigaction file_size_original {};
+bool file_size_saved = false;
+}  // namespace
+
+void ignore_file_size_signal() noexcept {
+  struct sigaction ign {};
+  ign.sa_handler = SIG_IGN;
+  file_size_saved = ::sigaction(SIGXFSZ, &ign, &file_size_original) == 0;
+}
+
+void restore_file_size_signal() noexcept {
+  if (file_size_saved) ::sigaction(SIGXFSZ, &file_size_original, nullptr);
+}
+
 signal_watch::event signal_watch::wait(std::chrono::milliseconds timeout) {
   pollfd fds[2] = {{sfd_, POLLIN, 0}, {waker_->fd(), POLLIN, 0}};
   int ms =

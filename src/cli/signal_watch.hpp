@@ -58,4 +58,11 @@ class signal_watch {
   std::shared_ptr<waker> waker_;
 };
 
+// SIGXFSZ (a write past RLIMIT_FSIZE: a SQLite file at the limit) killed dlock at once, and
+// CMD got SIGKILL without its grace. dlock ignores it, so the write fails (EFBIG) and is
+// reported; CMD gets the disposition dlock was started with back (restore, in the child
+// before exec: async-signal-safe).
+void ignore_file_size_signal() noexcept;
+void restore_file_size_signal() noexcept;
+
 }  // namespace dlock::cli

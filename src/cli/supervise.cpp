@@ -91,6 +91,7 @@ constexpr int guard_orphaned = 125;
   ::prctl(PR_SET_PDEATHSIG, SIGKILL);
   if (::getppid() != ::getpgrp()) ::_exit(guard_orphaned);
   ::sigprocmask(SIG_SETMASK, &p.cmd_mask, nullptr);
+  restore_file_size_signal();
   ::execvpe(p.argv[0], p.argv, p.envp);  // glibc's PATH search uses the stack, not malloc
   int e = errno;
   [[maybe_unused]] auto n = ::write(p.exec_error_fd, &e, sizeof e);

@@ -64,5 +64,20 @@ TEST(CliOutputErrors, AReaderThatLeftEarlyIsNoError) {
   EXPECT_EQ(out.find("cannot write"), std::string::npos) << out;
 }
 
+// A lock file at the file size limit (ulimit -f): SIGXFSZ killed dlock at once (exit 153, no
+// message) and CMD got SIGKILL without its grace. The write now fails and is reported, and
+// CMD runs with the disposition dlock was given (not ignored).
+TEST(CliOutputErrors, TheFileSizeLimitIsReportedAndCmdKeepsItsSignal) {
+  cli_sandbox box;
+  auto r = box.run_through({"/bin/sh", "-c", "ulimit -f 4; exec \"$0\" \"$@\""},
+                           {"run", "--url", box.url(), "job", "--", "true"});
+  EXPECT_EQ(r.status, 69) << r.output;
+  EXPECT_NE(r.output.find("file size limit"), std::string::npos) << r.output;
+  auto cmd = box.run(
+      {"run", "--url", box.url() + "-2", "job", "--", "sh", "-c", "grep SigIgn /proc/self/status"});
+  EXPECT_EQ(cmd.status, 0) << cmd.output;
+  EXPECT_NE(cmd.output.find("SigIgn:\t0000000000000000"), std::string::npos) << cmd.output;
+}
+
 }  // namespace
 }  // namespace dlock::test

@@ -2,6 +2,7 @@
 
 #include <grp.h>
 #include <pwd.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -9,6 +10,7 @@
 #include <cctype>
 #include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <thread>
 
@@ -18,6 +20,18 @@ namespace dlock::detail::sqlite {
 
 failure map_error(sqlite3* h, int rc, std::string_view what) {
   std::string msg = std::string(what) + ": " + (h ? sqlite3_errmsg(h) : sqlite3_errstr(rc));
+  // SQLite says only "disk I/O error"; the system's reason is what an operator can act on.
+  if ((rc & 0xff) == SQLITE_IOERR || (rc & 0xff) == SQLITE_FULL) {
+    const int e = h ? sqlite3_system_errno(h) : 0;
+    rlimit fsize{};
+    const bool limited = ::getrlimit(RLIMIT_FSIZE, &fsize) == 0 && fsize.rlim_cur != RLIM_INFINITY;
+    if (e == EFBIG || (e == 0 && limited)) {
+      msg += " (the process's file size limit, ulimit -f, is " +
+             (limited ? std::to_string(fsize.rlim_cur) + " bytes" : std::string("reached")) + ")";
+    } else if (e != 0) {
+      msg += std::string(" (") + std::strerror(e) + ")";
+    }
+  }
   switch (rc & 0xff) {
     case SQLITE_BUSY:
     case SQLITE_LOCKED:
