@@ -20,7 +20,9 @@ result<queue_view> lock_handle::wait_for_grant(const std::string& id, queue_view
     auto pos = find_entry(q.entries, id);
     if (!pos) {
       return fail(errc::session_expired,
-                  what() + ": this session's queue entry is gone (lease lapsed)");
+                  what() +
+                      ": this session's queue entry is gone (its lease lapsed on the server, an "
+                      "operator deleted it, or the server lost its data)");
     }
     auto v = decide(q, *pos);
     if (v.conflict) return fail(conflict_failure(q.entries[*pos], q.entries[*v.conflict]));

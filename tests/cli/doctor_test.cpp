@@ -155,6 +155,8 @@ TEST(CliDoctor, ARedisReplicaIsRefusedAndAMasterWithAReplicaIsWeakened) {
   EXPECT_EQ(guarantee(j, "failover"), "weakened") << j.dump(2);
   EXPECT_EQ(guarantee(j, "fencing"), "weakened") << j.dump(2);
   EXPECT_EQ(guarantee(j, "exclusion"), "holds") << j.dump(2);
+  // A restart without the data frees the locks before their holders hear of it.
+  EXPECT_EQ(guarantee(j, "loss-signal"), "weakened") << j.dump(2);
   EXPECT_EQ(box.run({"doctor", "redis://" + master.address(), "--require", "failover"}).status, 1);
   EXPECT_EQ(box.run({"doctor", "redis://" + master.address(), "--require", "exclusion"}).status, 0);
 }

@@ -172,6 +172,17 @@ std::vector<check_finding> findings(std::string_view info, const result<reply_pt
   }
   out.push_back(std::move(ev));
   out.push_back(persistence(info, save, appendfsync));
+  if (out.back().status == check_status::weakened && info_field(info, "aof_enabled") != "1") {
+    // A restart that loses the locks frees them at once: a tester's next client was granted
+    // 0.22 s before the holder, at its next renewal, heard that its key was gone.
+    out.push_back({.check = "persistence",
+                   .guarantee = "loss-signal",
+                   .status = check_status::weakened,
+                   .reason = "a restart without its data frees every lock at once; a holder "
+                             "learns at its next renewal (within TTL/3), after another may "
+                             "have been granted",
+                   .value = out.back().value});
+  }
   out.push_back(replication(info, replicas));
   if (!where.empty()) {
     for (auto& f : out) f.reason = where + ": " + f.reason;
