@@ -14,6 +14,7 @@
 #include "cli/supervise.hpp"
 #include "cli/warning_log.hpp"
 #include "core/duration.hpp"
+#include "core/url.hpp"
 
 namespace dlock::cli {
 namespace {
@@ -265,7 +266,15 @@ int run_reported(const run_options& o, run_report& rep) {
     // The lease in force: a server may grant another than --ttl asked (ZooKeeper clamps a
     // session timeout to [2, 20] ticks), and the lease is what a stopped dlock keeps the lock.
     std::string lease = "lease " + dlock::detail::format_duration(session.ttl());
-    if (o.ttl && session.ttl() != so.ttl) lease += ": the server's, for --ttl " + *o.ttl;
+    if (o.ttl && session.ttl() != so.ttl) {
+      lease += ": the server's, for --ttl " + *o.ttl;
+    } else if (!o.ttl) {
+      // Or asked in the URL (--url, $DLOCK_URL): ?ttl=
+      if (auto u = dlock::detail::parse_url(url); u && u->query.contains("ttl")) {
+        auto asked = dlock::detail::parse_duration(u->param("ttl"));
+        if (asked && *asked != session.ttl()) lease += ": the server's, for ttl=" + u->param("ttl");
+      }
+    }
     print_error(
         m.granted() + " with fencing token " + std::to_string(m.hold().token().value) + " after " +
         dlock::detail::format_duration(std::chrono::duration_cast<std::chrono::milliseconds>(

@@ -107,7 +107,15 @@ result<std::shared_ptr<session_core>> session_core::open(std::string_view text,
     }
     s->info_.ttl = *g;
   }
-  s->lease_deadline_.store(s->deadline_from(attempt_started).time_since_epoch().count());
+  // One attempt can itself wait out an outage (the ZooKeeper client retries inside it until a
+  // server answers), far from when the session was made: a tester's `dlock run -w 30s
+  // --ttl 3s` started while ZooKeeper was down lost its lease as soon as it was granted. An
+  // open that took a good part of a lease renews once at once and counts from that.
+  auto lease_from = attempt_started;
+  if (steady::now() - attempt_started > s->info_.ttl / 4) {
+    if (auto r = s->backend_->keep_alive()) lease_from = std::max(lease_from, *r);
+  }
+  s->lease_deadline_.store(s->deadline_from(lease_from).time_since_epoch().count());
   s->start();
   exit_guard::track(s);
   // What weakens a guarantee here (no persistence, asynchronous replicas, ...) is told to an

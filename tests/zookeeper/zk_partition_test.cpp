@@ -1,6 +1,7 @@
 // A client of zk:// cut off by a blackholed proxy: waiting, releasing, releasing a lost hold
 // (issue 12 items 5, 6 and 15; the cases are in support/partition_cases.hpp).
 #include <dlock/dlock.hpp>
+#include <thread>
 
 #include "support/net.hpp"
 #include "support/partition_cases.hpp"
@@ -75,6 +76,26 @@ TEST(zk_partition, a_hold_told_lost_is_freed_though_the_link_heals_before_the_se
   EXPECT_TRUE(next.try_lock_for(std::chrono::seconds{10}))
       << "the hold told lost is still on the server";
   EXPECT_TRUE(held.current_hold().state() == dlock::hold_state::lost);
+}
+
+// An open begun while the server cannot be reached: the C client retries inside the one
+// attempt, so the attempt's start is not when the session was made. A tester's `dlock run -w
+// 30s --ttl 3s` started while ZooKeeper was down lost its lease as soon as it was granted.
+TEST(zk_partition, a_session_opened_after_an_outage_gets_its_whole_lease) {
+  auto env = zk_env("/po-" + random_suffix());
+  tcp_proxy px(env.server_port);
+  px.reset();  // every connection refused for now
+  std::jthread heal([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds{1500});
+    px.pass();
+  });
+  auto s = dlock::session::open(env.url(px.port(), std::chrono::seconds{2}),
+                                {.open_timeout = std::chrono::seconds{10}});
+  dlock::mutex m(s, "res");
+  m.lock();
+  const auto left = m.current_hold().valid_until() - std::chrono::steady_clock::now();
+  EXPECT_GT(left, std::chrono::seconds{1}) << "the lease was counted from before the open";
+  m.unlock();
 }
 
 TEST(zk_partition, releasing_a_lost_hold_does_not_wait_for_the_network) {
