@@ -151,7 +151,8 @@ struct route {
 // connection (to `t`) holds a server process in a transaction while `c` runs a statement:
 // pooled if the two shared a server process, or if `c`'s server process changed. A quiet
 // transaction pool would hand `c` the same server process twice; pinning it elsewhere is
-// what shows the pooling.
+// what shows the pooling. Neither step waits long for a server process (pg_route.cpp): a
+// wait itself shows a pool.
 result<route> probe_route(conn& c, const target& t, std::chrono::milliseconds timeout);
 
 // Maps an error result onto a dlock failure naming `where`.
