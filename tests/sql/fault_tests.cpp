@@ -13,10 +13,8 @@
 #include "sql/sql_admin.hpp"
 #include "sql/sql_faults.hpp"
 #include "support/net.hpp"
-#include "support/partition_cases.hpp"
 #include "support/poll.hpp"
 #include "support/process.hpp"
-#include "support/tcp_proxy.hpp"
 
 namespace dlock::test {
 namespace {
