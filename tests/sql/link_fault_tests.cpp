@@ -56,38 +56,56 @@ TEST_F(sql_faults, a_cut_off_advisory_poller_logging_in_anew_is_told_session_exp
                                                 partition::contender::polling_reconnecting);
 }
 
-// The holder's replies lost, its requests still reaching the server: the client's lease ends
-// first. Its holds must be told lost before dlock cuts the connection, for where the connection
-// is the session (here the advisory mode: no server-side lease at all) the cut frees the lock
-// on the server. A tester's waiter was granted 1.5 ms after the loss, and 53 ms before it with
-// the holder's thread paused: here the loss callback takes 30 ms, and a third client must
-// still be refused at its end. (TTL 2 s, below request_timeout: a renewal that times out first
-// closes the connection itself, which is not yet ordered so; see docs/guarantees.md.)
-TEST_F(sql_faults, a_holder_is_told_lost_before_its_connection_is_cut) {
-  for (std::string mode : {"mode=advisory&"}) {
-    SCOPED_TRACE(mode);
-    tcp_proxy px(admin().port());
-    auto s = session::open(through_proxy(mode).url(px.port(), 2s));
-    auto probe = session::open(through_proxy(mode).url(admin().port(), 2s));
-    const auto lock = name("told-first");
-    mutex m(s, lock);
-    m.lock();
-    std::atomic<int> third_granted{-1};
-    std::stop_callback told(m.current_hold().lost_token(), [&] {
-      std::this_thread::sleep_for(30ms);  // a slow handler: the server must wait for it
-      mutex third(probe, lock);
-      std::error_code ec;
-      const bool got = third.try_lock(ec);
-      if (got) third.unlock();
-      third_granted = got ? 1 : 0;
-    });
-    px.drop_replies();
-    ASSERT_TRUE(poll_until([&] { return third_granted.load() >= 0; }, 30s)) << "never told lost";
-    EXPECT_EQ(third_granted.load(), 0) << "the lock was free on the server before its holder "
-                                          "had been told it was lost";
-    px.pass();
+// The holder's replies lost, its requests still reaching the server, until `m`'s holder is
+// told it lost: its loss callback takes 30 ms (a slow handler: the server must wait for it),
+// then a third client asks for the lock, and must be refused.
+void told_lost_before_the_cut(const std::string& url, const std::string& probe_url,
+                              const std::string& lock, const session_options& options,
+                              tcp_proxy& px) {
+  auto s = session::open(url, options);
+  auto probe = session::open(probe_url);
+  mutex m(s, lock);
+  m.lock();
+  std::atomic<int> third_granted{-1};
+  std::stop_callback told(m.current_hold().lost_token(), [&] {
+    std::this_thread::sleep_for(30ms);
+    mutex third(probe, lock);
     std::error_code ec;
-    m.unlock(ec);
+    const bool got = third.try_lock(ec);
+    if (got) third.unlock();
+    third_granted = got ? 1 : 0;
+  });
+  px.drop_replies();
+  ASSERT_TRUE(poll_until([&] { return third_granted.load() >= 0; }, 30s)) << "never told lost";
+  EXPECT_EQ(third_granted.load(), 0) << "the lock was free on the server before its holder "
+                                        "had been told it was lost";
+  px.pass();
+  std::error_code ec;
+  m.unlock(ec);
+}
+
+// The client's lease ends first. Its holds must be told lost before dlock cuts the connection,
+// for where the connection is the session (here the advisory mode: no server-side lease at
+// all) the cut frees the lock on the server. A tester's waiter was granted 1.5 ms after the
+// loss, and 53 ms before it with the holder's thread paused. (TTL 2 s, below request_timeout.)
+TEST_F(sql_faults, a_holder_is_told_lost_before_its_connection_is_cut) {
+  tcp_proxy px(admin().port());
+  told_lost_before_the_cut(through_proxy("mode=advisory&").url(px.port(), 2s),
+                           through_proxy("mode=advisory&").url(admin().port(), 2s),
+                           name("told-first"), {}, px);
+}
+
+// The request timeout ends the session first (1 s, under a 6 s lease): the renewal goes
+// unanswered, and cutting it off closes the connection, which frees the locks on the server.
+// The client library's own read timeout closed it a few ms before the holds heard; now dlock
+// keeps that timeout itself and tells the holds first (request_guard.hpp).
+TEST_F(sql_faults, a_holder_whose_request_times_out_is_told_lost_before_its_connection_is_cut) {
+  for (std::string mode : {"", "mode=advisory&"}) {
+    SCOPED_TRACE(mode.empty() ? "lease mode" : mode);
+    tcp_proxy px(admin().port());
+    told_lost_before_the_cut(
+        through_proxy(mode).url(px.port(), 6s), through_proxy(mode).url(admin().port(), 6s),
+        name("timed-out-" + std::to_string(mode.size())), {.request_timeout = 1s}, px);
   }
 }
 

@@ -8,6 +8,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <memory>
 #include <stdexcept>
@@ -90,6 +91,24 @@ TEST(request_cutter, a_caller_without_a_deadline_is_never_cut) {
   auto ticket = cutter.arm(steady::time_point::max(), conn.cut);
   EXPECT_FALSE(conn.shut_within(100ms));
   EXPECT_FALSE(ticket.fired());
+}
+
+// A session's connection tells its holds they are lost before the cut frees their locks
+// (request_guard.hpp): the action runs first, with the socket still open, and outside the
+// cutter's lock, so it may arm and give up tickets of the same cutter meanwhile.
+TEST(request_cutter, runs_its_action_before_the_cut_and_outside_its_lock) {
+  detail::request_cutter cutter;
+  socket_pair conn;
+  socket_pair other;
+  std::atomic<int> open_during_action{-1};
+  auto ticket = cutter.arm(steady::now() + 20ms, conn.cut, [&] {
+    open_during_action = conn.shut_within(0ms) ? 0 : 1;
+    auto inner = cutter.arm(steady::now() + 1h, other.cut);  // would deadlock under the lock
+  });
+  EXPECT_TRUE(conn.shut_within(10s));
+  EXPECT_EQ(open_during_action.load(), 1) << "the connection was cut before the action ran";
+  EXPECT_TRUE(ticket.fired());
+  EXPECT_FALSE(other.shut_within(50ms));
 }
 
 }  // namespace

@@ -16,6 +16,7 @@
 // the hooks are gone by the time this base's destructor runs.
 
 #include <algorithm>
+#include <atomic>
 #include <condition_variable>
 #include <cstddef>
 #include <cstdint>
@@ -33,6 +34,7 @@
 #include "backends/common/conn_end_note.hpp"
 #include "backends/common/conn_watch.hpp"
 #include "backends/common/loss_notice.hpp"
+#include "backends/common/request_guard.hpp"
 #include "backends/common/socket_interrupt.hpp"
 #include "backends/common/timed_gate.hpp"
 #include "core/backend.hpp"
@@ -41,8 +43,8 @@
 
 namespace dlock::detail {
 
-// Conn: a connection with run(const Statement&, const std::vector<Param>&), usable(), close()
-// and socket().
+// Conn: a connection with run(const Statement&, const std::vector<Param>&), usable(), close(),
+// socket() and guard_requests(request_guard).
 template <class Conn, class Statement, class Param>
 class advisory_session_base : public backend_session {
  public:
@@ -64,12 +66,10 @@ class advisory_session_base : public backend_session {
   }
 
   // With entries of this session on `lock`: its local queue after the server's try-lock
-  // (advance), which is what the engine decides grants from -- it lists only locks it has
-  // an entry in. Without: what the server can tell status tools (observe_locked), never an
-  // empty "free" while another connection holds the lock.
-  // A caller that gives up at a deadline (`dlock run`'s look at the holder it waited for)
-  // does not wait past it for a request in flight on the session's connection, and observes
-  // on a connection of the backend's own where it has one (observe_aside).
+  // (advance), which the engine decides grants from. Without: what the server can tell status
+  // tools (observe_locked), never an empty "free" while another connection holds the lock. A
+  // caller with a deadline (`dlock run`'s look at the holder) does not wait past it for a
+  // request in flight on the session's connection: it observes aside where it can.
   result<queue_view> list(std::string_view lock) override {
     const auto until = caller_request_deadline.value_or(steady::time_point::max());
     std::unique_lock lk(mu_, std::defer_lock);
@@ -181,12 +181,8 @@ class advisory_session_base : public backend_session {
     cv_.notify_all();
   }
 
-  // The server stores locks by hash only, so it cannot name the locks other connections
-  // hold; the names this session holds would be a list that looks complete and is not.
   result<std::vector<std::string>> lock_names(std::string_view) override {
-    return fail(errc::unsupported,
-                where_ + ": mode=advisory cannot list locks: the server keeps only a hash of " +
-                    "each lock name (ask about one name: dlock status NAME)");
+    return fail(no_lock_names(where_));
   }
 
  protected:
@@ -251,9 +247,17 @@ class advisory_session_base : public backend_session {
   // Once the connection is found gone, how it ended, as its client saw it (session_conn's).
   std::string end_reason() const override { return ended_.reason(where_, info_.id); }
 
-  // Watches conn_ (mu_ held) between requests; `alive` says whether the readable connection
-  // still lives.
+  // Right after conn_ connects (its client's own timeout at request_guard::backstop()): a
+  // request unanswered for the request timeout fails the open, or ends the session, holds told.
+  void guard_connection() {
+    conn_->guard_requests({&cutter_, info_.request_timeout, [this] {
+                             if (watching_) loss_.announce();
+                           }});
+  }
+
+  // Watches conn_ (mu_ held) between requests; `alive`: whether the readable connection lives.
   void watch_connection(std::function<bool(Conn&)> alive) {
+    watching_ = true;
     interrupt_ = conn_->interrupter();
     watch_.start(
         conn_->socket(),
@@ -265,9 +269,8 @@ class advisory_session_base : public backend_session {
         [this] { loss_.announce(); });
   }
 
-  // Runs `s` on the session's connection (mu_ held via `lk`, and let go only on a failure
-  // returned here). A broken connection ends the session: its locks are gone with it, and
-  // the engine is told at once.
+  // Runs `s` on the session's connection (mu_ held via `lk`, let go only on a failure returned
+  // here). A broken connection ends the session, its locks gone: the engine is told at once.
   reply run_locked(const Statement& s, const std::vector<Param>& params,
                    std::unique_lock<timed_gate>& lk) {
     if (closed_) return fail(errc::session_closed, where_ + ": session closed");
@@ -389,7 +392,9 @@ class advisory_session_base : public backend_session {
   conn_end_note ended_;  // how the session's connection ended, once it did
   // Breaks off a request in flight on the session's connection once the session expired.
   std::shared_ptr<socket_interrupt> interrupt_;
-  conn_watch watch_;  // last: stopped before the members it uses go
+  std::atomic<bool> watching_{false};  // the session is open: a guard's cut ends it
+  request_cutter cutter_;              // its thread ends before conn_ and loss_ go
+  conn_watch watch_;                   // last: stopped before the members it uses go
 };
 
 }  // namespace dlock::detail

@@ -44,4 +44,13 @@ inline void add_observed(queue_view& v, const std::string& key, const remote_vie
   }
 }
 
+// Why a session cannot list lock names: the server stores locks by hash only, so it cannot
+// name the locks other connections hold, and the names this session holds would be a list
+// that looks complete and is not.
+inline failure no_lock_names(const std::string& where) {
+  return {make_error_code(errc::unsupported),
+          where + ": mode=advisory cannot list locks: the server keeps only a hash of " +
+              "each lock name (ask about one name: dlock status NAME)"};
+}
+
 }  // namespace dlock::detail

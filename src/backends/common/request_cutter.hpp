@@ -6,12 +6,15 @@
 // that timeout. Only for connections that carry nothing else: a cut ends the connection.
 //
 // One thread per cutter, started by the first arm(); it sleeps until the earliest armed time,
-// and is woken by arm() only for a sooner one.
+// and is woken by arm() only for a sooner one. A cut may first run an action of its own (a
+// session's connection tells its holds they are lost before the cut frees their locks); the
+// thread runs it outside its lock, so the action may take its time and call back in.
 // Thread safety: arm() and the tickets from any thread.
 
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -19,6 +22,7 @@
 #include <stop_token>
 #include <thread>
 #include <utility>
+#include <vector>
 
 #include "backends/common/socket_interrupt.hpp"
 
@@ -28,6 +32,7 @@ class request_cutter {
   using clock = std::chrono::steady_clock;
   struct armed {
     std::shared_ptr<socket_interrupt> cut;
+    std::function<void()> before;  // may be empty
     bool fired{false};
   };
   using slots = std::map<std::pair<clock::time_point, std::uint64_t>, std::shared_ptr<armed>>;
@@ -39,9 +44,13 @@ class request_cutter {
    public:
     ticket(request_cutter& owner, std::optional<slot> at, std::shared_ptr<armed> state)
         : owner_(&owner), at_(at), state_(std::move(state)) {}
+    ticket(ticket&& o) noexcept
+        : owner_(std::exchange(o.owner_, nullptr)), at_(o.at_), state_(std::move(o.state_)) {}
     ticket(const ticket&) = delete;
     ticket& operator=(const ticket&) = delete;
+    ticket& operator=(ticket&&) = delete;
     ~ticket() {
+      if (!owner_) return;
       std::lock_guard lk(owner_->mu_);
       if (at_ && !state_->fired) owner_->armed_.erase(*at_);
     }
@@ -68,10 +77,12 @@ class request_cutter {
   }
 
   // Cuts `cut`'s connection at `at` unless the ticket is destroyed first (never at
-  // time_point::max(), a caller without a deadline).
-  [[nodiscard]] ticket arm(clock::time_point at, std::shared_ptr<socket_interrupt> cut) {
+  // time_point::max(), a caller without a deadline); runs `before` first, if given.
+  [[nodiscard]] ticket arm(clock::time_point at, std::shared_ptr<socket_interrupt> cut,
+                           std::function<void()> before = {}) {
     auto state = std::make_shared<armed>();
     state->cut = std::move(cut);
+    state->before = std::move(before);
     if (at == clock::time_point::max()) return ticket(*this, std::nullopt, std::move(state));
     std::lock_guard lk(mu_);
     auto it = armed_.emplace(std::make_pair(at, next_++), state).first;
@@ -90,11 +101,21 @@ class request_cutter {
     std::unique_lock lk(mu_);
     while (!stop.stop_requested()) {
       const auto now = clock::now();
+      std::vector<std::shared_ptr<armed>> due;
       while (!armed_.empty() && armed_.begin()->first.first <= now) {
         auto first = armed_.begin();
         first->second->fired = true;
-        first->second->cut->interrupt();
+        due.push_back(std::move(first->second));
         armed_.erase(first);
+      }
+      if (!due.empty()) {
+        lk.unlock();
+        for (auto& d : due) {
+          if (d->before) d->before();
+          d->cut->interrupt();
+        }
+        lk.lock();
+        continue;  // the actions took time: look again at what is due
       }
       if (armed_.empty()) {
         sleeping_until_ = clock::time_point::max();

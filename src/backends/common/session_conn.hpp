@@ -14,10 +14,12 @@
 //   connection;
 // - between requests a watch thread (conn_watch) reads the socket, so a holder learns of a
 //   server-side end at once, not at its next renewal;
-// - once the lease ended on our side (on_expired), a request in flight is broken off.
+// - once the lease ended on our side (on_expired), a request in flight is broken off;
+// - a request on it unanswered after the request timeout ends the session too, and its holds
+//   are told before the connection is cut (request_guard.hpp), as at the lease's end.
 //
-// Conn: `static result<Conn> open()` through the opener given here, `usable()`, `close()`,
-// `socket()`, `interrupter()`, `run(statement, params)`.
+// Conn: `static result<Conn> open()` through the openers given here, `usable()`, `close()`,
+// `socket()`, `interrupter()`, `run(statement, params)`, `guard_requests(request_guard)`.
 // Threads: every member is safe to call from any thread; requests are serialised.
 
 #include <atomic>
@@ -33,6 +35,8 @@
 #include "backends/common/conn_end_note.hpp"
 #include "backends/common/conn_watch.hpp"
 #include "backends/common/loss_notice.hpp"
+#include "backends/common/request_cutter.hpp"
+#include "backends/common/request_guard.hpp"
 #include "backends/common/socket_interrupt.hpp"
 #include "core/result.hpp"
 
@@ -46,11 +50,16 @@ class session_conn {
   // NOTIFY is fine; an error, a FATAL or EOF is not). Runs under the lock.
   using idle_check = std::function<bool(Conn&)>;
 
-  // `where` names the server in messages; `open` makes a connection (the session's, a
-  // reconnect before the session row exists, or a spare).
-  session_conn(std::string where, std::string session_id, opener open)
+  // `where` names the server in messages; `open_session` makes the session's connection (or
+  // its reconnect before the session row exists), whose requests are guarded after
+  // `request_timeout` (its client library's own timeout must be request_guard::backstop());
+  // `open` makes the others (a spare, an aside).
+  session_conn(std::string where, std::string session_id, std::chrono::milliseconds request_timeout,
+               opener open_session, opener open)
       : where_(std::move(where)),
         id_(std::move(session_id)),
+        request_timeout_(request_timeout),
+        open_session_(std::move(open_session)),
         open_(std::move(open)),
         aside_(where_, open_) {}
   session_conn(const session_conn&) = delete;
@@ -185,11 +194,20 @@ class session_conn {
       if (expired_) {
         return fail(errc::session_expired, where_ + ": session " + id_ + " has ended");
       }
-      auto c = open_();
+      auto c = opened_ ? open_() : open_session_();
       if (!c) return fail(c.error());
       slot.emplace(std::move(*c));
+      if (!opened_) guard(*slot);
     }
     return &*slot;
+  }
+
+  // Only a session that was opened has holds to tell; a request of the open itself that
+  // times out fails the open.
+  void guard(Conn& c) {
+    c.guard_requests({&cutter_, request_timeout_, [this] {
+                        if (opened_seen_) loss_.announce();
+                      }});
   }
 
   failure ended_with_connection() const {
@@ -210,6 +228,8 @@ class session_conn {
 
   const std::string where_;
   const std::string id_;
+  const std::chrono::milliseconds request_timeout_;
+  const opener open_session_;
   const opener open_;
   std::mutex mu_;
   std::optional<Conn> conn_;   // the session's connection
@@ -226,7 +246,8 @@ class session_conn {
   std::atomic<bool> expired_{false};
   conn_end_note ended_;  // how the session's connection ended, once it did
   aside_conn<Conn> aside_;
-  conn_watch watch_;  // last: stopped before the members it uses go
+  request_cutter cutter_;  // its thread ends before the connections it may cut and loss_ go
+  conn_watch watch_;       // last: stopped before the members it uses go
 };
 
 }  // namespace dlock::detail

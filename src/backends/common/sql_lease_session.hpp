@@ -21,7 +21,9 @@
 //   static bool removed(const rows&)                  -- false: the entry was gone already
 //   static bool renewed(const rows&)                  -- false: the session's row is gone
 //   const std::string& where()
-//   result<conn> connect()                            -- the session's, a reconnect, a spare
+//   result<conn> connect_session()                    -- the session's (or its reconnect before
+//     the session row exists), its client's own timeout request_guard::backstop()
+//   result<conn> connect()                            -- a spare, an aside
 //   result<void> open_session(conn&, const session_info&)  -- schema and session row
 //   bool idle_fine(conn&)                             -- session_conn's idle_check
 //   request enqueue(session, lock, id, kind), list(lock, session) (the session at index 1),
@@ -72,7 +74,9 @@ class sql_lease_session final : public backend_session {
   explicit sql_lease_session(session_info info, A&&... db_args)
       : info_(std::move(info)),
         db_(info_, std::forward<A>(db_args)...),
-        link_(db_.where(), info_.id, [this] { return db_.connect(); }) {}
+        link_(
+            db_.where(), info_.id, info_.request_timeout, [this] { return db_.connect_session(); },
+            [this] { return db_.connect(); }) {}
   ~sql_lease_session() override { close(); }
 
   result<void> start() {

@@ -59,9 +59,12 @@ class advisory_session final : public advisory_session_base<conn, std::string, p
 
   result<void> start() {
     std::lock_guard lk(mu_);
-    auto c = conn::open(target_, info_.request_timeout);
+    auto guarded = target_;
+    guarded.read_timeout = request_guard::backstop(info_.request_timeout);
+    auto c = conn::open(guarded, info_.request_timeout);
     if (!c) return fail(c.error());
     conn_.emplace(std::move(*c));
+    guard_connection();
     auto r =
         conn_->run("SELECT GET_LOCK(?, 0), VERSION(), DATABASE()", {session_lock_name(info_.id)});
     if (!r) return fail(r.error());

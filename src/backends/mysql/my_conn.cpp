@@ -250,6 +250,23 @@ result<MYSQL_STMT*> conn::prepared(const std::string& sql) {
 }
 
 result<outcome> conn::run(const std::string& sql, const std::vector<param>& params) {
+  const auto cut = guard_ ? guard_->arm(interrupt_) : std::nullopt;
+  return timed(run_once(sql, params), cut);
+}
+
+result<outcome> conn::exec(const std::string& sql) {
+  const auto cut = guard_ ? guard_->arm(interrupt_) : std::nullopt;
+  return timed(exec_once(sql), cut);
+}
+
+result<outcome> conn::timed(result<outcome> r, const std::optional<request_cutter::ticket>& cut) {
+  if (r || !cut || !cut->fired()) return r;
+  close();
+  return fail(errc::backend_unavailable,
+              where_ + ": no reply within " + std::to_string(guard_->after.count()) + " ms");
+}
+
+result<outcome> conn::run_once(const std::string& sql, const std::vector<param>& params) {
   auto s = prepared(sql);
   if (!s) return fail(s.error());
   std::vector<MYSQL_BIND> binds(params.size());
@@ -342,7 +359,7 @@ result<outcome> conn::read_results(MYSQL_STMT* s) {
   return out;
 }
 
-result<outcome> conn::exec(const std::string& sql) {
+result<outcome> conn::exec_once(const std::string& sql) {
   if (!m_) return fail(errc::backend_unavailable, where_ + ": not connected");
   if (mysql_real_query(m_, sql.data(), sql.size()) != 0) {
     return fail(error(mysql_errno(m_), mysql_sqlstate(m_), mysql_error(m_)));

@@ -16,6 +16,7 @@
 #include <variant>
 #include <vector>
 
+#include "backends/common/request_guard.hpp"
 #include "backends/common/socket_interrupt.hpp"
 #include "core/result.hpp"
 
@@ -69,7 +70,8 @@ class conn {
         where_(std::move(o.where_)),
         stmts_(std::move(o.stmts_)),
         interrupt_(std::move(o.interrupt_)),
-        ended_(std::move(o.ended_)) {}
+        ended_(std::move(o.ended_)),
+        guard_(std::move(o.guard_)) {}
   conn& operator=(conn&&) = delete;
   conn(const conn&) = delete;
   ~conn() { close(); }
@@ -79,6 +81,10 @@ class conn {
   result<outcome> run(const std::string& sql, const std::vector<param>& params);
   // Runs parameterless SQL (DDL) through the text protocol, discarding any rows.
   result<outcome> exec(const std::string& sql);
+  // From now on a request unanswered after the request timeout is cut off by `g` (which first
+  // tells a session's holds: request_guard.hpp). Open the connection with a target whose
+  // read_timeout is request_guard::backstop(): libmariadb fixes its own timeout at connect.
+  void guard_requests(request_guard g) { guard_ = std::move(g); }
 
   bool usable() const { return m_ != nullptr; }
   // Whether the server is MariaDB (whose GET_LOCK takes a fractional timeout) or MySQL.
@@ -100,6 +106,10 @@ class conn {
  private:
   conn(MYSQL* m, std::string where) : m_(m), where_(std::move(where)) {}
   result<void> check_wait_timeout(const target& t);
+  result<outcome> run_once(const std::string& sql, const std::vector<param>& params);
+  result<outcome> exec_once(const std::string& sql);
+  // `r` as the caller sees it: a guard's cut is the request timeout's, not a lost connection.
+  result<outcome> timed(result<outcome> r, const std::optional<request_cutter::ticket>& cut);
   failure error(unsigned code, const char* state, const char* msg);
   result<MYSQL_STMT*> prepared(const std::string& sql);
   result<outcome> read_results(MYSQL_STMT* s);
@@ -110,6 +120,7 @@ class conn {
   std::map<std::string, MYSQL_STMT*> stmts_;
   std::shared_ptr<socket_interrupt> interrupt_ = std::make_shared<socket_interrupt>();
   std::string ended_;
+  std::optional<request_guard> guard_;
 };
 
 // Maps a client or server error onto a dlock failure naming `where`.

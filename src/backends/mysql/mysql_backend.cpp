@@ -64,6 +64,11 @@ class my_lease {
   const std::string& where() const { return target_.where; }
 
   result<conn> connect() { return conn::open(target_, timeout_); }
+  result<conn> connect_session() {
+    auto t = target_;
+    t.read_timeout = request_guard::backstop(timeout_);
+    return conn::open(t, timeout_);
+  }
 
   result<void> open_session(conn& c, const session_info& info) const {
     if (auto r = my::ensure_schema(c); !r) return r;

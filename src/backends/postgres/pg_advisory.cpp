@@ -33,6 +33,7 @@ class advisory_session final : public advisory_session_base<conn, statement, std
     auto c = conn::open(target_, info_.request_timeout);
     if (!c) return fail(c.error());
     conn_ = std::move(*c);
+    guard_connection();
     if (auto r = ensure_schema(*conn_, schema_); !r) return r;
     if (auto r = claim_mode(*conn_, schema_, "advisory", !info_.observe_only); !r) return r;
     if (auto r = check_direct(); !r) return r;

@@ -173,6 +173,7 @@ conn& conn::operator=(conn&& o) noexcept {
     unnamed_ = o.unnamed_;
     ended_ = std::move(o.ended_);
     interrupt_ = std::move(o.interrupt_);
+    guard_ = std::move(o.guard_);
   }
   return *this;
 }
@@ -259,10 +260,23 @@ result<rows> conn::await(steady::time_point deadline, std::string_view what, boo
   return std::move(*last);
 }
 
+steady::time_point conn::reply_deadline() const {
+  return steady::now() + (guard_ ? request_guard::backstop(timeout_) : timeout_);
+}
+
+result<rows> conn::timed(result<rows> r, const std::optional<request_cutter::ticket>& cut,
+                         std::string_view what) {
+  if (r || !cut || !cut->fired()) return r;
+  close();
+  return fail(errc::backend_unavailable, where_ + ": " + std::string(what) + ": no reply within " +
+                                             std::to_string(timeout_.count()) + " ms");
+}
+
 result<rows> conn::run(const statement& s, const std::vector<std::string>& params,
                        std::optional<steady::time_point> until) {
   if (!usable()) return fail(not_connected());
-  auto deadline = steady::now() + timeout_;
+  auto deadline = reply_deadline();
+  const auto cut = guard_ ? guard_->arm(interrupt_) : std::nullopt;
   const bool callers = until && *until < deadline;
   if (callers) deadline = *until;
   std::vector<const char*> values;
@@ -273,13 +287,13 @@ result<rows> conn::run(const statement& s, const std::vector<std::string>& param
     if (!PQsendQueryParams(c_, s.sql.c_str(), n, nullptr, values.data(), nullptr, nullptr, 0)) {
       return fail(broken(s.name));
     }
-    return await(deadline, s.name, callers);
+    return timed(await(deadline, s.name, callers), cut, s.name);
   }
   if (!prepared_.contains(s.name)) {
     if (!PQsendPrepare(c_, s.name.c_str(), s.sql.c_str(), 0, nullptr)) {
       return fail(broken("prepare " + s.name));
     }
-    auto r = await(deadline, "prepare " + s.name, callers);
+    auto r = timed(await(deadline, "prepare " + s.name, callers), cut, "prepare " + s.name);
     if (!r && usable() && r.error().message.find("SQLSTATE 42P05") != std::string::npos) {
       // Already prepared on this server process by someone else: a pooler in front.
       unnamed_ = true;
@@ -291,7 +305,7 @@ result<rows> conn::run(const statement& s, const std::vector<std::string>& param
   if (!PQsendQueryPrepared(c_, s.name.c_str(), n, values.data(), nullptr, nullptr, 0)) {
     return fail(broken(s.name));
   }
-  auto r = await(deadline, s.name, callers);
+  auto r = timed(await(deadline, s.name, callers), cut, s.name);
   if (!r && usable() && r.error().message.find("SQLSTATE 26000") != std::string::npos) {
     // Prepared on another server process: a pooler in front. Nothing ran; run it unnamed.
     unnamed_ = true;
@@ -302,8 +316,9 @@ result<rows> conn::run(const statement& s, const std::vector<std::string>& param
 
 result<rows> conn::exec(const std::string& sql) {
   if (!usable()) return fail(not_connected());
+  const auto cut = guard_ ? guard_->arm(interrupt_) : std::nullopt;
   if (!PQsendQuery(c_, sql.c_str())) return fail(broken("query"));
-  return await(steady::now() + timeout_, "query");
+  return timed(await(reply_deadline(), "query"), cut, "query");
 }
 
 std::string to_hex(std::string_view bytes) {

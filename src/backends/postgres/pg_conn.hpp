@@ -17,6 +17,7 @@
 #include <utility>
 #include <vector>
 
+#include "backends/common/request_guard.hpp"
 #include "backends/common/socket_interrupt.hpp"
 #include "core/result.hpp"
 
@@ -72,7 +73,8 @@ class conn {
         prepared_(std::move(o.prepared_)),
         unnamed_(o.unnamed_),
         ended_(std::move(o.ended_)),
-        interrupt_(std::move(o.interrupt_)) {}
+        interrupt_(std::move(o.interrupt_)),
+        guard_(std::move(o.guard_)) {}
   conn& operator=(conn&& o) noexcept;
   conn(const conn&) = delete;
   ~conn() { close(); }
@@ -107,6 +109,10 @@ class conn {
   // transaction-pooling proxy, a statement prepared on one server connection is missing on
   // the next (or already there, prepared by another client).
   void set_unnamed(bool on) { unnamed_ = on; }
+  // From now on a request unanswered after the request timeout is cut off by `g` (which first
+  // tells a session's holds: request_guard.hpp); this connection's own deadline becomes only
+  // a backstop behind it.
+  void guard_requests(request_guard g) { guard_ = std::move(g); }
 
  private:
   // What libpq's notice receiver saw between requests; on the heap, as libpq keeps its
@@ -128,6 +134,12 @@ class conn {
                      bool callers = false);
   failure broken(std::string_view what);
   failure not_connected() const;
+  // When a request's own deadline is, `until` aside: the request timeout, or its backstop
+  // where a guard keeps it.
+  std::chrono::steady_clock::time_point reply_deadline() const;
+  // `r` as the caller sees it: a guard's cut is the request timeout's, not a broken link.
+  result<rows> timed(result<rows> r, const std::optional<request_cutter::ticket>& cut,
+                     std::string_view what);
 
   PGconn* c_{nullptr};
   std::string where_;
@@ -136,6 +148,7 @@ class conn {
   bool unnamed_{false};
   std::unique_ptr<unsolicited> ended_ = std::make_unique<unsolicited>();
   std::shared_ptr<socket_interrupt> interrupt_ = std::make_shared<socket_interrupt>();
+  std::optional<request_guard> guard_;
 };
 
 // How a connection reaches the server: directly, or through a pooler that hands its

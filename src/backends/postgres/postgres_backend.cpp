@@ -65,6 +65,8 @@ class pg_lease {
     if (c) c->set_unnamed(pooled_);
     return c;
   }
+  // libpq waits as this code tells it: the guard itself makes its deadline the backstop.
+  result<conn> connect_session() { return connect(); }
 
   // The schema, then the session row, on the connection that becomes the session.
   result<void> open_session(conn& c, const session_info& info) {
