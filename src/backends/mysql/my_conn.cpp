@@ -115,7 +115,10 @@ result<conn> conn::open(const target& t, std::chrono::milliseconds timeout) {
         static_cast<unsigned>(std::max<long long>(1, (t.read_timeout.count() + 999) / 1000));
   }
   mysql_options(m, MYSQL_OPT_READ_TIMEOUT, &read_secs);
-  mysql_options(m, MYSQL_OPT_WRITE_TIMEOUT, &secs);
+  // A longer read timeout is a guard's backstop (request_guard.hpp) or a doorbell's wait: a
+  // send must not time out first and close the connection unguarded.
+  unsigned write_secs = std::max(secs, read_secs);
+  mysql_options(m, MYSQL_OPT_WRITE_TIMEOUT, &write_secs);
   mysql_options(m, MYSQL_OPT_RECONNECT, &off);
   mysql_options(m, MYSQL_SET_CHARSET_NAME, "utf8mb4");
   // Leases are compared as UTC milliseconds; a row lock wait never outlives the request. A
