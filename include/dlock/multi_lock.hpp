@@ -27,7 +27,8 @@ namespace dlock {
 /// as one. Meets TimedLockable, so std::lock_guard and std::unique_lock work with it.
 ///
 /// Order: every acquire takes the locks in one canonical order, by name (bytewise) and then by
-/// the session's URL, whatever order they were given in. Multi-locks over overlapping names,
+/// where the session's locks live (its URL without user, password, `ttl=` or `keepalive=`),
+/// whatever order they were given in. Multi-locks over overlapping names,
 /// in any processes, therefore never wait for each other in a cycle (no deadlock), and each
 /// waits in its locks' fair queues instead of retrying (no livelock).
 ///
@@ -43,8 +44,10 @@ class multi_lock {
   using lock_ref = std::reference_wrapper<detail::basic_lock>;
 
   /// Throws dlock::system_error with invalid_argument when `locks` is empty, holds a
-  /// moved-from handle, or names one lock twice (one name on sessions of one URL: its second
-  /// acquire would wait for the first forever).
+  /// moved-from handle, or names one lock twice: one name on sessions whose URLs differ at
+  /// most in user, password, `ttl=`, `keepalive=`, the hosts' order or case (its second
+  /// acquire would wait for the first forever). Other spellings of one place (an IP address
+  /// for a host name, a default port written out) are not recognised.
   explicit multi_lock(std::vector<lock_ref> locks);
   multi_lock(std::initializer_list<lock_ref> locks);
 

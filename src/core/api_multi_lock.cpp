@@ -1,15 +1,45 @@
 // dlock::multi_lock: the canonical order, and all-or-nothing acquires over basic_lock.
 #include <algorithm>
+#include <cctype>
 #include <dlock/errors.hpp>
 #include <dlock/multi_lock.hpp>
 #include <string>
 #include <utility>
+#include <vector>
+
+#include "core/url.hpp"
 
 namespace dlock {
 namespace {
 
 [[noreturn]] void refuse_multi(const std::string& why) {
   throw system_error(make_error_code(errc::invalid_argument), "dlock::multi_lock: " + why);
+}
+
+// Where a session's locks live: its URL without what shapes only the session (the user and
+// password, the lease parameters every backend takes), the hosts in one order and case. Two
+// sessions that differ only there reach the same locks: one name on both is one lock, and a
+// tester's multi-lock over `?ttl=5s` and `?ttl=6s` waited for itself.
+std::string lock_space(const std::string& url_text) {
+  auto u = detail::parse_url(url_text);
+  if (!u) return url_text;
+  std::vector<std::string> hosts;
+  for (const auto& h : u->hosts) {
+    std::string host = h.host;
+    std::ranges::transform(host, host.begin(), [](unsigned char c) { return std::tolower(c); });
+    hosts.push_back(detail::host_port_text(host, h.port));
+  }
+  std::ranges::sort(hosts);
+  std::string out = u->scheme + "://";
+  for (std::size_t i = 0; i < hosts.size(); ++i) out += (i ? "," : "") + hosts[i];
+  out += u->path;
+  char sep = '?';
+  for (const auto& [k, v] : u->query) {  // a std::map: in one order already
+    if (k == "ttl" || k == "keepalive") continue;
+    out += sep + k + "=" + v;
+    sep = '&';
+  }
+  return out;
 }
 
 }  // namespace
@@ -20,22 +50,26 @@ multi_lock::multi_lock(std::initializer_list<lock_ref> locks)
 multi_lock::multi_lock(std::vector<lock_ref> locks) : locks_(std::move(locks)) {
   if (locks_.empty()) refuse_multi("no locks given");
   struct key {
-    std::string name, url;
+    std::string name, space, url;
     auto operator<=>(const key&) const = default;
   };
   std::vector<std::pair<key, lock_ref>> keyed;
   for (const auto& l : locks_) {
     const auto s = l.get().session();
     if (!s) refuse_multi("a lock object was moved from");
-    keyed.push_back({key{l.get().name(), s.url()}, l});
+    const auto url = s.url();
+    keyed.push_back({key{l.get().name(), lock_space(url), url}, l});
   }
   // Processes that list the same locks in different orders must still take them in one.
   std::stable_sort(keyed.begin(), keyed.end(),
                    [](const auto& a, const auto& b) { return a.first < b.first; });
   for (std::size_t i = 1; i < keyed.size(); ++i) {
-    if (keyed[i].first == keyed[i - 1].first)
-      refuse_multi("lock '" + keyed[i].first.name + "' on " + keyed[i].first.url +
+    const auto &a = keyed[i - 1].first, &b = keyed[i].first;
+    if (a.name == b.name && a.space == b.space) {
+      refuse_multi("lock '" + b.name + "' on " + a.url +
+                   (a.url == b.url ? "" : " (and on " + b.url + ", the same locks)") +
                    " is given twice (its second acquire would wait for the first forever)");
+    }
   }
   locks_.clear();
   for (auto& [k, l] : keyed) locks_.push_back(l);

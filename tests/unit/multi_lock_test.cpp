@@ -98,6 +98,16 @@ TEST_F(multi_lock_test, bad_sets_are_refused) {
   };
   refused([] { multi_lock none(std::vector<multi_lock::lock_ref>{}); }, "no locks");
   refused([&] { multi_lock twice{a, a_again}; }, "given twice");
+  // One store reached with another lease: still one lock (a tester's multi-lock waited for
+  // itself); another store is another lock.
+  auto other_lease = url_;
+  other_lease.replace(other_lease.find("ttl=5s"), 6, "ttl=6s&keepalive=1s");
+  mutex a_other_lease(session::open(other_lease), "a");
+  refused([&] { multi_lock twice{a, a_other_lease}; }, "given twice");
+  auto elsewhere = url_;
+  elsewhere.replace(elsewhere.find("?"), 0, "-elsewhere");
+  mutex a_elsewhere(session::open(elsewhere), "a");
+  EXPECT_NO_THROW((multi_lock{a, a_elsewhere}));
   mutex gone(std::move(a));
   refused([&] { multi_lock moved{a, gone}; }, "moved from");
 }
