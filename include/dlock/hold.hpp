@@ -76,6 +76,9 @@ class hold {
   /// If the hold is already lost or released, it runs at once on the calling thread.
   void on_state_change(std::function<void(hold_state)> callback) const;
 
+  /// For lock types and tests; not part of the stable API.
+  const std::shared_ptr<detail::hold_core>& core() const noexcept { return core_; }
+
  private:
   std::shared_ptr<detail::hold_core> core_;
 };

@@ -45,18 +45,21 @@ class multi_lock {
 
   /// Throws dlock::system_error with invalid_argument when `locks` is empty, holds a
   /// moved-from handle, or names one lock twice: one name on sessions whose URLs differ at
-  /// most in user, password, `ttl=`, `keepalive=`, the hosts' order or case (its second
-  /// acquire would wait for the first forever). Other spellings of one place (an IP address
-  /// for a host name, a default port written out) are not recognised.
+  /// most in user, password, `ttl=`, `keepalive=` or the hosts' order (its second acquire
+  /// would wait for the first forever). Other spellings of one place (an IP address for a host
+  /// name, a path with "./") are found by the acquire instead (lock()).
   explicit multi_lock(std::vector<lock_ref> locks);
   multi_lock(std::initializer_list<lock_ref> locks);
 
   /// Blocks until every lock is granted. Throws as basic_lock::lock(), having released the
-  /// locks it took; a recursive_mutex already held is re-entered, as by itself.
+  /// locks it took; a recursive_mutex already held is re-entered, as by itself. Also throws
+  /// invalid_argument when two handles of one name, refused at once, prove to be one lock
+  /// (the second's queue holds the first's entry: one store under two spellings of its URL);
+  /// this costs one more attempt and a listing, only for a name given twice.
   void lock();
 
   /// One attempt at each lock: true if all were granted at once; false, holding none of them,
-  /// when another holder has one. Throws as basic_lock::lock().
+  /// when another holder has one. Throws as lock().
   [[nodiscard]] bool try_lock();
 
   /// Waits up to `timeout` in all, for every lock (any std::chrono duration).

@@ -1,12 +1,13 @@
 // dlock::multi_lock: the canonical order, and all-or-nothing acquires over basic_lock.
 #include <algorithm>
-#include <cctype>
 #include <dlock/errors.hpp>
 #include <dlock/multi_lock.hpp>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "core/hold_core.hpp"
+#include "core/session_core.hpp"
 #include "core/url.hpp"
 
 namespace dlock {
@@ -17,18 +18,14 @@ namespace {
 }
 
 // Where a session's locks live: its URL without what shapes only the session (the user and
-// password, the lease parameters every backend takes), the hosts in one order and case. Two
+// password, the lease parameters every backend takes), the hosts in one order. Two
 // sessions that differ only there reach the same locks: one name on both is one lock, and a
 // tester's multi-lock over `?ttl=5s` and `?ttl=6s` waited for itself.
 std::string lock_space(const std::string& url_text) {
   auto u = detail::parse_url(url_text);
   if (!u) return url_text;
   std::vector<std::string> hosts;
-  for (const auto& h : u->hosts) {
-    std::string host = h.host;
-    std::ranges::transform(host, host.begin(), [](unsigned char c) { return std::tolower(c); });
-    hosts.push_back(detail::host_port_text(host, h.port));
-  }
+  for (const auto& h : u->hosts) hosts.push_back(detail::host_port_text(h.host, h.port));
   std::ranges::sort(hosts);
   std::string out = u->scheme + "://";
   for (std::size_t i = 0; i < hosts.size(); ++i) out += (i ? "," : "") + hosts[i];
@@ -40,6 +37,19 @@ std::string lock_space(const std::string& url_text) {
     sep = '&';
   }
   return out;
+}
+
+// Whether `held`'s entry is in the queue of `l`: then `l` is the lock `held` holds, reached
+// through a session whose URL spells the same place otherwise (a path with "./", another name
+// for the host), and waiting for it would wait for ourselves. Entry ids are unique, so a
+// listing tells for certain where the URL text cannot.
+bool queued_in(detail::basic_lock& l, const hold& held) {
+  if (!held.core()) return false;
+  const auto s = l.session();
+  auto v = s.core()->backend().list(l.name());
+  return v && std::ranges::any_of(v->entries, [&](const detail::entry& e) {
+           return e.id == held.core()->entry_id();
+         });
 }
 
 }  // namespace
@@ -82,7 +92,19 @@ bool multi_lock::acquire(const std::function<bool(detail::basic_lock&)>& take) {
   };
   try {
     for (; taken < locks_.size(); ++taken) {
-      if (!take(locks_[taken].get())) {
+      auto& l = locks_[taken].get();
+      // Sorted by name: a lock that may be one taken already under another spelling follows it.
+      if (taken > 0 && locks_[taken - 1].get().name() == l.name()) {
+        if (l.try_lock()) continue;
+        for (std::size_t j = 0; j < taken; ++j) {
+          if (locks_[j].get().name() == l.name() && queued_in(l, locks_[j].get().current_hold())) {
+            refuse_multi("lock '" + l.name() + "' on " + l.session().url() + " is the one on " +
+                         locks_[j].get().session().url() +
+                         ", given twice (its second acquire would wait for the first forever)");
+          }
+        }
+      }
+      if (!take(l)) {
         release_taken();
         return false;
       }
