@@ -29,10 +29,13 @@ void hold_core::set_state(hold_state s) {
     auto cur = state_.load();
     if (cur == hold_state::lost || cur == hold_state::released || cur == s) return;
     state_.store(s);
-    if (s != hold_state::held && s != hold_state::released) suspect_.request_stop();
-    if (s == hold_state::lost) lost_.request_stop();
     to_call = callbacks_;
   }
+  // Outside mu_: request_stop() runs the users' std::stop_callbacks on this thread, and one
+  // that unlocked, resigned or released the hold came back here and waited on mu_ for ever
+  // (a tester's; the process then could not exit).
+  if (s != hold_state::held && s != hold_state::released) suspect_.request_stop();
+  if (s == hold_state::lost) lost_.request_stop();
   for (auto& cb : to_call) cb(s);
 }
 

@@ -1,12 +1,55 @@
 // Sessions and leases: loss signals, expiry while holding and while waiting, close.
 #include <atomic>
 #include <dlock/dlock.hpp>
+#include <functional>
+#include <optional>
 #include <system_error>
 #include <thread>
 
 #include "conformance/suite.hpp"
 
 namespace dlock::test {
+
+// A std::stop_callback on the loss signal that lets go of what was lost (the way hold.hpp and
+// election.hpp invite: "stop when lost_token() fires"): it ran while dlock held the hold's
+// mutex, and unlock(), resign() or release() from it waited on that mutex for ever (a
+// tester's; the process could not exit). A mutex, a leadership and a permit.
+TEST_P(conformance, a_loss_callback_may_let_go_of_what_was_lost) {
+  auto a = open();
+  const auto& caps = a.capabilities();
+  dlock::mutex m(a, lock_name());
+  m.lock();
+  std::atomic<int> let_go{0};
+  std::stop_callback unlock_it(m.current_hold().lost_token(), [&] {
+    m.unlock();
+    ++let_go;
+  });
+  std::optional<dlock::leadership> lead;
+  std::optional<std::stop_callback<std::function<void()>>> resign_it;
+  if (caps.values) {
+    dlock::election e(a, lock_name() + "-e");
+    lead.emplace(e.campaign("me"));
+    resign_it.emplace(lead->lost_token(), std::function<void()>([&] {
+                        lead->resign();
+                        ++let_go;
+                      }));
+  }
+  std::optional<dlock::permit> permit;
+  std::optional<std::stop_callback<std::function<void()>>> release_it;
+  if (caps.permits) {
+    dlock::semaphore sem(a, lock_name() + "-s", 2);
+    permit.emplace(sem.acquire());
+    release_it.emplace(permit->lost_token(), std::function<void()>([&] {
+                         permit->release();
+                         ++let_go;
+                       }));
+  }
+  const int want = 1 + (caps.values ? 1 : 0) + (caps.permits ? 1 : 0);
+  fx().expire(a);
+  EXPECT_TRUE(poll_until([&] { return let_go.load() == want; }, fx().ttl() * 3 + 5s))
+      << let_go.load() << " of " << want << " callbacks came back from letting go";
+  EXPECT_FALSE(m.is_held());
+}
 
 TEST_P(conformance, a_holder_whose_lease_ends_is_told_and_another_gets_a_larger_token) {
   auto a = open();
