@@ -31,7 +31,9 @@ struct queue_entry {
 /// The queue of lock `name`, holder(s) first. Empty when the lock is free. In ?mode=advisory
 /// the server keeps no queue: other connections' holders and waiting dlock sessions come
 /// from the server's lock tables, with token 0 (unknown). Thread-safe.
-/// Throws dlock::system_error (invalid_argument, backend errors).
+/// Throws dlock::system_error (invalid_argument, backend errors). On a session that has ended,
+/// a backend that can still read answers; one that cannot throws session_expired (naming why
+/// the session ended) or session_closed.
 std::vector<queue_entry> inspect(const session& s, std::string_view name);
 
 /// Breaks lock `name` for an operator (Redisson's forceUnlock; `dlock unlock NAME --force`):

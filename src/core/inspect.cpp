@@ -22,7 +22,12 @@ auto retried(const detail::session_core& core, F&& f) {
     detail::raise({make_error_code(errc::invalid_argument), core.forked_message()}, "dlock");
   auto until = detail::within_caller_deadline(std::chrono::steady_clock::now() +
                                               core.options().request_timeout);
-  return detail::with_retry(core.options().retry, until, {}, std::forward<F>(f));
+  auto r = detail::with_retry(core.options().retry, until, {}, std::forward<F>(f));
+  // A request failed by the session's end (Redis breaks them off: "cancelled") fails as the
+  // end itself, on every backend: session_expired or session_closed, naming why.
+  if (!r && core.ended_token().stop_requested())
+    return decltype(r)(detail::fail(core.ended_failure()));
+  return r;
 }
 
 }  // namespace

@@ -152,6 +152,8 @@ void session_core::start() {
       // As a renewal's session_expired is logged: the holds' loss signal says that, this why.
       if (auto why = backend_->end_reason(); !why.empty() && !ended_.stop_requested()) {
         emit(options_.observer, [&](observer& o) { o.on_log(log_level::error, why); });
+        std::lock_guard lk(why_mu_);
+        if (ended_why_.empty()) ended_why_ = why;
       }
       expire();
     }
@@ -240,8 +242,13 @@ void session_core::renew_loop(std::stop_token stop) {
       // election) must not push the next one towards the lease's end.
       next = started + interval_;
     } else if (r.error().code == make_error_code(errc::session_expired)) {
-      // The holds' loss signal says that they ended; this says why (the backend knows).
+      // The holds' loss signal says that they ended; this says why (the backend knows). Kept
+      // for ended_failure() too: a session another client ended read "its lease ran out".
       emit(options_.observer, [&](observer& o) { o.on_log(log_level::error, r.error().message); });
+      {
+        std::lock_guard lk(why_mu_);
+        if (ended_why_.empty()) ended_why_ = "the server ended it: " + r.error().message;
+      }
       expire();
       return;
     } else {

@@ -51,6 +51,27 @@ TEST_P(conformance, a_loss_callback_may_let_go_of_what_was_lost) {
   EXPECT_FALSE(m.is_held());
 }
 
+// An operator call on a session that has ended answers, or fails as the session's end: Redis
+// threw `cancelled`, which reads as the caller's own stop request (a tester's).
+TEST_P(conformance, an_operator_call_on_an_ended_session_answers_or_fails_as_its_end) {
+  auto a = open();
+  dlock::mutex m(a, lock_name());
+  m.lock();
+  fx().expire(a);
+  ASSERT_TRUE(
+      poll_until([&] { return a.state() == dlock::session_state::expired; }, fx().ttl() * 3 + 5s));
+  for (int closed = 0; closed < 2; ++closed) {
+    try {
+      (void)dlock::inspect(a, lock_name());
+    } catch (const dlock::system_error& e) {
+      EXPECT_TRUE(e.code() == dlock::errc::session_expired ||
+                  e.code() == dlock::errc::session_closed)
+          << e.what();
+    }
+    a.close();
+  }
+}
+
 TEST_P(conformance, a_holder_whose_lease_ends_is_told_and_another_gets_a_larger_token) {
   auto a = open();
   auto b = open();
