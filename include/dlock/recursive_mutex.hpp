@@ -1,9 +1,12 @@
 #pragma once
 /// @file recursive_mutex.hpp
 /// dlock::recursive_mutex: the reentrant lock of Curator's InterProcessMutex. The same
-/// handle may lock N times; the lock is free only after N unlocks. Re-entry is counted per
-/// handle (not per thread) and costs no round trip. Re-entering a hold that was lost fails
-/// (lock_lost, or session_expired once the session ended) and leaves the count unchanged.
+/// handle may lock N times; the lock is free only after N unlocks. Re-entry costs no round
+/// trip and is the holding thread's, as with std::recursive_mutex: another thread's lock() on
+/// the same handle while it is held fails with already_held (give each thread a handle of its
+/// own; one handle shared by threads would let them all in). A handle moved to another thread
+/// re-enters there. Re-entering a hold that was lost fails (lock_lost, or session_expired once
+/// the session ended) and leaves the count unchanged.
 
 #include <cstddef>
 #include <dlock/basic_lock.hpp>

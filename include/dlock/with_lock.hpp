@@ -26,7 +26,7 @@ enum class lock_kind { mutex, recursive };
 struct lock_spec {
   std::string name;  ///< the lock name (see mutex.hpp for the rules)
   /// mutex or recursive_mutex. Every with_lock call (and every call of a locked() wrapper)
-  /// takes the lock through a new handle, and re-entry is counted per handle, so a call
+  /// takes the lock through a new handle, and re-entry is per handle (and thread), so a call
   /// nested in another on the same name waits for it (up to `wait`) whatever the kind. To
   /// re-enter, lock one dlock::recursive_mutex yourself.
   lock_kind kind{lock_kind::mutex};

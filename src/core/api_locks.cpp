@@ -51,11 +51,14 @@ basic_lock::basic_lock(dlock::session s, std::string_view name, lock_type type) 
   if (auto v = validate_lock_name(name); !v) raise(v.error(), "dlock");
   impl_ = std::make_unique<lock_handle>(s.core(), std::string(name), type);
 }
-basic_lock::basic_lock(basic_lock&&) noexcept = default;
+basic_lock::basic_lock(basic_lock&& other) noexcept : impl_(std::move(other.impl_)) {
+  if (impl_) impl_->handed_over();
+}
 basic_lock& basic_lock::operator=(basic_lock&& other) noexcept {
   if (this != &other) {
     if (impl_ && impl_->holds()) unlock();
     impl_ = std::move(other.impl_);
+    if (impl_) impl_->handed_over();
   }
   return *this;
 }

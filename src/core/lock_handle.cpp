@@ -126,6 +126,16 @@ result<void> lock_handle::acquire_impl(entry_kind kind, steady::time_point deadl
                                                 std::to_string(count_) +
                                                 " times, the most a recursive_mutex counts");
       }
+      // Another thread re-entering is one handle shared as a std::recursive_mutex is: it would
+      // walk in beside the holder (a tester's two threads both inside). Re-entry is the
+      // holding thread's; other threads take handles of their own.
+      if (const auto by = taken_by_.load();
+          by != std::thread::id{} && by != std::this_thread::get_id()) {
+        return fail(errc::already_held,
+                    "lock '" + name_ +
+                        "' is held by this handle on another thread: a recursive_mutex re-enters "
+                        "only on the thread that took it (give each thread a handle of its own)");
+      }
       ++count_;
       return {};
     }
@@ -221,6 +231,7 @@ result<void> lock_handle::acquire_impl(entry_kind kind, steady::time_point deadl
   }
   hold_ = std::move(h);
   count_ = 1;
+  taken_by_ = std::this_thread::get_id();
   return {};
 }
 

@@ -3,12 +3,14 @@
 // verdict.hpp, wait only for the one entry that blocks us, and remove our entry on every
 // exit that does not end holding (timeout, cancel, error).
 
+#include <atomic>
 #include <dlock/basic_lock.hpp>
 #include <dlock/observer.hpp>
 #include <memory>
 #include <stop_token>
 #include <string>
 #include <string_view>
+#include <thread>
 
 #include "core/backend.hpp"
 
@@ -35,6 +37,8 @@ class lock_handle {
   bool holds() const noexcept { return hold_ != nullptr; }
   bool holds_shared() const noexcept { return hold_ && kind_ == entry_kind::shared; }
   std::size_t count() const noexcept { return count_; }
+  // The handle moved: whichever thread re-enters next owns the hold from then on.
+  void handed_over() noexcept { taken_by_ = std::thread::id{}; }
   const std::shared_ptr<hold_core>& current() const noexcept { return hold_; }
   const std::string& name() const noexcept { return name_; }
   const std::shared_ptr<session_core>& session() const noexcept { return session_; }
@@ -64,6 +68,9 @@ class lock_handle {
   // Of the current hold, or of the acquire under way (none held): what() reads it.
   entry_kind kind_{entry_kind::exclusive};
   std::uint32_t count_{0};  // re-entries of a recursive hold; acquire refuses past its max
+  // The thread that took the hold, which alone re-enters it; none once the handle moved (a
+  // hand-off: the next re-entry's thread is the new owner).
+  std::atomic<std::thread::id> taken_by_{};
 };
 
 }  // namespace dlock::detail
