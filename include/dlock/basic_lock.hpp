@@ -57,6 +57,10 @@ class basic_lock {
   /// Waits up to `timeout` (any std::chrono duration; converted to the steady clock; one too
   /// long for it to represent waits forever).
   /// Returns false on timeout, leaving nothing in the backend. Throws as lock().
+  /// A server that stops answering (paused, black-holed) holds the call longer: up to the
+  /// later of `timeout` and session_options::request_timeout, plus release_timeout for the
+  /// removal of its entry, and it then throws backend_unavailable instead of returning false
+  /// (docs/guarantees.md, "A waiter during an outage"). try_lock() is bounded alike.
   template <class Rep, class Period>
   [[nodiscard]] bool try_lock_for(const std::chrono::duration<Rep, Period>& timeout) {
     return try_lock_until(after(timeout));

@@ -3,10 +3,13 @@
 /// dlock's error currency: one std::error_code category with named codes and portable
 /// conditions, and the exception the throwing members raise.
 ///
-/// Every member that can fail has two shapes, like std::filesystem: one that throws
-/// dlock::system_error (a std::system_error) and one that takes `std::error_code&` and is
-/// noexcept. `unlock()` never throws: the lease is the backstop when a release cannot reach
-/// the server.
+/// Failures throw dlock::system_error (a std::system_error). The calls a program makes on its
+/// hot path also have a second shape, like std::filesystem, that takes `std::error_code&` and
+/// is noexcept: session::open, the lock types' lock/try_lock/try_lock_until and unlocks,
+/// semaphore::try_acquire_until, permit::release, election::campaign, leadership::resign,
+/// multi_lock::unlock. The rest (constructors, multi_lock's acquires, the other semaphore and
+/// election members, inspect, list_locks, force_unlock) throw only. `unlock()` never throws:
+/// the lease is the backstop when a release cannot reach the server.
 
 #if __cplusplus < 202002L
 #error "dlock needs C++20 or later: compile with -std=c++20 (or a later standard)"
