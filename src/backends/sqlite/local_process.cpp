@@ -5,10 +5,12 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <charconv>
 #include <cstdio>
 #include <fstream>
+#include <mutex>
 #include <string_view>
 
 namespace dlock::detail {
@@ -57,21 +59,46 @@ std::string host_id() {
 }
 
 const std::string& this_host() {
-  static const std::string host = host_id();
-  return host;
+  // Kept once whole: a boot id not read (no descriptor to spare) must not name this host for
+  // the life of the process. Read on every liveness check, so the kept value is lock-free.
+  static std::atomic<const std::string*> kept{nullptr};
+  if (const auto* h = kept.load(std::memory_order_acquire)) return *h;
+  static std::mutex mu;
+  std::lock_guard lk(mu);
+  if (const auto* h = kept.load(std::memory_order_acquire)) return *h;
+  auto h = host_id();
+  if (h.ends_with("/")) {
+    thread_local std::string partial;
+    partial = std::move(h);
+    return partial;
+  }
+  const auto* whole = new std::string(std::move(h));  // for the life of the process
+  kept.store(whole, std::memory_order_release);
+  return *whole;
 }
 
 }  // namespace
 
-const std::string& boot_id() {
-  static const std::string id = [] {
+namespace {
+std::atomic<int> boot_id_errno_{0};
+}  // namespace
+
+std::string boot_id() {
+  // Kept once read; a read that failed is tried again next time: a process short of
+  // descriptors for a moment (EMFILE) could otherwise open no SQLite session ever again.
+  static std::mutex mu;
+  static std::string id;
+  std::lock_guard lk(mu);
+  if (id.empty()) {
+    errno = 0;
     std::ifstream f("/proc/sys/kernel/random/boot_id");
-    std::string s;
-    std::getline(f, s);
-    return s;
-  }();
+    std::getline(f, id);
+    if (id.empty()) boot_id_errno_ = errno != 0 ? errno : EIO;
+  }
   return id;
 }
+
+int boot_id_error() { return boot_id_errno_.load(); }
 
 std::int64_t boot_clock_ms() {
   timespec ts{};

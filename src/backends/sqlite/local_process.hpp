@@ -14,8 +14,10 @@ struct process_id {
 };
 
 process_id this_process();
-// This boot's id (/proc/sys/kernel/random/boot_id), or "" if it cannot be read.
-const std::string& boot_id();
+// This boot's id (/proc/sys/kernel/random/boot_id), or "" if it cannot be read (then
+// boot_id_error() is the errno of the last read).
+std::string boot_id();
+int boot_id_error();
 // CLOCK_BOOTTIME in milliseconds: shared by every process of the host, never stepped, counts
 // time spent suspended.
 std::int64_t boot_clock_ms();

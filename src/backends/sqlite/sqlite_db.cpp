@@ -37,6 +37,12 @@ failure map_error(sqlite3* h, int rc, std::string_view what) {
     case SQLITE_LOCKED:
       return {make_error_code(errc::backend_unavailable), msg};
     case SQLITE_CANTOPEN:
+      // No descriptor to spare is a passing shortage (a retry may succeed), not a denial: a
+      // tester's cron wrapper was told "permission denied" at ulimit -n 5.
+      if (const int e = h ? sqlite3_system_errno(h) : 0; e == EMFILE || e == ENFILE) {
+        return {make_error_code(errc::backend_unavailable), msg + " (" + std::strerror(e) + ")"};
+      }
+      [[fallthrough]];
     case SQLITE_READONLY:
     case SQLITE_PERM:
     case SQLITE_AUTH: {

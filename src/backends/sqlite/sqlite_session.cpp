@@ -4,6 +4,8 @@
 #include "backends/sqlite/sqlite_session.hpp"
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <thread>
 
 #include "backends/sqlite/file_system.hpp"
@@ -37,9 +39,12 @@ result<void> session::start(steady::time_point open_until) {
     ~unbound() { d.bound_busy_waits(std::nullopt); }  // later requests wait request_timeout
   } unbound_at_exit{db_};
   if (boot_.empty()) {
-    return fail(errc::unsupported,
+    // Out of descriptors is a passing shortage, not a host that lacks the file.
+    const int e = boot_id_error();
+    return fail(e == EMFILE || e == ENFILE ? errc::backend_unavailable : errc::unsupported,
                 "cannot read this boot's id (/proc/sys/kernel/random/boot_id), which dates "
-                "every lease");
+                "every lease: " +
+                    std::string(std::strerror(e)));
   }
   // Before the first read, which makes the -wal and -shm beside the name opened; observers
   // too: they would read a file whose last commits are in another name's WAL.
