@@ -1,11 +1,16 @@
 #include "backends/etcd/etcd_channel.hpp"
 
+#include <fcntl.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
 #include <cctype>
+#include <cerrno>
+#include <cstring>
 #include <string>
+#include <vector>
 
 namespace dlock::detail::etcd {
 namespace {
@@ -53,6 +58,32 @@ result<void> refuse_in_forked_child() {
                   "descriptors stay with the parent, and the child's calls would hang or break "
                   "the parent's): exec a new program in the child (posix_spawn, or fork + exec), "
                   "or fork before the parent opens an etcd session");
+}
+
+result<void> refuse_short_of_descriptors() {
+  // gRPC aborts the whole process when its start cannot get a descriptor (epoll_create1,
+  // eventfd: a tester's dlock run at ulimit -n 6-8 died of SIGABRT in session::open). Ask for
+  // a few first and give them back; short of them, refuse as any backend out of resources.
+  constexpr int wanted = 8;
+  std::vector<int> got;
+  int error = 0;
+  while (static_cast<int>(got.size()) < wanted) {
+    const int fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+      error = errno;
+      break;
+    }
+    got.push_back(fd);
+  }
+  for (int fd : got) ::close(fd);
+  if (error != EMFILE && error != ENFILE) return {};
+  rlimit lim{};
+  ::getrlimit(RLIMIT_NOFILE, &lim);
+  return fail(errc::backend_unavailable,
+              "etcd: too few file descriptors to start gRPC, which aborts the process without "
+              "them: " +
+                  std::to_string(got.size()) + " free, " + std::to_string(wanted) + " needed (" +
+                  std::strerror(error) + "; ulimit -n is " + std::to_string(lim.rlim_cur) + ")");
 }
 
 std::shared_ptr<grpc::Channel> make_channel(const config& c) {

@@ -20,6 +20,9 @@ std::shared_ptr<grpc::Channel> make_channel(const config& c);
 // polling descriptors stay with the parent, and a child's call waited forever or broke the
 // parent's own ("Closure already scheduled", an abort). A child that exec()s is unaffected.
 result<void> refuse_in_forked_child();
+// backend_unavailable when the process has too few descriptors free for gRPC, which aborts
+// the process when one it needs cannot be had.
+result<void> refuse_short_of_descriptors();
 
 // A failed call as dlock's error. UNAVAILABLE, DEADLINE_EXCEEDED, RESOURCE_EXHAUSTED, ABORTED,
 // CANCELLED: backend_unavailable; a lease the server does not know: session_expired;

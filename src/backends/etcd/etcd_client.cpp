@@ -373,6 +373,7 @@ class grpc_client final : public client {
 
 result<std::unique_ptr<client>> client::open(const config& c) {
   if (auto r = refuse_in_forked_child(); !r) return fail(r.error());
+  if (auto r = refuse_short_of_descriptors(); !r) return fail(r.error());
   auto g = std::make_unique<grpc_client>(c);
   if (auto l = g->log_in(); !l) return fail(l.error());
   return std::unique_ptr<client>(std::move(g));
