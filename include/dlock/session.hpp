@@ -163,8 +163,9 @@ struct backend_capabilities {
 ///
 /// fork(): a session, and every lock, hold, permit and leadership of it, belongs to the
 /// process that opened it. In a forked child, acquiring, releasing, proclaiming, reading an
-/// election and inspecting through them fail with errc::invalid_argument, and destroying or
-/// closing them sends nothing (the parent keeps its locks); open a session of the child's own.
+/// election and inspecting through them fail with errc::invalid_argument, is_held() is false,
+/// and destroying or closing them sends nothing (the parent keeps its locks); open a session of
+/// the child's own.
 /// Not on etcd: gRPC cannot cross fork(), so a child of a process that opened an etcd session is
 /// refused one (errc::unsupported); exec() a new program instead. Other calls in the child are
 /// undefined.

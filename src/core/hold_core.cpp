@@ -18,6 +18,9 @@ steady::time_point hold_core::valid_until() const noexcept {
 }
 
 bool hold_core::is_held() const noexcept {
+  // The parent's hold, seen from a forked child: the child holds nothing (a tester's child
+  // read true, the one check it would make before writing).
+  if (session_->forked()) return false;
   auto s = state_.load();
   return (s == hold_state::held || s == hold_state::suspect) && steady::now() < valid_until();
 }

@@ -45,6 +45,8 @@ TEST(sqlite_fork, a_forked_child_neither_releases_nor_uses_its_parents_lock) {
     held->lock();
     const int status = in_child(
         [&] {
+          // The child holds nothing: is_held() is the check it would make before writing.
+          if (held->is_held() || held->current_hold().is_held()) return 4;
           std::error_code ec;
           held->unlock(ec);  // refused: not the child's to release
           if (ec != dlock::errc::invalid_argument) return 2;
@@ -56,7 +58,9 @@ TEST(sqlite_fork, a_forked_child_neither_releases_nor_uses_its_parents_lock) {
           return 0;
         },
         exit_normally);
-    EXPECT_EQ(status, 0) << "the child's release or acquire was not refused (2, 3) or it crashed";
+    EXPECT_EQ(status, 0)
+        << "the child's release or acquire was not refused (2, 3), it read the parent's hold as "
+           "its own (4), or it crashed";
     auto o = dlock::session::open(url);
     dlock::mutex contender(o, "forked");
     EXPECT_FALSE(contender.try_lock()) << "granted while the parent holds it";
