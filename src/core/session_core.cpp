@@ -105,6 +105,16 @@ result<std::shared_ptr<session_core>> session_core::open(std::string_view text,
                       " asked): every renewal would come after the lease ended; ask a keepalive "
                       "below it, or leave keepalive out (a third of the TTL granted)");
     }
+    if (*g != s->info_.ttl) {
+      // Said at once, not only by session::ttl(): a holder that plans its work by the TTL it
+      // asked for (etcd raises 10 ms to its minimum lease, 2 s; ZooKeeper clamps to its
+      // min/maxSessionTimeout) should hear the lease it has (a tester's silent 10 ms -> 2 s).
+      emit(s->options_.observer, [&](observer& o) {
+        o.on_log(log_level::warning, "URL '" + s->url_.redacted +
+                                         "': the server granted a TTL of " + format_duration(*g) +
+                                         ", not the " + format_duration(s->info_.ttl) + " asked");
+      });
+    }
     s->info_.ttl = *g;
   }
   // One attempt can itself wait out an outage (the ZooKeeper client retries inside it until a

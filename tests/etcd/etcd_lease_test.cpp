@@ -5,6 +5,9 @@
 #include <gtest/gtest.h>
 
 #include <dlock/dlock.hpp>
+#include <memory>
+#include <mutex>
+#include <string>
 #include <thread>
 
 #include "etcd/etcd_env.hpp"
@@ -104,6 +107,32 @@ TEST(etcd_lease, a_revoked_waiters_acquire_returns_session_expired_promptly) {
       static_cast<long long>(
           std::chrono::duration_cast<std::chrono::milliseconds>(returned - revoked).count()),
       ec.message().c_str());
+}
+
+}  // namespace
+}  // namespace dlock::test
+
+namespace dlock::test {
+namespace {
+
+// A TTL under etcd's minimum lease is raised by the server (a tester's 10 ms became 2 s,
+// silently): session::ttl() says the lease in force, and an observer hears it at the open.
+TEST(etcd_lease, a_ttl_the_server_raises_is_told_at_the_open) {
+  struct logs final : dlock::observer {
+    void on_log(dlock::log_level, std::string_view message) override {
+      std::lock_guard lk(mu);
+      seen += std::string(message) + "\n";
+    }
+    std::mutex mu;
+    std::string seen;
+  };
+  auto obs = std::make_shared<logs>();
+  auto s = dlock::session::open(
+      "etcd://" + shared_etcd().address() + "/tr" + random_suffix() + "?ttl=100ms",
+      {.observer = obs});
+  EXPECT_GT(s.ttl(), 100ms);
+  std::lock_guard lk(obs->mu);
+  EXPECT_NE(obs->seen.find("the server granted a TTL of"), std::string::npos) << obs->seen;
 }
 
 }  // namespace
