@@ -84,7 +84,10 @@ TEST(url, malformed_urls_name_what_is_wrong) {
            {"redis://h/%zz", "bad path encoding"},
            {"redis://h\n", "URL 'redis://h\\x0a': control character at byte 10"},
            // Named, and never echoed raw (a tester's tab in ?prefix= showed as a gap).
-           {"redis://h?prefix=a\tb", "control character at byte 19 (in parameter prefix)"}}) {
+           {"redis://h?prefix=a\tb", "control character at byte 19 (in parameter prefix)"},
+           // A fragment: in a file's path it named another store without a word (a tester's).
+           {"sqlite:///d/u.db#frag", "'#' begins a URL fragment"},
+           {"redis://h:6379#x", "'#' begins a URL fragment"}}) {
     auto u = parse_url(text);
     ASSERT_FALSE(u) << text;
     EXPECT_EQ(u.error().code, make_error_code(errc::invalid_argument));
