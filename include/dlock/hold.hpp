@@ -73,7 +73,9 @@ class hold {
   const std::string& name() const noexcept;
 
   /// Registers a callback run on every state change (on a dlock thread; keep it short).
-  /// If the hold is already lost or released, it runs at once on the calling thread.
+  /// If the hold is already lost or released, it runs at once on the calling thread. It may
+  /// unlock or release what it watches; a session::close() from it waits up to
+  /// release_timeout for the server, holding that dlock thread (close elsewhere).
   void on_state_change(std::function<void(hold_state)> callback) const;
 
   /// For lock types and tests; not part of the stable API.

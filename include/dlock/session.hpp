@@ -60,7 +60,9 @@ class ttl_option : public std::chrono::milliseconds {
 /// `dlock::session::open(url, {.ttl = 10s})`. Validated by session::open.
 struct session_options {
   /// Lease length. A holder that stops renewing (crash, pause, partition) loses its locks
-  /// after at most this long. At least 10 ms. ZooKeeper: the requested session timeout (the
+  /// after at most this long. At least 10 ms, but a renewal must fit in a third of it: under
+  /// about 50 ms a busy host or a slow disk (SQLite commits each renewal) loses the lease now
+  /// and then, and the holds are told lost. ZooKeeper: the requested session timeout (the
   /// server may clamp it to [2, 20] ticks). URL parameter `ttl=` sets it too; both set to
   /// different values is invalid_argument (set here means given, even as the default 15 s).
   ttl_option ttl{};
