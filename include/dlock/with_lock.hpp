@@ -53,8 +53,13 @@ decltype(auto) run_locked(const session& s, const lock_spec& spec, F& f, Args&&.
                  : spec.wait.count() <= 0                      ? lock.try_lock()
                                                                : lock.try_lock_for(spec.wait);
   if (!granted) {
-    throw system_error(make_error_code(errc::timed_out),
-                       "dlock::with_lock: lock '" + spec.name + "' not granted within the wait");
+    // Which lock, where, and how long it waited: one try is not a wait.
+    throw system_error(
+        make_error_code(errc::timed_out),
+        "dlock::with_lock: lock '" + spec.name + "' on " + s.url() +
+            (spec.wait.count() <= 0
+                 ? std::string(" is held by another holder (one try: wait = 0)")
+                 : " not granted within " + std::to_string(spec.wait.count()) + " ms"));
   }
   hold h = lock.current_hold();
   // The lock's destructor releases it, also when f throws.

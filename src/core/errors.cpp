@@ -11,9 +11,9 @@ class dlock_category final : public std::error_category {
   std::string message(int ev) const override {
     switch (static_cast<errc>(ev)) {
       case errc::timed_out:
-        return "timed out waiting for the lock";
+        return "timed out before it was granted (a lock, a permit or leadership)";
       case errc::would_block:
-        return "the lock is held by another holder";
+        return "another holder has it (a lock, or every permit)";
       case errc::cancelled:
         return "the wait was cancelled";
       case errc::session_expired:
@@ -24,9 +24,9 @@ class dlock_category final : public std::error_category {
         return "the lock was lost (its lease ended, or the server or an operator ended its "
                "session)";
       case errc::not_held:
-        return "the lock is not held by this handle";
+        return "not held by this handle (a lock, a permit or leadership)";
       case errc::already_held:
-        return "the lock is already held by this handle";
+        return "already held by this handle";
       case errc::upgrade_refused:
         return "a shared holder cannot upgrade to exclusive";
       case errc::backend_unavailable:
