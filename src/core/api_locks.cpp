@@ -84,13 +84,26 @@ bool basic_lock::try_lock_until(std::chrono::steady_clock::time_point deadline,
                                 std::stop_token stop, std::error_code& ec) noexcept {
   return acquire_noexcept(impl_.get(), entry_kind::exclusive, deadline, std::move(stop), ec);
 }
+// A release must name the mode the handle holds in: a mismatch is the caller's bug, kept and
+// reported (not_held), never a silent release of the other mode (std::shared_mutex: undefined).
+static bool wrong_mode(const detail::lock_handle* h, bool shared, std::error_code& ec) {
+  if (!h || !h->holds() || h->holds_shared() == shared) return false;
+  ec = make_error_code(errc::not_held);
+  detail::remember(detail::failure{ec, "lock '" + h->name() + "' is held " +
+                                           (shared ? "exclusively" : "shared") +
+                                           " by this handle, and stays held: release it with " +
+                                           (shared ? "unlock()" : "unlock_shared()")},
+                   "dlock: release");
+  return true;
+}
 void basic_lock::unlock() noexcept {
   std::error_code ec;
-  if (impl_) impl_->release(ec);
+  unlock(ec);
 }
+// The exclusive release: a shared_mutex's shared hold is kept, also through a basic_lock&.
 void basic_lock::unlock(std::error_code& ec) noexcept {
   if (impl_) {
-    impl_->release(ec);
+    if (!wrong_mode(impl_.get(), false, ec)) impl_->release(ec);
   } else {
     ec = make_error_code(errc::not_held);
     detail::remember(detail::failure{ec, "a moved-from lock holds nothing"}, "dlock: release");
@@ -153,31 +166,18 @@ bool shared_mutex::try_lock_shared_until(std::chrono::steady_clock::time_point d
   return detail::acquire_noexcept(impl_.get(), detail::entry_kind::shared, deadline,
                                   std::move(stop), ec);
 }
-// A release must name the mode the handle holds in: a mismatch is the caller's bug, kept and
-// reported (not_held), never a silent release of the other mode (std::shared_mutex: undefined).
-static bool wrong_mode(const detail::lock_handle* h, bool shared, std::error_code& ec) {
-  if (!h || !h->holds() || h->holds_shared() == shared) return false;
-  ec = make_error_code(errc::not_held);
-  detail::remember(detail::failure{ec, "lock '" + h->name() + "' is held " +
-                                           (shared ? "exclusively" : "shared") +
-                                           " by this handle, and stays held: release it with " +
-                                           (shared ? "unlock()" : "unlock_shared()")},
-                   "dlock: release");
-  return true;
-}
 void shared_mutex::unlock() noexcept {
   std::error_code ec;
   unlock(ec);
 }
-void shared_mutex::unlock(std::error_code& ec) noexcept {
-  if (!wrong_mode(impl_.get(), false, ec)) basic_lock::unlock(ec);
-}
+void shared_mutex::unlock(std::error_code& ec) noexcept { basic_lock::unlock(ec); }
 void shared_mutex::unlock_shared() noexcept {
   std::error_code ec;
   unlock_shared(ec);
 }
 void shared_mutex::unlock_shared(std::error_code& ec) noexcept {
-  if (!wrong_mode(impl_.get(), true, ec)) basic_lock::unlock(ec);
+  if (!impl_) return basic_lock::unlock(ec);  // moved from: not_held
+  if (!wrong_mode(impl_.get(), true, ec)) impl_->release(ec);
 }
 bool shared_mutex::holds_shared() const noexcept { return impl_ && impl_->holds_shared(); }
 

@@ -76,6 +76,8 @@ std::vector<queue_entry> force_unlock(const session& s, std::string_view name) {
   };
   if (!s) refuse(errc::invalid_argument, "empty session");
   if (auto v = detail::validate_lock_name(name); !v) detail::raise(v.error(), "dlock");
+  // Before what the backend could do: in a forked child it may do nothing at all.
+  if (s.core()->forked()) refuse(errc::invalid_argument, s.core()->forked_message());
   if (const auto caps = s.capabilities(); !caps.ends_other_sessions) {
     const auto why = caps.no_ending_others_because;
     refuse(errc::unsupported,

@@ -120,6 +120,11 @@ TEST_P(conformance, a_release_in_the_other_mode_keeps_the_hold) {
   m.unlock(ec);
   EXPECT_EQ(ec, dlock::errc::not_held);
   EXPECT_TRUE(m.holds_shared());
+  // Through the base too (multi_lock and generic code hold a basic_lock&): it skipped the check.
+  static_cast<dlock::detail::basic_lock&>(m).unlock(ec);
+  EXPECT_EQ(ec, dlock::errc::not_held);
+  static_cast<dlock::detail::basic_lock&>(m).unlock();
+  EXPECT_TRUE(m.holds_shared());
   EXPECT_FALSE(other.try_lock()) << "the shared hold went";
   m.unlock_shared(ec);
   EXPECT_FALSE(ec) << ec.message();
