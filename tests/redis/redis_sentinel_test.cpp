@@ -127,6 +127,19 @@ bool in_sync(const redis_server& replica) {
       20s);
 }
 
+// An open waits for its replicas no longer than its budget: WAIT took its own replica_timeout,
+// and a tester's open_timeout of 1.5 s ran to 2.2 s with ?replicas=1 and no replica (here 4 s
+// of replica_timeout against 1 s of budget).
+TEST(redis_replicas, an_open_waits_for_replicas_within_its_budget) {
+  redis_server lone;
+  const auto url = "redis://" + lone.address() + "?prefix=p:&replicas=1&replica_timeout=4s";
+  const auto started = steady::now();
+  std::error_code ec;
+  auto s = dlock::session::open(url, {.open_timeout = 1s}, ec);
+  EXPECT_EQ(ec, dlock::errc::backend_unavailable) << dlock::last_error_message();
+  EXPECT_LT(steady::now() - started, 3s) << dlock::last_error_message();
+}
+
 TEST(redis_replicas, what_too_few_replicas_acknowledge_does_not_count) {
   redis_server master;
   const auto master_port = std::to_string(master.port());
