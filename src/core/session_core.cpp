@@ -225,91 +225,6 @@ std::shared_ptr<removal_ticket> session_core::remove_in_background(
   return removals_->submit(std::move(lock), std::move(entry_id), caller_deadline);
 }
 
-void session_core::renew_loop(std::stop_token stop) {
-  auto next = steady::now() + interval_;
-  while (!stop.stop_requested()) {
-    {
-      std::unique_lock lk(mu_);
-      wake_.wait_until(lk, stop, next, [] { return false; });
-    }
-    if (stop.stop_requested() || ended_.stop_requested() || exit_guard::exiting()) return;
-    const auto started = steady::now();
-    renew_sent_.store(started.time_since_epoch().count());
-    auto r = [&] {
-      exit_guard::background_call during;
-      return backend_->keep_alive();
-    }();
-    renew_sent_.store(0);
-    if (exit_guard::exiting()) return;  // interrupted by the host's exit: no verdict from it
-    auto now = steady::now();
-    if (r) {
-      {
-        std::lock_guard lk(why_mu_);
-        renew_failed_.clear();
-      }
-      on_renewal(*r);
-      // From the round's start: a slow round (a check after the renewal, a reply held up by an
-      // election) must not push the next one towards the lease's end.
-      next = started + interval_;
-    } else if (r.error().code == make_error_code(errc::session_expired)) {
-      // The holds' loss signal says that they ended; this says why (the backend knows). Kept
-      // for ended_failure() too: a session another client ended read "its lease ran out".
-      emit(options_.observer, [&](observer& o) { o.on_log(log_level::error, r.error().message); });
-      {
-        std::lock_guard lk(why_mu_);
-        if (ended_why_.empty()) ended_why_ = "the server ended it: " + r.error().message;
-      }
-      expire();
-      return;
-    } else {
-      {
-        std::lock_guard lk(why_mu_);
-        renew_failed_ = r.error().message;
-      }
-      emit(options_.observer, [&](observer& o) {
-        o.on_log(log_level::warning, "renewing the lease failed (retrying): " + r.error().message);
-      });
-      on_suspect();
-      auto retry_in = std::max(info_.ttl / 10, std::chrono::milliseconds{20});
-      next = now + std::min(interval_, retry_in);
-    }
-  }
-}
-
-std::string session_core::lease_ran_out_why() const {
-  std::string why = "its lease ran out";
-  if (auto sent = renew_sent_.load(); sent != 0) {
-    const auto waited = steady::now() - steady::time_point(steady::duration(sent));
-    why += " while a renewal waited " +
-           format_duration(std::chrono::duration_cast<std::chrono::milliseconds>(waited)) +
-           " for an answer";
-  }
-  if (!renew_failed_.empty()) why += "; the last renewal failed: " + renew_failed_;
-  return why;
-}
-
-void session_core::monitor_loop(std::stop_token stop) {
-  while (!stop.stop_requested()) {
-    auto deadline = lease_deadline();
-    {
-      std::unique_lock lk(mu_);
-      wake_.wait_until(lk, stop, deadline, [] { return false; });
-    }
-    if (stop.stop_requested()) return;
-    if (steady::now() >= lease_deadline()) {
-      // Said where the session's end is reported (ended_failure): a watcher's request cut
-      // short by it otherwise told only "cancelled" or "expired", not that the backend was
-      // not answering.
-      {
-        std::lock_guard lk(why_mu_);
-        if (ended_why_.empty()) ended_why_ = lease_ran_out_why();
-      }
-      expire();
-      return;
-    }
-  }
-}
-
 void session_core::on_renewal(steady::time_point sent) {
   if (ended_.stop_requested()) return;  // a lapsed lease is never revived
   if (sent >= lease_deadline()) {
@@ -348,9 +263,18 @@ void session_core::expire() {
   // Holds are told first, then the backend cuts its connections: where a connection is the
   // session (MariaDB, PostgreSQL's advisory mode), cutting it frees the locks on the server,
   // and a tester's waiter was granted 1.5 ms before the holder heard it was lost.
-  notify_holds(hold_state::lost);
+  // Nothing thrown here (out of memory, an observer's or a callback's exception) may keep the
+  // connections from being cut, the waiters from waking, or escape a dlock thread.
+  try {
+    notify_holds(hold_state::lost);
+  } catch (...) {  // each hold's is_held() still reads the lease's end off the clock
+  }
   if (backend_) backend_->on_expired();
-  set_state(session_state::expired);
+  try {
+    set_state(session_state::expired);
+  } catch (...) {
+    state_.store(session_state::expired);
+  }
   wake_.notify_all();
 }
 

@@ -110,6 +110,7 @@ class session_core : public std::enable_shared_from_this<session_core> {
   bool backend_unreachable() noexcept;
   void start();
   void renew_loop(std::stop_token stop);
+  bool renew_round(std::stop_token& stop, steady::time_point& next);
   void monitor_loop(std::stop_token stop);
   // Why the lease ran out, as far as the renewals tell; called with why_mu_ held.
   std::string lease_ran_out_why() const;
