@@ -87,20 +87,5 @@ TEST(CliOutputErrors, TheFileSizeLimitIsReportedAndCmdKeepsItsSignal) {
   EXPECT_EQ(mask & (1ull << (SIGXFSZ - 1)), 0u) << cmd.output;
 }
 
-// Out of descriptors (ulimit -n) is a passing shortage: exit 69 naming it, never 77
-// ("permission denied") or 64 ("usage"), as a tester's cron wrapper was told at -n 5..9. At
-// -n 6 the boot id's read failed, and was also kept, failing every later open in the process.
-TEST(CliOutputErrors, RunningOutOfDescriptorsIsUnavailableAndSaysSo) {
-  cli_sandbox box;
-  for (int n : {5, 6, 7, 8}) {
-    auto r = box.run_through(
-        {"/bin/sh", "-c", "ulimit -n " + std::to_string(n) + "; exec \"$0\" \"$@\""},
-        {"run", "-w", "0", "--url", box.url(), "job", "--", "true"});
-    EXPECT_EQ(r.status, 69) << "ulimit -n " << n << ": " << r.output;
-    EXPECT_NE(r.output.find("pen files"), std::string::npos)
-        << "ulimit -n " << n << ": " << r.output;
-  }
-}
-
 }  // namespace
 }  // namespace dlock::test

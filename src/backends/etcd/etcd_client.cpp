@@ -13,6 +13,7 @@
 #include "backends/etcd/etcd_keys.hpp"
 #include "backends/etcd/etcd_watch.hpp"
 #include "core/caller_deadline.hpp"
+#include "core/thread_room.hpp"
 #include "etcd_rpc.grpc.pb.h"
 
 namespace dlock::detail::etcd {
@@ -374,6 +375,9 @@ class grpc_client final : public client {
 result<std::unique_ptr<client>> client::open(const config& c) {
   if (auto r = refuse_in_forked_child(); !r) return fail(r.error());
   if (auto r = refuse_short_of_descriptors(); !r) return fail(r.error());
+  // gRPC starts threads of its own (executor, timers, resolver) and hangs or aborts when it
+  // cannot (a tester's open at a thread limit never returned).
+  if (auto r = room_for_threads(6, "etcd"); !r) return fail(r.error());
   auto g = std::make_unique<grpc_client>(c);
   if (auto l = g->log_in(); !l) return fail(l.error());
   return std::unique_ptr<client>(std::move(g));

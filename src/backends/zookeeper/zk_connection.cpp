@@ -1,8 +1,8 @@
 #include "backends/zookeeper/zk_connection.hpp"
 
 #include <algorithm>
-#include <cstdio>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <limits>
 #include <string>
@@ -10,6 +10,7 @@
 #include "backends/zookeeper/zk_config.hpp"
 #include "backends/zookeeper/zk_pending_call.hpp"
 #include "core/open_budget.hpp"
+#include "core/thread_room.hpp"
 
 namespace dlock::detail::zk {
 namespace {
@@ -31,6 +32,9 @@ connection::connection(config c) : cfg_(std::move(c)) {}
 connection::~connection() { close(); }
 
 result<std::unique_ptr<connection>> connection::open(const config& c) {
+  // The C client starts two threads per handle and asserts (SIGABRT) when it cannot; with our
+  // event thread, three.
+  if (auto r = room_for_threads(3, "zookeeper " + c.hosts); !r) return fail(r.error());
   std::unique_ptr<connection> conn(new connection(c));
   auto* self = conn.get();
   self->event_thread_ = std::jthread([self](std::stop_token st) { self->event_loop(st); });
