@@ -239,7 +239,14 @@ started spawn(const child_spec& spec, const dlock::hold& hold, const signal_watc
     while (::waitpid(guard, nullptr, 0) < 0 && errno == EINTR) {
     }
     ::close(status[0]);
-    // The shell's conventions: 127 not found, 126 found but not executable.
+    // No process slot or memory to start CMD is a passing shortage, as a backend's would be
+    // (a tester's cron wrapper read 126 as "not executable"); else the shell's conventions:
+    // 127 not found, 126 found but not executable.
+    if (exec_errno == EAGAIN || exec_errno == ENOMEM) {
+      throw cli_error(exit_unavailable, "cannot start '" + spec.argv[0] +
+                                            "': " + std::strerror(exec_errno) +
+                                            " (the process or memory limit; the lock was let go)");
+    }
     throw cli_error(exec_errno == ENOENT ? 127 : 126,
                     "cannot run '" + spec.argv[0] + "': " + std::strerror(exec_errno));
   }
