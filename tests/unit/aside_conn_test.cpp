@@ -74,6 +74,23 @@ struct server {
                                       }};
 };
 
+// The caller's session ended (session_conn::on_expired): the read in flight is broken off at
+// once, not at its deadline (a tester's waiters on a frozen server heard session_expired 2-4.5 s
+// after their session ended).
+TEST(aside_conn, interrupt_breaks_off_the_request_in_flight) {
+  server s;
+  std::jthread ender([&] {
+    std::this_thread::sleep_for(100ms);
+    s.aside.interrupt();
+  });
+  const auto started = steady::now();
+  auto r = s.aside.run(
+      steady::now() + 30s, [](fake_conn& c) { return c.run(); }, &s.refused);
+  EXPECT_FALSE(r);
+  EXPECT_LT(steady::now() - started, 10s) << "ran to the fake server's own 10 s";
+  s.aside.interrupt();  // nothing in flight: nothing happens
+}
+
 TEST(aside_conn, a_request_the_server_does_not_answer_is_cut_off_at_its_deadline) {
   server s;
   auto r = s.aside.run(

@@ -147,6 +147,7 @@ class session_conn {
   void on_expired() noexcept {
     expired_ = true;
     if (interrupt_) interrupt_->interrupt();
+    aside_.interrupt();  // a waiter's read there: it hears of the end at once
   }
   // Whether on_expired() ran: the session's rows are dead to every other client.
   bool expired() const noexcept { return expired_; }
