@@ -121,10 +121,13 @@ inline void run_story(const std::string& url, const std::string& backend,
 
   expire(a);
   ASSERT_TRUE(poll_until([&] { return a.state() == dlock::session_state::expired; }));
-  // The holds are told just after the session: wait for the loss to be counted, so that the
-  // release below finds it already lost (else it is counted as found at the release).
+  // The holds are told first, then the connections are cut, then the session's state is
+  // published: wait for both to be counted, so that the release below finds the hold already
+  // lost (else it is counted as found at the release) and the gauge is read after its change.
   ASSERT_TRUE(poll_until([&] {
-    return scrape(registry)("dlock_lost_total", with(be, "reason", "session_expired")) == 1;
+    scrape now(registry);
+    return now("dlock_lost_total", with(be, "reason", "session_expired")) == 1 &&
+           now("dlock_session_state", with(be, "state", "expired")) == 1;
   })) << scrape(registry).text;
   std::error_code ec;
   mine.unlock(ec);
