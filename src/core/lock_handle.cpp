@@ -3,6 +3,7 @@
 #include <limits>
 #include <optional>
 
+#include "core/bounded_attempts.hpp"
 #include "core/caller_deadline.hpp"
 #include "core/capability_refusals.hpp"
 #include "core/duration.hpp"
@@ -43,31 +44,6 @@ recipe_kind recipe_of(entry_kind k) noexcept {
   }
   return recipe_kind::lock;
 }
-
-// An acquire's requests before its wait, each bound to `until` (caller_deadline.hpp). A retry
-// cut off there says only that time ran out: the failure worth reporting is the last one
-// before it (a replica shortfall, a refused connection), where there was one.
-class bounded_attempts {
- public:
-  explicit bounded_attempts(steady::time_point until) : until_(until) {}
-  template <class F>
-  auto operator()(F&& f) -> decltype(f()) {
-    caller_deadline_scope bounded(until_);
-    auto r = f();
-    if (!r) {
-      if (steady::now() < until_) {
-        cause_ = r.error();
-      } else if (cause_) {
-        return fail(*cause_);
-      }
-    }
-    return r;
-  }
-
- private:
-  steady::time_point until_;
-  std::optional<failure> cause_;
-};
 
 }  // namespace
 
@@ -126,11 +102,9 @@ result<void> lock_handle::acquire_impl(entry_kind kind, steady::time_point deadl
                                                 std::to_string(count_) +
                                                 " times, the most a recursive_mutex counts");
       }
-      // Another thread re-entering is one handle shared as a std::recursive_mutex is: it would
-      // walk in beside the holder (a tester's two threads both inside). Re-entry is the
-      // holding thread's; other threads take handles of their own.
-      if (const auto by = taken_by_.load();
-          by != std::thread::id{} && by != std::this_thread::get_id()) {
+      // One handle shared by threads as a std::recursive_mutex is: another thread walked in
+      // beside the holder (a tester's). Re-entry is the holding thread's.
+      if (auto by = taken_by_.load(); by != std::thread::id{} && by != std::this_thread::get_id()) {
         return fail(errc::already_held,
                     "lock '" + name_ +
                         "' is held by this handle on another thread: a recursive_mutex re-enters "
@@ -390,6 +364,9 @@ void lock_handle::release(std::error_code& ec) noexcept {
         message = unconfirmed_message(name_, session_->info().ttl, last);
       }
     }
+  } catch (const std::exception& e) {  // out of memory or threads: said, not "the server"
+    ec = make_error_code(errc::backend_error);
+    message = what() + ": the release failed here, not on the server: " + e.what();
   } catch (...) {
     ec = make_error_code(errc::backend_error);
   }

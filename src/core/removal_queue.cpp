@@ -123,22 +123,48 @@ std::shared_ptr<removal_ticket> removal_queue::submit(
     attempt = 1;
   }
   handed_off.fetch_add(1, std::memory_order_relaxed);
-  std::lock_guard lk(mu_);
+  std::unique_lock lk(mu_);
   if (closed_) {
     ticket->settle(false);  // the backend's close removes every entry of the session
     return ticket;
   }
-  jobs_.push_back({std::move(lock), std::move(entry_id), ticket, attempt, steady::now()});
-  ++gen_;
   // A few threads, started on demand: a removal stuck on a dead link does not hold up the
   // others, and releases of many locks at once do not queue behind one another.
   if (idle_ == 0 && removers_.size() < 4) {
     try {
       removers_.emplace_back([this](std::stop_token st) { remover_loop(st); });
     } catch (...) {
-      if (removers_.empty()) throw;
+      if (removers_.empty() && attempt == 0) {
+        // No thread to be had (a process at its thread limit): removed here, on the caller's
+        // thread, once. Thrown out, the removal was never queued, and the entry, so the lock,
+        // stayed for as long as the session lived (a tester's unlock said only "the backend
+        // reported an error"). What this attempt leaves waits for a thread, as below.
+        lk.unlock();
+        std::optional<caller_deadline_scope> bounded;
+        if (caller_deadline) bounded.emplace(*caller_deadline);
+        auto r = backend_.remove(lock, entry_id);
+        const auto code = r ? std::error_code{} : r.error().code;
+        if (r || code == make_error_code(errc::session_closed)) {
+          ticket->settle(false);
+          return ticket;
+        }
+        if (code == make_error_code(errc::lock_lost) ||
+            code == make_error_code(errc::session_expired)) {
+          ticket->settle(true);
+          return ticket;
+        }
+        ticket->note(r.error());
+        attempt = 1;
+        lk.lock();
+        if (closed_) {
+          ticket->settle(false);
+          return ticket;
+        }
+      }
     }
   }
+  jobs_.push_back({std::move(lock), std::move(entry_id), ticket, attempt, steady::now()});
+  ++gen_;
   cv_.notify_one();
   return ticket;
 }

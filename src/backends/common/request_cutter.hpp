@@ -87,7 +87,14 @@ class request_cutter {
     std::lock_guard lk(mu_);
     auto it = armed_.emplace(std::make_pair(at, next_++), state).first;
     if (!thread_.joinable()) {
-      thread_ = std::jthread([this](std::stop_token stop) { run(stop); });
+      try {
+        thread_ = std::jthread([this](std::stop_token stop) { run(stop); });
+      } catch (...) {
+        // No thread to be had (a process at its thread limit): nothing is cut this time, and
+        // the connection's own timeout ends the request. The next arm() tries again.
+        armed_.erase(it);
+        return ticket(*this, std::nullopt, std::move(state));
+      }
     } else if (at < sleeping_until_) {
       // Only then: a waiter arms once per wait, mostly a later time than the thread's, and
       // waking the thread each time would cost two context switches per wait.
