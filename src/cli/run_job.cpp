@@ -275,6 +275,15 @@ int run_reported(const run_options& o, run_report& rep) {
         if (asked && *asked != session.ttl()) lease += ": the server's, for ttl=" + u->param("ttl");
       }
     }
+    // A session whose renewals are failing is granted with what is left of its lease, which
+    // may be little (a tester's disk-full waiter: 0.18 s of 3 s, its CMD killed at once).
+    if (session.state() == dlock::session_state::suspended) {
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+          m.hold().valid_until() - std::chrono::steady_clock::now());
+      lease += "; renewals failing, " +
+               dlock::detail::format_duration(std::max(left, std::chrono::milliseconds{0})) +
+               " left";
+    }
     print_error(
         m.granted() + " with fencing token " + std::to_string(m.hold().token().value) + " after " +
         dlock::detail::format_duration(std::chrono::duration_cast<std::chrono::milliseconds>(
