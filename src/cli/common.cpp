@@ -260,4 +260,13 @@ void print_error(std::string_view message) {
   }
 }
 
+cli_error cmd_not_started(const std::string& cmd, int err) {
+  const bool short_of = err == EAGAIN || err == ENOMEM;
+  return cli_error(short_of        ? exit_unavailable
+                   : err == ENOENT ? 127
+                                   : 126,
+                   "cannot run '" + cmd + "': " + std::strerror(err) +
+                       (short_of ? " (the process or memory limit)" : ""));
+}
+
 }  // namespace dlock::cli

@@ -239,16 +239,7 @@ started spawn(const child_spec& spec, const dlock::hold& hold, const signal_watc
     while (::waitpid(guard, nullptr, 0) < 0 && errno == EINTR) {
     }
     ::close(status[0]);
-    // No process slot or memory to start CMD is a passing shortage, as a backend's would be
-    // (a tester's cron wrapper read 126 as "not executable"); else the shell's conventions:
-    // 127 not found, 126 found but not executable.
-    if (exec_errno == EAGAIN || exec_errno == ENOMEM) {
-      throw cli_error(exit_unavailable, "cannot start '" + spec.argv[0] +
-                                            "': " + std::strerror(exec_errno) +
-                                            " (the process or memory limit; the lock was let go)");
-    }
-    throw cli_error(exec_errno == ENOENT ? 127 : 126,
-                    "cannot run '" + spec.argv[0] + "': " + std::strerror(exec_errno));
+    throw cmd_not_started(spec.argv[0], exec_errno);
   }
   return {guard, p.tty, status[0]};
 }

@@ -71,6 +71,21 @@ void removal_ticket::refuse(failure f) {
   cv_.notify_all();
 }
 
+// Settles `t` where an attempt's answer is final: removed (or the session closed, whose close
+// removes it), or gone with the lease. False when a retry has something left to do.
+bool removal_queue::settles(const result<void>& r, removal_ticket& t) {
+  const auto code = r ? std::error_code{} : r.error().code;
+  if (r || code == make_error_code(errc::session_closed)) {
+    t.settle(false);
+    return true;
+  }
+  if (code == make_error_code(errc::lock_lost) || code == make_error_code(errc::session_expired)) {
+    t.settle(true);
+    return true;
+  }
+  return false;
+}
+
 std::shared_ptr<removal_ticket> removal_queue::submit(
     std::string lock, std::string entry_id, std::optional<steady::time_point> caller_deadline) {
   auto ticket = std::make_shared<removal_ticket>();
@@ -99,16 +114,7 @@ std::shared_ptr<removal_ticket> removal_queue::submit(
     auto r = same_host ? backend_.remove(lock, entry_id)
                        : backend_.remove_until(lock, entry_id, *caller_deadline);
     if (!same_host) unreachable_hint_ = !r && is_transient(r.error());
-    const auto code = r ? std::error_code{} : r.error().code;
-    if (r || code == make_error_code(errc::session_closed)) {
-      ticket->settle(false);
-      return ticket;
-    }
-    if (code == make_error_code(errc::lock_lost) ||
-        code == make_error_code(errc::session_expired)) {
-      ticket->settle(true);
-      return ticket;
-    }
+    if (settles(r, *ticket)) return ticket;
     // Refused for good (a ZooKeeper ACL without DELETE): retrying would keep the entry, and
     // so the lock, for as long as the session lives. The handler ends the session.
     if (backend_.refusal_is_final(r.error())) {
@@ -143,16 +149,7 @@ std::shared_ptr<removal_ticket> removal_queue::submit(
         std::optional<caller_deadline_scope> bounded;
         if (caller_deadline) bounded.emplace(*caller_deadline);
         auto r = backend_.remove(lock, entry_id);
-        const auto code = r ? std::error_code{} : r.error().code;
-        if (r || code == make_error_code(errc::session_closed)) {
-          ticket->settle(false);
-          return ticket;
-        }
-        if (code == make_error_code(errc::lock_lost) ||
-            code == make_error_code(errc::session_expired)) {
-          ticket->settle(true);
-          return ticket;
-        }
+        if (settles(r, *ticket)) return ticket;
         ticket->note(r.error());
         attempt = 1;
         lk.lock();

@@ -100,6 +100,8 @@ class removal_queue {
   void join() noexcept;
 
  private:
+  // Settles `t` where an attempt's answer is final; false when a retry has work left.
+  static bool settles(const result<void>& r, removal_ticket& t);
   struct job {
     std::string lock;
     std::string id;
