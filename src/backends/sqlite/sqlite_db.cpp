@@ -273,7 +273,14 @@ result<stmt> db::prepare(const char* sql) {
   sqlite3_stmt* s = nullptr;
   int rc = sqlite3_prepare_v3(h_, sql, -1, SQLITE_PREPARE_PERSISTENT, &s, nullptr);
   if (rc != SQLITE_OK) return fail(map_error(h_, rc, "database '" + path_ + "'"));
-  cache_.emplace(sql, s);
+  try {
+    cache_.emplace(sql, s);
+  } catch (...) {
+    // Out of memory: a statement never finalized keeps its connection a zombie at close, and
+    // its page cache with it (LeakSanitizer's find after a starved renewal, renewal_oom).
+    sqlite3_finalize(s);
+    throw;
+  }
   return stmt(h_, s, false);
 }
 
