@@ -31,8 +31,10 @@ void hold_core::set_state(hold_state s) {
     std::lock_guard lk(mu_);
     auto cur = state_.load();
     if (cur == hold_state::lost || cur == hold_state::released || cur == s) return;
-    state_.store(s);
+    // Copied before the state moves: out of memory here leaves the hold as it was, for the
+    // session to tell again (session_core::retell_end), not moved with no one told.
     to_call = callbacks_;
+    state_.store(s);
   }
   // Outside mu_: request_stop() runs the users' std::stop_callbacks on this thread, and one
   // that unlocked, resigned or released the hold came back here and waited on mu_ for ever

@@ -265,17 +265,39 @@ void session_core::expire() {
   // and a tester's waiter was granted 1.5 ms before the holder heard it was lost.
   // Nothing thrown here (out of memory, an observer's or a callback's exception) may keep the
   // connections from being cut, the waiters from waking, or escape a dlock thread.
+  // What could not be told (out of memory) the monitor tells again until it is (retell_end);
+  // meanwhile each hold's is_held() reads the lease's end off the clock.
   try {
     notify_holds(hold_state::lost);
-  } catch (...) {  // each hold's is_held() still reads the lease's end off the clock
+  } catch (...) {
+    loss_untold_ = true;
   }
   if (backend_) backend_->on_expired();
   try {
     set_state(session_state::expired);
   } catch (...) {
     state_.store(session_state::expired);
+    state_untold_ = true;
   }
+  end_done_ = true;
   wake_.notify_all();
+}
+
+void session_core::retell_end() {
+  if (loss_untold_.exchange(false)) {
+    try {
+      notify_holds(hold_state::lost);  // the holds told already are passed over
+    } catch (...) {
+      loss_untold_ = true;
+    }
+  }
+  if (state_untold_.exchange(false)) {
+    try {
+      set_state(session_state::expired);
+    } catch (...) {
+      state_untold_ = true;
+    }
+  }
 }
 
 void session_core::set_state(session_state s) {

@@ -117,6 +117,8 @@ class session_core : public std::enable_shared_from_this<session_core> {
   void on_renewal(steady::time_point sent);
   void on_suspect();
   void expire();
+  // Tells again what expire() could not (out of memory); the monitor calls it until told.
+  void retell_end();
   void set_state(session_state s);
   void notify_holds(hold_state s);
 
@@ -127,6 +129,9 @@ class session_core : public std::enable_shared_from_this<session_core> {
   std::chrono::milliseconds interval_{};
 
   std::atomic<session_state> state_{session_state::live};
+  std::atomic<bool> loss_untold_{false};   // expire() could not tell every hold
+  std::atomic<bool> state_untold_{false};  // nor the session's state callbacks
+  std::atomic<bool> end_done_{false};      // expire() has run to its end
   std::atomic<steady::rep> lease_deadline_{0};
   std::atomic<std::uint64_t> entry_counter_{0};
   std::atomic<std::uint64_t> wakeup_listings_{0};

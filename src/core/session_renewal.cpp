@@ -95,13 +95,20 @@ std::string session_core::lease_ran_out_why() const {
 
 void session_core::monitor_loop(std::stop_token stop) {
   while (!stop.stop_requested()) {
-    auto deadline = lease_deadline();
+    // Once the session ended, only what expire() could not tell (out of memory) keeps this
+    // thread: it tells it again every 50 ms until it is told (a tester's holds under memory
+    // pressure stayed `held`, their lost_token() never fired).
+    const bool ended = end_done_.load();
+    if (ended && !loss_untold_ && !state_untold_) return;
+    auto deadline = ended ? steady::now() + std::chrono::milliseconds{50} : lease_deadline();
     {
       std::unique_lock lk(mu_);
       wake_.wait_until(lk, stop, deadline, [] { return false; });
     }
     if (stop.stop_requested()) return;
-    if (steady::now() >= lease_deadline()) {
+    if (ended) {
+      retell_end();
+    } else if (steady::now() >= lease_deadline()) {
       // Said where the session's end is reported (ended_failure): a watcher's request cut
       // short by it otherwise told only "cancelled" or "expired", not that the backend was
       // not answering.
@@ -111,7 +118,6 @@ void session_core::monitor_loop(std::stop_token stop) {
       } catch (...) {  // out of memory: the end matters, not its explanation
       }
       expire();
-      return;
     }
   }
 }

@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "support/net.hpp"
+#include "support/poll.hpp"
 
 namespace {
 std::atomic<bool> starved{false};
@@ -47,6 +48,11 @@ TEST(renewal_oom, a_renewal_that_cannot_allocate_fails_and_the_host_lives_on) {
   std::this_thread::sleep_for(1500ms);  // renewals every 200 ms, and the lease's end
   starved = false;
   EXPECT_FALSE(h.is_held());
+  // What could not be told while memory was short is told once it is back: the loss signal
+  // fires and the state says lost (a tester's hold stayed `held`, its lost_token() silent).
+  EXPECT_TRUE(poll_until([&] { return h.lost_token().stop_requested(); }, 5s));
+  EXPECT_EQ(h.state(), dlock::hold_state::lost);
+  EXPECT_EQ(s.state(), dlock::session_state::expired);
   std::error_code ec;
   m.unlock(ec);
   // The process is still here; a new session works.
