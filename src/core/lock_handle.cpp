@@ -308,9 +308,13 @@ void lock_handle::release(std::error_code& ec) noexcept {
     return;
   }
   auto h = std::move(hold_);
-  bool was_lost = h->state() == hold_state::lost || !h->is_held();
-  h->set_state(hold_state::released);
+  bool was_lost = h->state() == hold_state::lost || !h->is_held() ||
+                  session_->state() == session_state::expired;
   session_->remove_hold(h.get());
+  // A loss is never reported as a release: a holder that let go after its lease ended but
+  // before the session told its holds (the monitor's wake-up, or another hold's loss callback
+  // running first) ended `released`, and its lost_token() never fired.
+  if (was_lost) h->set_state(hold_state::lost);
   ec.clear();
   std::string message;
   bool refused = false;
@@ -370,6 +374,8 @@ void lock_handle::release(std::error_code& ec) noexcept {
   } catch (...) {
     ec = make_error_code(errc::backend_error);
   }
+  // Ends lost where the removal found the lease over (the entry gone, the session expired).
+  h->set_state(ec == errc::lock_lost ? hold_state::lost : hold_state::released);
   report();
   if (ec)
     remember(failure{ec, message}, "dlock: release '" + name_ + "' on " + session_->redacted_url());

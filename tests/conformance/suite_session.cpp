@@ -51,6 +51,45 @@ TEST_P(conformance, a_loss_callback_may_let_go_of_what_was_lost) {
   EXPECT_FALSE(m.is_held());
 }
 
+// A hold let go after its session ended but before the session told it (here from the loss
+// callback of another hold of the session, told first) ended `released`: its lost_token()
+// never fired and nothing said the work under it ran unprotected. Each hold's callback lets go
+// of the other; whichever is told first, both must end lost.
+TEST_P(conformance, a_hold_let_go_before_its_loss_was_told_ends_lost) {
+  auto a = open();
+  dlock::mutex first(a, lock_name() + "-1");
+  dlock::mutex second(a, lock_name() + "-2");
+  first.lock();
+  second.lock();
+  auto h1 = first.current_hold();
+  auto h2 = second.current_hold();
+  std::atomic<bool> took1{false}, took2{false};
+  std::atomic<int> done{0};
+  std::error_code ec1, ec2;
+  std::stop_callback lets_go_of_second(h1.lost_token(), [&] {
+    if (!took2.exchange(true)) second.unlock(ec2);
+    ++done;
+  });
+  std::stop_callback lets_go_of_first(h2.lost_token(), [&] {
+    if (!took1.exchange(true)) first.unlock(ec1);
+    ++done;
+  });
+  fx().expire(a);
+  ASSERT_TRUE(poll_until([&] { return done.load() > 0; }, fx().ttl() * 3 + 5s));
+  EXPECT_TRUE(poll_until([&] { return done.load() == 2; }, 5s))
+      << "a hold let go in the other's loss callback never heard of its own loss";
+  EXPECT_TRUE(h1.lost_token().stop_requested());
+  EXPECT_TRUE(h2.lost_token().stop_requested());
+  EXPECT_EQ(h1.state(), dlock::hold_state::lost);
+  EXPECT_EQ(h2.state(), dlock::hold_state::lost);
+  if (took1) {
+    EXPECT_EQ(ec1, dlock::errc::lock_lost) << ec1.message();
+  }
+  if (took2) {
+    EXPECT_EQ(ec2, dlock::errc::lock_lost) << ec2.message();
+  }
+}
+
 // An operator call on a session that has ended answers, or fails as the session's end: Redis
 // threw `cancelled`, which reads as the caller's own stop request (a tester's).
 TEST_P(conformance, an_operator_call_on_an_ended_session_answers_or_fails_as_its_end) {
