@@ -37,7 +37,8 @@ struct fencing_token {
 ///  - held: the lease is being renewed.
 ///  - suspect: renewal is failing; the lease is still valid until valid_until().
 ///  - lost: the lease lapsed or may have (session expired, entry gone). Terminal.
-///  - released: unlock() was called. Terminal.
+///  - released: unlock() was called while the lease still held. Terminal. An unlock() after
+///    the lease had ended (even before dlock noticed) ends the hold lost, and says lock_lost.
 enum class hold_state { held, suspect, lost, released };
 
 /// Returns "held", "suspect", "lost" or "released".
@@ -62,8 +63,9 @@ class hold {
   /// (1% of the TTL + 2 ms, as in Redlock). The server cannot grant the lock to anyone
   /// else before this instant unless clocks drift more than that.
   [[nodiscard]] std::chrono::steady_clock::time_point valid_until() const noexcept;
-  /// Stop requested when the hold becomes lost. Not when it is released: unlock(), the lock's
-  /// destructor and session::close() end it as `released` and leave this token untouched,
+  /// Stop requested when the hold becomes lost, also when that is found only by unlock().
+  /// Not when it is released: unlock(), the lock's destructor and session::close() of a hold
+  /// whose lease still held end it as `released` and leave this token untouched,
   /// so a loop that must also stop then should test is_held() too:
   /// `while (h.is_held()) { ... }` (is_held() is false once lost or released).
   [[nodiscard]] std::stop_token lost_token() const noexcept;
