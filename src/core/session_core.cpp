@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <random>
+#include <system_error>
 #include <thread>
 
 #include "core/doctor.hpp"
@@ -126,7 +127,13 @@ result<std::shared_ptr<session_core>> session_core::open(std::string_view text,
     if (auto r = s->backend_->keep_alive()) lease_from = std::max(lease_from, *r);
   }
   s->lease_deadline_.store(s->deadline_from(lease_from).time_since_epoch().count());
-  s->start();
+  try {
+    s->start();
+  } catch (const std::system_error& e) {  // no thread to be had: said, not a bare errno text
+    return fail(errc::backend_unavailable,
+                "cannot start the session's renewal threads (" + std::string(e.what()) +
+                    "): the process is at its thread limit (ulimit -u, cgroup pids.max)");
+  }
   exit_guard::track(s);
   // What weakens a guarantee here (no persistence, asynchronous replicas, ...) is told to an
   // installed observer at once, not only to whoever runs `dlock doctor`; without one, no

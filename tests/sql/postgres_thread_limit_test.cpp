@@ -58,5 +58,33 @@ TEST(postgres_thread_limit, a_holder_that_cannot_start_a_thread_still_releases) 
   EXPECT_EQ(WEXITSTATUS(status), 0) << "2: unlock failed; 3: the lock stayed held";
 }
 
+// An open whose session cannot start its renewal threads says so, as the thread limit it is:
+// it threw the bare std::system_error text "Resource temporarily unavailable" (a retester's).
+TEST(postgres_thread_limit, an_open_that_cannot_start_its_threads_names_the_limit) {
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    ::alarm(60);
+    int code = 0;
+    rlimit lim{address_space_now() + (4u << 20), RLIM_INFINITY};
+    ::setrlimit(RLIMIT_AS, &lim);
+    try {
+      auto s = dlock::session::open("memory://threads-" + random_suffix());
+      code = 2;
+    } catch (const dlock::system_error& e) {
+      const std::string what = e.what();
+      if (e.code() != dlock::errc::backend_unavailable) code = 3;
+      if (what.find("thread limit") == std::string::npos) code = 4;
+    } catch (...) {
+      code = 5;
+    }
+    ::_exit(code);
+  }
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  ASSERT_TRUE(WIFEXITED(status)) << "the child was killed by signal " << WTERMSIG(status);
+  EXPECT_EQ(WEXITSTATUS(status), 0)
+      << "2: opened; 3: not backend_unavailable; 4: the limit not named; 5: another exception";
+}
+
 }  // namespace
 }  // namespace dlock::test
