@@ -262,11 +262,14 @@ void print_error(std::string_view message) {
 
 cli_error cmd_not_started(const std::string& cmd, int err) {
   const bool short_of = err == EAGAIN || err == ENOMEM;
-  return cli_error(short_of        ? exit_unavailable
-                   : err == ENOENT ? 127
-                                   : 126,
+  const bool no_fds = err == EMFILE || err == ENFILE;
+  return cli_error(short_of || no_fds ? exit_unavailable
+                   : err == ENOENT    ? 127
+                                      : 126,
                    "cannot run '" + cmd + "': " + std::strerror(err) +
-                       (short_of ? " (the process or memory limit)" : ""));
+                       (short_of ? " (the process or memory limit); it was not started"
+                        : no_fds ? " (the descriptor limit, ulimit -n); it was not started"
+                                 : ""));
 }
 
 }  // namespace dlock::cli

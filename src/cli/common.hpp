@@ -38,8 +38,8 @@ class cli_error : public std::runtime_error {
 };
 
 // CMD could not be started (errno `err`): the shell's conventions, 127 not found and 126 found
-// but not executable; no process slot or memory (EAGAIN, ENOMEM) is a passing shortage, 69 (a
-// tester's cron wrapper read 126 as "not executable").
+// but not executable; no process slot, memory or descriptor (EAGAIN, ENOMEM, EMFILE) is a
+// passing shortage, 69 (a tester's cron wrapper read 126 as "not executable").
 cli_error cmd_not_started(const std::string& cmd, int err);
 
 // The exit code for a library error.

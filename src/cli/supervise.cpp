@@ -194,13 +194,13 @@ started spawn(const child_spec& spec, const dlock::hold& hold, const signal_watc
   auto cenv = c_strings(env);
   auto cargv = c_strings(argv);
   int err[2], status[2];
-  if (::pipe2(err, O_CLOEXEC) != 0) {
-    throw cli_error(exit_unavailable, std::string("pipe: ") + std::strerror(errno));
-  }
+  // As CMD not started: a bare "pipe: Too many open files" left a retester unsure it had run.
+  if (::pipe2(err, O_CLOEXEC) != 0) throw cmd_not_started(spec.argv.front(), errno);
   if (::pipe2(status, O_CLOEXEC) != 0) {
+    const int e = errno;
     ::close(err[0]);
     ::close(err[1]);
-    throw cli_error(exit_unavailable, std::string("pipe: ") + std::strerror(errno));
+    throw cmd_not_started(spec.argv.front(), e);
   }
   launch_plan p{};
   p.argv = cargv.data();
@@ -226,7 +226,7 @@ started spawn(const child_spec& spec, const dlock::hold& hold, const signal_watc
   if (guard < 0) {
     ::close(err[0]);
     ::close(status[0]);
-    throw cli_error(exit_unavailable, std::string("fork: ") + std::strerror(fork_errno));
+    throw cmd_not_started(spec.argv.front(), fork_errno);
   }
   // Also here, so the group exists before dlock signals it (the guard may not have run yet).
   ::setpgid(guard, guard);
