@@ -246,12 +246,14 @@ class zk_session final : public backend_session {
     auto sent = steady::now();
     if (auto h = conn_->health(); !h) return fail(h.error());
     auto own = cache_.live_own_paths();
-    auto u = conn_->acquire();
-    if (!u) return fail(u.error());
+    // Asynchronous, cut off by the session's end: a synchronous call holds the handle until
+    // the server answers or the client gives the connection up (2/3 of the session timeout),
+    // and the close waited for it (a tester's `dlock run -w 1s` on a paused server exited
+    // after 12 s).
+    const auto until =
+        steady::now() + std::max(conn_->negotiated_timeout() * 2, std::chrono::milliseconds{10000});
     if (own.empty()) {
-      struct Stat st {};
-      conn_->sent(connection::op::exists);
-      int rc = zoo_exists(u->zh(), "/", 0, &st);
+      int rc = conn_->exists_until("/", until);
       if (rc != ZOK && rc != ZNONODE) return fail(conn_->error(rc, "exists", "/"));
       return sent;
     }
@@ -263,17 +265,13 @@ class zk_session final : public backend_session {
     constexpr std::size_t per_request = 1000;  // far below the server's 1 MB packet limit
     for (std::size_t at = 0; at < own.size(); at += per_request) {
       auto n = std::min(per_request, own.size() - at);
-      std::vector<zoo_op_t> ops(n);
-      std::vector<zoo_op_result_t> results(n);
-      for (std::size_t i = 0; i < n; ++i) zoo_check_op_init(&ops[i], own[at + i].c_str(), -1);
-      conn_->sent(connection::op::exists);
-      int rc = zoo_multi(u->zh(), static_cast<int>(n), ops.data(), results.data());
+      std::vector<std::string> batch(own.begin() + static_cast<std::ptrdiff_t>(at),
+                                     own.begin() + static_cast<std::ptrdiff_t>(at + n));
+      std::size_t missing = n;
+      int rc = conn_->check_until(batch, until, missing);
       if (rc == ZOK) continue;
       if (rc != ZNONODE) return fail(conn_->error(rc, "multi", own[at]));
-      std::string gone;
-      for (std::size_t i = 0; i < n && gone.empty(); ++i) {
-        if (results[i].err == ZNONODE) gone = own[at + i];
-      }
+      std::string gone = missing < n ? batch[missing] : std::string{};
       // Our own release may have deleted it since the list was taken: no news then.
       auto live = cache_.live_own_paths();
       if (gone.empty() || std::find(live.begin(), live.end(), gone) == live.end()) continue;

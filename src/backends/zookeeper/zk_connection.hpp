@@ -125,9 +125,19 @@ class connection {
   int create_until(const std::string& path, std::string_view data, const ACL_vector* acl, int mode,
                    steady::time_point deadline, std::string& created, struct Stat& st);
 
+  // exists (no watch), and a multi of `check`s that every path is there, given up like
+  // delete_until. The check's ZNONODE sets `first_missing` to the first path gone.
+  int exists_until(const std::string& path, steady::time_point deadline);
+  int check_until(const std::vector<std::string>& paths, steady::time_point deadline,
+                  std::size_t& first_missing);
+
   // zoo_set at `version` (-1: any) that gives up like delete_until; `st` gets the new stat.
   int set_until(const std::string& path, std::string_view data, int version,
                 steady::time_point deadline, struct Stat& st);
+
+  // Whether the last request that ended was answered (false: it gave up at its deadline). A
+  // server that left one unanswered is not waited for at close (drop_watches).
+  void heard_back(bool yes) noexcept { silent_.store(!yes, std::memory_order_relaxed); }
 
   // Request counting (request_counts): every request this class or its user sends is counted
   // here by kind.
@@ -189,6 +199,7 @@ class connection {
   client_identity identity_{};
   std::array<std::atomic<std::uint64_t>, 6> sent_{};
   std::stop_source ended_src_;
+  std::atomic<bool> silent_{false};  // see heard_back
   // close() may run on two threads at once (the lease's end, the session's close): one joins.
   std::mutex join_mu_;
   std::jthread event_thread_;

@@ -45,15 +45,9 @@ result<void> lock_nodes::remove_entry(const std::string& lp, const std::string& 
   }
   if (path) {
     cache_.begin_removal(id);  // the renewal's check must not take our delete for another's
-    int rc;
-    if (until) {
-      rc = conn_->delete_until(*path, *until);
-    } else {
-      auto u = conn_->acquire();
-      if (!u) return fail(u.error());
-      conn_->sent(connection::op::remove);
-      rc = zoo_delete(u->zh(), path->c_str(), -1);
-    }
+    // Never the client's synchronous delete: it holds the handle until the server answers,
+    // and the session's close waited for it (connection::close).
+    int rc = conn_->delete_until(*path, until ? *until : backstop());
     if (rc != ZOK && rc != ZNONODE) return fail(conn_->error(rc, "delete", *path));
     cache_.disown(id);
     if (rc == ZOK) return {};
@@ -164,12 +158,12 @@ result<void> lock_nodes::create_entry(const std::string& lp, entry_kind kind, bo
 
 // The lock's container node, and the persistent nodes above it when missing.
 result<void> lock_nodes::ensure_parent(const std::string& lp) {
-  auto u = conn_->acquire();
-  if (!u) return fail(u.error());
+  const auto until = backstop();
   auto create = [&](const std::string& p, int mode) {
-    conn_->sent(connection::op::create);
     const auto* acl = mode == ZOO_PERSISTENT ? &parent_acl_ : &acl_;
-    return zoo_create(u->zh(), p.c_str(), nullptr, -1, acl, mode, nullptr, 0);
+    std::string created;
+    struct Stat st {};
+    return conn_->create_until(p, std::string_view{}, acl, mode, until, created, st);
   };
   int rc = create(lp, ZOO_CONTAINER);
   if (rc == ZOK || rc == ZNODEEXISTS) return {};

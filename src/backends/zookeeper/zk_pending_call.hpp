@@ -25,6 +25,7 @@ struct pending_call {
   std::vector<std::string> children;
   std::string value;
   struct Stat stat {};
+  std::vector<zoo_op_result_t> results;  // a multi's, written by the client at its reply
 
   static void finish(const void* data, int rc, const String_vector* strings) {
     std::unique_ptr<std::shared_ptr<pending_call>> held(
@@ -68,9 +69,14 @@ inline int call_until(connection& c, steady::time_point deadline, std::shared_pt
     }
   }
   std::unique_lock lk(p->m);
-  if (p->cv.wait_until(lk, c.ended(), deadline, [&] { return p->done; })) return p->rc;
+  if (p->cv.wait_until(lk, c.ended(), deadline, [&] { return p->done; })) {
+    c.heard_back(true);
+    return p->rc;
+  }
   lk.unlock();
-  return c.ended().stop_requested() ? c.ended_rc() : ZOPERATIONTIMEOUT;
+  if (c.ended().stop_requested()) return c.ended_rc();
+  c.heard_back(false);
+  return ZOPERATIONTIMEOUT;
 }
 
 }  // namespace dlock::detail::zk

@@ -84,8 +84,10 @@ int connection::create_until(const std::string& path, std::string_view data, con
   std::shared_ptr<pending_call> p;
   int rc = call_until(*this, deadline, p, [&](zhandle_t* zh, const void* d) {
     sent(op::create);
+    // No data (a null view) is a null node value, as zoo_create(nullptr, -1) made it.
+    const int len = data.data() == nullptr ? -1 : static_cast<int>(data.size());
     return zoo_acreate2(
-        zh, path.c_str(), data.data(), static_cast<int>(data.size()), acl, mode,
+        zh, path.c_str(), data.data(), len, acl, mode,
         [](int rc, const char* value, const struct Stat* stat, const void* d) {
           auto* held = static_cast<const std::shared_ptr<pending_call>*>(d);
           if (rc == ZOK) {
@@ -116,6 +118,39 @@ int connection::set_until(const std::string& path, std::string_view data, int ve
   if (rc == ZOK) {
     std::lock_guard lk(p->m);
     st = p->stat;
+  }
+  return rc;
+}
+
+int connection::exists_until(const std::string& path, steady::time_point deadline) {
+  std::shared_ptr<pending_call> p;
+  return call_until(*this, deadline, p, [&](zhandle_t* zh, const void* d) {
+    sent(op::exists);
+    return zoo_aexists(zh, path.c_str(), 0, &pending_call::finish_stat, d);
+  });
+}
+
+int connection::check_until(const std::vector<std::string>& paths, steady::time_point deadline,
+                            std::size_t& first_missing) {
+  std::shared_ptr<pending_call> p;
+  // The client writes the results when the reply comes, which may be after this call gave up:
+  // they live in the shared pending call, never on this stack.
+  std::vector<zoo_op_t> ops(paths.size());
+  for (std::size_t i = 0; i < paths.size(); ++i) zoo_check_op_init(&ops[i], paths[i].c_str(), -1);
+  int rc = call_until(*this, deadline, p, [&](zhandle_t* zh, const void* d) {
+    auto& results = (*static_cast<const std::shared_ptr<pending_call>*>(d))->results;
+    results.assign(paths.size(), zoo_op_result_t{});
+    sent(op::exists);
+    return zoo_amulti(
+        zh, static_cast<int>(ops.size()), ops.data(), results.data(),
+        [](int rc, const void* d) { pending_call::finish(d, rc, nullptr); }, d);
+  });
+  first_missing = paths.size();
+  if (rc == ZNONODE) {
+    std::lock_guard lk(p->m);
+    for (std::size_t i = 0; i < p->results.size() && first_missing == paths.size(); ++i) {
+      if (p->results[i].err == ZNONODE) first_missing = i;
+    }
   }
   return rc;
 }
