@@ -179,9 +179,13 @@ TEST(CliDoctor, ASentinelUrlHoldsFailoverOnlyWithReplicas) {
             std::string::npos)
       << r.output;
   // More replicas asked for than there are: every acquire would fail, and doctor says so.
-  auto three = doctor_json(box, c.url("?replicas=3"));
+  auto three = doctor_json(box, c.url("?replicas=3"), 1);
   EXPECT_EQ(guarantee(three, "failover"), "weakened") << three.dump(2);
   EXPECT_EQ(box.run({"doctor", c.url("?replicas=3"), "--require", "failover"}).status, 1);
+  // ... and, no guarantee required, exits 1 all the same: no lock can be taken (a tester's
+  // `dlock doctor URL && deploy` gate passed it).
+  EXPECT_EQ(check(three, "replicas-connected"), "unsafe") << three.dump(2);
+  EXPECT_EQ(box.run({"doctor", c.url("?replicas=3")}).status, 1);
 }
 
 // What weakens a guarantee is logged through the observer at open, as a warning.

@@ -184,6 +184,15 @@ std::vector<check_finding> findings(std::string_view info, const result<reply_pt
                    .value = out.back().value});
   }
   out.push_back(replication(info, replicas));
+  if (replicas > 0 && out.back().status == check_status::weakened) {
+    // Fewer replicas than ?replicas= asks for: no lock can be taken at all, which is this
+    // client unable to use the set-up, not a guarantee weakened (a tester's deploy gate
+    // `dlock doctor URL && ...` passed it, exit 0).
+    out.push_back({.check = "replicas-connected",
+                   .status = check_status::unsafe,
+                   .reason = out.back().reason,
+                   .value = out.back().value});
+  }
   if (!where.empty()) {
     for (auto& f : out) f.reason = where + ": " + f.reason;
   }
