@@ -43,7 +43,7 @@ int leader(const leader_options& o) {
     std::cout << dump_json(j, 2) << '\n';
     return code;
   }
-  std::cout << "election '" << o.name << "' on " << url << ": "
+  std::cout << "election '" << o.name << "' on " << url_in_text(url) << ": "
             << (l ? "has a leader" : "no leader") << '\n';
   if (l) std::cout << "  leader  " << leader_line(*l) << '\n';
   return code;

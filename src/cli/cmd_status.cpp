@@ -49,7 +49,7 @@ int status(const status_options& o) {
   std::cout << (election  ? "election '"
                 : permits ? "semaphore '"
                           : "lock '")
-            << o.name << "' on " << url << ": "
+            << o.name << "' on " << url_in_text(url) << ": "
             << (parts.holders.empty() ? "free"
                 : election            ? "has a leader"
                                       : "held");

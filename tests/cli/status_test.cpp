@@ -39,6 +39,16 @@ TEST(CliStatus, FreeLock) {
   EXPECT_NE(box.run({"list"}).output.find("no locks"), std::string::npos);
 }
 
+// A URL that ends in ':' (a Redis `?prefix=app:`; here a file so named) is set apart from the
+// sentence's own colon: a tester read "...?prefix=myapp:: free".
+TEST(CliStatus, AUrlEndingInAColonIsSetApart) {
+  cli_sandbox box;
+  const auto url = "sqlite://" + box.dir() + "/locks:";
+  auto r = box.run({"status", "--url", url, "job"});
+  EXPECT_EQ(r.status, 1) << r.output;
+  EXPECT_NE(r.output.find("on <" + url + ">: free"), std::string::npos) << r.output;
+}
+
 // Viewing never writes: no state directory, no database is created, and a lock in a database
 // that does not exist is simply free.
 TEST(CliStatus, ViewingCreatesNothing) {
