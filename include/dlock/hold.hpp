@@ -55,7 +55,9 @@ class hold {
 
   [[nodiscard]] fencing_token token() const noexcept;
   [[nodiscard]] hold_state state() const noexcept;
-  /// True while state() is held or suspect and the lease deadline has not passed.
+  /// True while state() is held or suspect and the lease deadline has not passed. Always
+  /// false in a forked child of the process that took the hold: the hold is its parent's
+  /// (state() there still shows the parent's view).
   /// Checks the steady clock itself, so it is right even if dlock's threads were paused.
   [[nodiscard]] bool is_held() const noexcept;
   /// The end of the lease as this client knows it, on the steady clock, measured from when
