@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <thread>
+#include <vector>
 
 #include "backends_fixture.hpp"
 #include "cli_harness.hpp"
@@ -20,23 +21,29 @@ namespace {
 using namespace std::chrono_literals;
 using steady = std::chrono::steady_clock;
 
-// SIGSTOP now, SIGCONT when destroyed.
+// SIGSTOP now, SIGCONT when destroyed (every process of the server).
 struct paused {
-  explicit paused(pid_t p) : pid(p) { ::kill(pid, SIGSTOP); }
-  ~paused() { ::kill(pid, SIGCONT); }
-  pid_t pid;
+  explicit paused(std::vector<pid_t> p) : pids(std::move(p)) {
+    for (pid_t pid : pids) ::kill(pid, SIGSTOP);
+  }
+  ~paused() {
+    for (pid_t pid : pids) ::kill(pid, SIGCONT);
+  }
+  std::vector<pid_t> pids;
 };
 
 }  // namespace
 
 TEST_F(CliBackends, AWaiterOnAPausedServerExitsSoonAfterItsDeadline) {
   cli_sandbox box;
-  const std::vector<std::pair<std::string, pid_t>> cases = {
-      {"zk://" + srv_->zk->hosts() + "/paused", srv_->zk->pid()},
-      {"redis://" + srv_->redis->address(), srv_->redis->pid()},
-      {"etcd://" + srv_->etcd->address(), srv_->etcd->pid()},
+  const std::vector<std::pair<std::string, std::vector<pid_t>>> cases = {
+      {"zk://" + srv_->zk->hosts() + "/paused", {srv_->zk->pid()}},
+      {"redis://" + srv_->redis->address(), {srv_->redis->pid()}},
+      {"etcd://" + srv_->etcd->address(), {srv_->etcd->pid()}},
+      {srv_->pg->url(), srv_->pg->processes()},
+      {srv_->maria->url(), {srv_->maria->pid()}},
   };
-  for (const auto& [url, pid] : cases) {
+  for (const auto& [url, pids] : cases) {
     SCOPED_TRACE(url);
     const auto name = "paused-" + random_suffix();
     auto holder = box.start({"run", "--url", url, name, "--", "sh", "-c", "echo held; sleep 60"});
@@ -54,7 +61,7 @@ TEST_F(CliBackends, AWaiterOnAPausedServerExitsSoonAfterItsDeadline) {
     const auto started = steady::now();
     std::optional<int> status;
     {
-      paused stop(pid);
+      paused stop(pids);
       status = waiter.wait(30s);
     }
     const auto took = steady::now() - started;
