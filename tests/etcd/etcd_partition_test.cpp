@@ -80,5 +80,9 @@ TEST(etcd_partition, a_key_whose_release_was_cut_off_is_not_used_again) {
   m.unlock();
 }
 
+TEST(etcd_partition, a_late_enqueue_leaves_no_ghost) {
+  partition::a_late_enqueue_leaves_no_ghost(etcd_env("pg" + random_suffix()), "late");
+}
+
 }  // namespace
 }  // namespace dlock::test

@@ -58,5 +58,9 @@ TEST(redis_partition, releasing_a_lost_hold_does_not_wait_for_the_network) {
       redis_env("pl" + random_suffix() + ":"), "res", std::chrono::seconds{1});
 }
 
+TEST(redis_partition, a_late_enqueue_leaves_no_ghost) {
+  partition::a_late_enqueue_leaves_no_ghost(redis_env("pg" + random_suffix() + ":"), "late");
+}
+
 }  // namespace
 }  // namespace dlock::test

@@ -35,6 +35,11 @@ partition::env through_proxy(const std::string& mode) {
           nullptr};
 }
 
+TEST_F(sql_faults, a_late_enqueue_leaves_no_ghost) {
+  partition::a_late_enqueue_leaves_no_ghost(through_proxy(""), name("late"));
+  partition::a_late_enqueue_leaves_no_ghost(through_proxy("mode=advisory&"), name("late-adv"));
+}
+
 TEST_F(sql_faults, a_cut_off_poller_is_told_session_expired_promptly) {
   partition::contender_cut_off_is_told_promptly(through_proxy(""), name("poller"), 2s,
                                                 partition::contender::polling);

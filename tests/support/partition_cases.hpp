@@ -10,6 +10,7 @@
 #include <dlock/dlock.hpp>
 #include <functional>
 #include <future>
+#include <iostream>
 #include <string>
 #include <thread>
 
@@ -206,6 +207,54 @@ inline void releasing_a_lost_hold_does_not_wait_for_the_network(const env& e,
   auto close_took = clk::now() - t0;
   EXPECT_LT(ms(close_took), 1000) << "close() waited " << ms(close_took) << " ms";
   px.pass();
+}
+
+// A request the client gave up on, delivered late by a slow link: an acquire that timed out
+// while its enqueue was held up leaves nothing behind once that enqueue lands. On Redis the
+// late enqueue added an entry that the session's renewals then kept for the session's life:
+// granted to nobody, every other client locked out, the client's own retries queued behind it
+// (a tester's, through a proxy that delivered a closed connection's bytes 2 s late).
+inline void a_late_enqueue_leaves_no_ghost(const env& e, const std::string& lock) {
+  tcp_proxy px(e.server_port);
+  auto hs = dlock::session::open(e.url(e.server_port, 20s));
+  dlock::mutex holder(hs, lock);
+  holder.lock();
+  dlock::session_options o;
+  o.request_timeout = 400ms;
+  // Where the request timeout ends the victim's session (the SQL backends), what it left is
+  // freed by its lease, as a crashed client's: the third client below waits that long.
+  constexpr auto victim_ttl = 4s;
+  auto vs = dlock::session::open(e.url(px.port(), victim_ttl), o);
+  {
+    // Connections made and scripts loaded: the acquire below sends its enqueue at once.
+    dlock::mutex warm(vs, lock + "-warm");
+    warm.lock();
+    warm.unlock();
+  }
+  dlock::mutex victim(vs, lock);
+  px.delay(2s);
+  std::error_code ec;
+  bool got = true;
+  std::thread t([&] { got = victim.try_lock_until(clk::now() + 500ms, {}, ec); });
+  // The enqueue sent in this window is delivered 2 s late; what follows (a retry on a new
+  // connection, the removal) passes at once.
+  std::this_thread::sleep_for(150ms);
+  px.pass();
+  t.join();
+  EXPECT_FALSE(got);
+  std::cout << "the timed-out acquire said: " << ec.message() << "\n";
+  std::this_thread::sleep_for(2500ms);  // the held-up enqueue has landed by now
+  holder.unlock();
+  auto cs = dlock::session::open(e.url(e.server_port, 20s));
+  dlock::mutex third(cs, lock);
+  EXPECT_TRUE(third.try_lock_for(victim_ttl + 5s))
+      << "the lock stayed held for the timed-out acquire ("
+      << (e.raw_entries ? e.raw_entries(lock) : 0) << " entries stored)";
+  if (third.is_held()) third.unlock();
+  if (vs.state() == dlock::session_state::live) {
+    EXPECT_TRUE(victim.try_lock_for(5s)) << "the client's own retry queued behind its ghost";
+    if (victim.is_held()) victim.unlock();
+  }
 }
 
 }  // namespace dlock::test::partition

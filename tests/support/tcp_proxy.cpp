@@ -60,6 +60,7 @@ struct tcp_proxy::loop {
     direction to_server, to_client;
     bool drop_pending{false};
     bool dead{false};
+    bool client_gone{false};  // closed by the client; what it sent is still being delivered
   };
   std::vector<conn> conns;
 };
@@ -169,6 +170,17 @@ void tcp_proxy::run(std::stop_token stop) {
     return true;
   };
 
+  // Both directions' due chunks; a connection whose client has gone only drains to the
+  // server, then closes (its FIN after its data, as TCP delivers a closed connection's bytes).
+  auto push_both = [&](loop::conn& c) {
+    if (!c.client_gone) return push(c.client, c.to_client) && push(c.server, c.to_server);
+    c.to_client.q.clear();
+    c.to_client.bytes = 0;
+    if (!push(c.server, c.to_server)) return false;
+    if (c.to_server.q.empty()) kill_conn(c, false);
+    return true;
+  };
+
   while (!stop.stop_requested()) {
     mode m;
     std::chrono::milliseconds delay;
@@ -216,7 +228,7 @@ void tcp_proxy::run(std::stop_token stop) {
     if (m == mode::blackhole || r <= 0) {
       if (m != mode::blackhole) {
         for (auto& c : conns) {
-          if (!push(c.client, c.to_client) || !push(c.server, c.to_server)) kill_conn(c, true);
+          if (!c.dead && !push_both(c)) kill_conn(c, true);
         }
       }
       continue;
@@ -252,7 +264,14 @@ void tcp_proxy::run(std::stop_token stop) {
       if (crev & (POLLIN | POLLHUP | POLLERR)) {
         auto before = c.to_server.q.size();
         if (!pull(c.client, c.to_server, delay, rst)) {
-          if (!rst) push(c.server, c.to_server);  // best effort: what the client sent last
+          if (!rst) push(c.server, c.to_server);
+          if (!rst && !c.to_server.q.empty()) {
+            // Sent before the close, not yet due (delay): delivered late all the same.
+            ::close(c.client);
+            c.client = -1;
+            c.client_gone = true;
+            continue;
+          }
           kill_conn(c, rst);
           continue;
         }
@@ -284,7 +303,7 @@ void tcp_proxy::run(std::stop_token stop) {
           continue;
         }
       }
-      if (!push(c.client, c.to_client) || !push(c.server, c.to_server)) kill_conn(c, true);
+      if (!c.dead && !push_both(c)) kill_conn(c, true);
     }
   }
 }

@@ -4,7 +4,10 @@
 //  - pass():        relay everything (the default).
 //  - blackhole():   stop reading and writing (and accepting) -- bytes wait in the kernel's
 //                   buffers, as on a partitioned link; pass() lets them flow again.
-//  - delay(d):      hold every chunk d before forwarding it (both directions).
+//  - delay(d):      hold every chunk d before forwarding it (both directions). A client's
+//                   close does not lose what it sent: that still reaches the server, late,
+//                   and then the close (as TCP delivers a closed connection's bytes), so a
+//                   request its client gave up on is applied after the client moved on.
 //  - reset():       RST every connection (SO_LINGER 0, then close), and every new one until
 //                   the mode changes.
 //  - drop_replies(): relay what clients send, discard what the server answers -- a half-open

@@ -143,5 +143,9 @@ TEST(zk_partition, a_delete_failed_by_the_clients_timeout_is_retried_once_healed
   EXPECT_EQ(unlock_ec, dlock::errc::backend_unavailable) << unlock_ec.message();
 }
 
+TEST(zk_partition, a_late_enqueue_leaves_no_ghost) {
+  partition::a_late_enqueue_leaves_no_ghost(zk_env("/pg-" + random_suffix()), "late");
+}
+
 }  // namespace
 }  // namespace dlock::test

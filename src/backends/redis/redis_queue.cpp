@@ -200,8 +200,13 @@ result<queue_view> session::queue_round(std::string_view lock, std::optional<add
 
 std::vector<std::string> session::release_argv(const std::vector<own_entry>& entries,
                                                bool drop_session) const {
-  std::vector<std::string> keys,
-      args{cfg_.prefix, std::to_string(wake_ttl().count()), info_.id, drop_session ? "1" : "0"};
+  // Not dropping the session: how long a tombstone lasts (ms). A late enqueue is one a link
+  // delivered after the client gave up on it: ten leases, and at least five minutes, outlast
+  // a closed connection's retransmissions.
+  const auto tombstone =
+      std::max(info_.ttl * 10, std::chrono::milliseconds{std::chrono::minutes{5}});
+  std::vector<std::string> keys, args{cfg_.prefix, std::to_string(wake_ttl().count()), info_.id,
+                                      drop_session ? "1" : std::to_string(tombstone.count())};
   for (const auto& e : entries) {
     keys.push_back(key('q', e.lock));
     keys.push_back(key('m', e.lock));
@@ -209,7 +214,7 @@ std::vector<std::string> session::release_argv(const std::vector<own_entry>& ent
     keys.push_back(key('v', e.lock));
     keys.push_back(key('o', e.lock));
     args.push_back(e.id);
-    args.push_back(e.queued ? "q" : "l");
+    args.push_back(std::string(e.queued ? "q" : "l") + (e.tombstone ? "g" : ""));
   }
   keys.push_back(key('s', info_.id));  // always: the script checks the session lives
   std::vector<std::string> argv{std::to_string(keys.size())};
@@ -226,7 +231,8 @@ std::vector<result<reply_ptr>> session::release_calls(const std::vector<own_entr
                  until, std::move(stop));
 }
 
-result<void> session::remove_everywhere(std::string_view lock, std::string_view id, until_t until) {
+result<void> session::remove_everywhere(std::string_view lock, std::string_view id, until_t until,
+                                        bool for_good) {
   // Entries of a session whose lease ended are dead to every other client: not ours any more,
   // and not worth a request (nor a wait on a dead link; on_expired breaks off one in flight).
   // session_expired, not lock_lost: the lease ended here, nothing was confirmed by a server
@@ -237,6 +243,7 @@ result<void> session::remove_everywhere(std::string_view lock, std::string_view 
                                            "' is dead (the session expired)");
   }
   bool queued = false;
+  bool tombstone = false;
   placed(lock, id, false);
   {
     std::lock_guard lk(mu_);
@@ -244,11 +251,12 @@ result<void> session::remove_everywhere(std::string_view lock, std::string_view 
       queued_.erase(it);
       queued = true;
     }
+    tombstone = for_good && uncertain_.contains(id);
   }
   std::vector<result<reply_ptr>> replies;
   bool ended_by_operator = false;
   // A candidate's removal also drops its value and wakes observers: release_script only.
-  if (!queued && !redlock() && stored_kind(entry_kind::exclusive, id) != 'e') {
+  if (!queued && !tombstone && !redlock() && stored_kind(entry_kind::exclusive, id) != 'e') {
     // Most likely a lone holder: the one-key release (as cheap as the minimal
     // compare-and-delete). The full script only if a contender has moved the entry into the
     // queue meanwhile, or it is in neither place.
@@ -262,11 +270,12 @@ result<void> session::remove_everywhere(std::string_view lock, std::string_view 
     }
   }
   if (replies.empty() && !ended_by_operator)
-    replies = release_calls({{std::string(lock), std::string(id), queued}}, false, until,
+    replies = release_calls({{std::string(lock), std::string(id), queued, tombstone}}, false, until,
                             expired_.get_token());
   std::size_t ok = std::ranges::count_if(replies, [](const auto& r) { return r.has_value(); });
-  if (redlock() && ok < nodes_.size()) retry_missed(lock, id, replies);
+  if (redlock() && ok < nodes_.size()) retry_missed(lock, id, replies, tombstone);
   std::lock_guard lk(mu_);
+  if (ok > 0) uncertain_.erase(std::string(id));
   settled_.erase(std::string(id));
   values_.erase(std::string(id));
   pending_terms_.erase(std::string(id));
@@ -310,7 +319,12 @@ result<queue_view> session::enqueue(std::string_view lock, entry_kind kind,
     if (redlock()) cancel_retry(lk, entry_id);
     mine_[std::string(lock)].insert(std::string(entry_id));
   }
-  return queue_round(lock, add_request{entry_id, kind}, true);
+  auto v = queue_round(lock, add_request{entry_id, kind}, true);
+  if (!v) {
+    std::lock_guard lk(mu_);
+    uncertain_.insert(std::string(entry_id));
+  }
+  return v;
 }
 
 // Status tools and election observers read every entry; Redlock's view for the engine's
@@ -329,7 +343,7 @@ result<void> session::remove(std::string_view lock, std::string_view entry_id) {
   // Not in the middle of a re-queue by another thread (round_mutex): it would put it back.
   std::shared_lock<std::shared_mutex> rl;
   if (redlock()) rl = std::shared_lock(round_mutex(lock));
-  return remove_everywhere(lock, entry_id);
+  return remove_everywhere(lock, entry_id, {}, true);
 }
 
 // A server that has not answered by `deadline` counts as failed, as if its socket timeout
@@ -340,7 +354,7 @@ result<void> session::remove_until(std::string_view lock, std::string_view entry
   if (auto r = check_open(); !r) return r;
   std::shared_lock<std::shared_mutex> rl;
   if (redlock()) rl = std::shared_lock(round_mutex(lock));
-  return remove_everywhere(lock, entry_id, deadline);
+  return remove_everywhere(lock, entry_id, deadline, true);
 }
 
 }  // namespace dlock::detail::redis

@@ -130,6 +130,11 @@ result<node_view> parse_queue_reply(const target& where, const redisReply* r,
     v.session_alive = false;
     return v;
   }
+  // 5: the entry had been removed for good before this enqueue arrived (a tombstone).
+  if (r->element[0]->integer == 5) {
+    return fail(errc::lock_lost, where.where + ": entry " + (sent ? sent->e.id : std::string("?")) +
+                                     " was removed before its enqueue arrived");
+  }
   // 2: the new entry holds alone; 3: it joined behind the one entry listed. Both replies
   // leave out the new entry itself: the client sent it.
   const auto status = r->element[0]->integer;

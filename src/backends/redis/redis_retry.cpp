@@ -9,7 +9,7 @@
 namespace dlock::detail::redis {
 
 void session::retry_missed(std::string_view lock, std::string_view id,
-                           const std::vector<result<reply_ptr>>& replies) {
+                           const std::vector<result<reply_ptr>>& replies, bool tombstone) {
   std::lock_guard lk(mu_);
   if (closed_) return;  // close() removes every own entry itself
   if (missed_.empty()) missed_.resize(nodes_.size());
@@ -19,7 +19,8 @@ void session::retry_missed(std::string_view lock, std::string_view id,
     auto& list = missed_[i];
     bool known = std::ranges::any_of(list, [&](const own_entry& e) { return e.id == id; });
     // Bounded: past this, close() (which deletes the session key) is the cleanup.
-    if (!known && list.size() < 10000) list.push_back({std::string(lock), std::string(id), false});
+    if (!known && list.size() < 10000)
+      list.push_back({std::string(lock), std::string(id), false, tombstone});
     any = true;
   }
   if (!any) return;

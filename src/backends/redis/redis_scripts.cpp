@@ -61,6 +61,11 @@ local old = false
 if add_id ~= '' then
   own_ttl = redis.call('PTTL', own)
   if own_ttl == -2 then return {0} end
+  -- Removed already: this enqueue is one its client gave up on, delivered late (a slow link);
+  -- added now, it would be held for nobody for as long as the session lives.
+  if redis.call('SISMEMBER', ARGV[6] .. 'g:' .. string.sub(own, #ARGV[6] + 3), add_id) == 1 then
+    return {5}
+  end
   if bump then old = redis.call('GET', h) end
   if old then
     t = epoch()
@@ -265,10 +270,14 @@ return {4, tonumber(redis.call('GET', f) or '0'), raw, metas, sessions, values, 
 constexpr std::string_view release_text = R"lua(
 local prefix, wake_ttl, sid, drop = ARGV[1], ARGV[2], ARGV[3], ARGV[4] == '1'
 local removed = 0
+-- An entry removed with a tombstone ('g': an enqueue of it failed, and may yet arrive late)
+-- can never be added again (queue_text); the tombstone lasts ARGV[4] ms.
+local tombs = prefix .. 'g:' .. sid
 for p = 1, (#ARGV - 4) / 2 do
   local q, m, h, v, o = KEYS[5 * p - 4], KEYS[5 * p - 3], KEYS[5 * p - 2], KEYS[5 * p - 1],
                         KEYS[5 * p]
-  local id, maybe_lone = ARGV[3 + 2 * p], ARGV[4 + 2 * p] == 'l'
+  local id, how = ARGV[3 + 2 * p], ARGV[4 + 2 * p]
+  local maybe_lone, tomb = string.sub(how, 1, 1) == 'l', string.sub(how, 2, 2) == 'g'
   -- A lone holder is only ever in h (an entry that was queued never moves back there).
   local lone = false
   if maybe_lone then
@@ -303,11 +312,15 @@ for p = 1, (#ARGV - 4) / 2 do
       removed = removed + 1
     end
   end
+  if tomb and not drop then
+    redis.call('SADD', tombs, id)
+    redis.call('PEXPIRE', tombs, ARGV[4])
+  end
 end
 -- Removed, but from a session an operator ended (force_unlock deletes its key): the hold was
 -- gone before this release, as its holder must hear (lock_lost), not a success.
 local alive = redis.call('EXISTS', KEYS[#KEYS]) == 1
-if drop then redis.call('DEL', KEYS[#KEYS]) end
+if drop then redis.call('DEL', KEYS[#KEYS], tombs) end
 if not alive and not drop then return 0 end
 return removed
 )lua";

@@ -151,6 +151,10 @@ class session final : public backend_session {
   struct own_entry {
     std::string lock, id;
     bool queued{false};  // known to be in the queue, not a lone holder (skips one read)
+    // Removed for good (the engine's removal, not a Redlock re-queue) after an enqueue of it
+    // failed: a tombstone keeps that enqueue, if a slow link delivers it late, from adding it
+    // again (it would be held for nobody while the session lives).
+    bool tombstone{false};
   };
   // release_script's argv for the given entries.
   std::vector<std::string> release_argv(const std::vector<own_entry>& entries,
@@ -162,13 +166,14 @@ class session final : public backend_session {
   // Redlock: the removal of `id` failed on the servers whose reply is a failure; it is
   // retried there in the background until it succeeds or the session closes.
   void retry_missed(std::string_view lock, std::string_view id,
-                    const std::vector<result<reply_ptr>>& replies);
+                    const std::vector<result<reply_ptr>>& replies, bool tombstone);
   // Drops pending retries of `id` (it is being enqueued again) and waits out one in flight.
   // Called with mu_ held.
   void cancel_retry(std::unique_lock<std::mutex>& lk, std::string_view id);
   void retry_loop(std::stop_token stop);
   // Every server's answer is awaited until `until` at most (then it counts as a failure).
-  result<void> remove_everywhere(std::string_view lock, std::string_view id, until_t until = {});
+  result<void> remove_everywhere(std::string_view lock, std::string_view id, until_t until = {},
+                                 bool for_good = false);
   // Majority bookkeeping for Redlock: the failure to report when fewer than a quorum agreed.
   failure quorum_failure(std::string_view what, const std::vector<result<reply_ptr>>& replies,
                          std::size_t expired) const;
@@ -193,8 +198,11 @@ class session final : public backend_session {
   std::atomic<bool> closed_{false};
 
   mutable std::mutex mu_;
-  std::map<std::string, id_set, std::less<>> mine_;             // lock -> own entry ids
-  std::map<std::string, id_set, std::less<>> leftover_;         // removed on too few servers
+  std::map<std::string, id_set, std::less<>> mine_;      // lock -> own entry ids
+  std::map<std::string, id_set, std::less<>> leftover_;  // removed on too few servers
+  // Ids an enqueue of which failed (its reply lost: it may still arrive, late): removed for
+  // good with a tombstone (own_entry::tombstone).
+  id_set uncertain_;
   std::map<std::string, std::uint64_t, std::less<>> at_least_;  // lock -> highest counter seen
   std::map<std::string, std::size_t, std::less<>> wait_hint_;   // awaited id -> server
   std::map<std::string, steady::time_point, std::less<>> round_sent_;  // last_round_sent
