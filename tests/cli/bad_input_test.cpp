@@ -236,6 +236,21 @@ TEST(CliBadInput, DirectoryAsDatabasePathExits64) {
   EXPECT_TRUE(std::filesystem::is_empty(dir)) << "nothing may be created in the directory";
 }
 
+// A device, a pipe or a socket as the database (sqlite:///dev/null) is a wrong URL too: it
+// was "disk I/O error", exit 69, as if the backend had failed (a tester's).
+TEST(CliBadInput, ADeviceOrPipeAsDatabasePathExits64) {
+  cli_sandbox box;
+  std::string fifo = box.dir() + "/a-pipe";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  for (const std::string& path : {std::string("/dev/null"), fifo}) {
+    const auto url = "sqlite://" + path;
+    expect_rejected(box, {{"run", "x", "--url", url, "--", "echo", "CMD-RAN"},
+                          64,
+                          "'" + path + "' is not a regular file"});
+    expect_rejected(box, {{"status", "x", "--url", url}, 64, "is not a regular file"});
+  }
+}
+
 // A URL where the lock's name goes (`dlock status sqlite:///tmp/x.db`) was taken for a name,
 // and status said that lock was free in the default database (exit 1).
 TEST(CliBadInput, AUrlGivenAsTheLockNameExits64) {

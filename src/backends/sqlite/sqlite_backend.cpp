@@ -44,6 +44,14 @@ result<std::unique_ptr<backend_session>> open_sqlite(const url& u, const session
                                             "file in it, e.g. " +
                                             "sqlite://" + encode_path(dir + "/locks.db") + ")");
   }
+  // A device, pipe or socket (sqlite:///dev/null): SQLite said "disk I/O error", exit 69, as
+  // if the backend had failed (a tester's). Only a regular file, or none yet, can hold locks.
+  if (std::error_code ec;
+      std::filesystem::exists(u.path, ec) && !std::filesystem::is_regular_file(u.path, ec)) {
+    return fail(errc::invalid_argument, "URL '" + u.redacted + "': '" + u.path +
+                                            "' is not a regular file (a device, pipe or "
+                                            "socket): name a database file");
+  }
   if (auto r = sqlite::check_local_file_system(u.path); !r) return fail(r.error());
   // Before anything is made beside this name (session::start checks again, once it is open).
   if (auto r = sqlite::check_single_name(u.path); !r) return fail(r.error());
