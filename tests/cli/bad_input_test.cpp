@@ -86,6 +86,11 @@ TEST(CliBadInput, UsageErrorsExit64AndCreateNothing) {
       // The library's floor (10ms), which no command's lease survives: exit 70 every time.
       {{"run", "x", "--ttl", "10ms", "--", "echo", "CMD-RAN"}, 64, "at least 100ms"},
       {{"status", "x", "--url", "zk://127.0.0.1:1/a//b"}, 64, "empty segment"},
+      // ZooKeeper's own subtree, and a control character in etcd's key prefix (both accepted,
+      // a tester's).
+      {{"status", "x", "--url", "zk://127.0.0.1:1/zookeeper"}, 64, "reserved /zookeeper"},
+      {{"status", "x", "--url", "zk://127.0.0.1:1/zookeeper/locks"}, 64, "reserved /zookeeper"},
+      {{"status", "x", "--url", "etcd://127.0.0.1:1/a%00b"}, 64, "control character"},
       // An explicit empty --url (an unset variable in a cron line) never falls back.
       {{"run", "x", "--url", "", "--", "echo", "CMD-RAN"}, 64, "--url is empty"},
       {{"run", "x", "--url=", "--", "echo", "CMD-RAN"}, 64, "--url is empty"},

@@ -175,6 +175,13 @@ result<config> parse_config(const url& u, const session_info& info) {
   std::string p = u.path;
   while (!p.empty() && p.front() == '/') p.erase(p.begin());
   while (!p.empty() && p.back() == '/') p.pop_back();
+  // A key prefix is a path other tools (etcdctl, Go's concurrency package) show and type: a
+  // control character in it (%00 was accepted, a tester's) is a mistyped URL.
+  for (unsigned char ch : p) {
+    if (ch < 0x20 || ch == 0x7f) {
+      return fail(errc::invalid_argument, where + "the key prefix contains a control character");
+    }
+  }
   if (!p.empty()) c.base = p + "/";
   return c;
 }

@@ -33,6 +33,10 @@ result<std::chrono::milliseconds> duration_param(const url& u, std::string_view 
 
 // Why ZooKeeper would refuse `path` as a node path prefix, or empty if it is fine.
 std::string bad_chroot(const std::string& path) {
+  // ZooKeeper's own subtree (quotas, the ensemble's config): locks there were accepted and
+  // mixed with the server's nodes (a tester's zk://host/zookeeper).
+  if (path == "/zookeeper" || path.starts_with("/zookeeper/"))
+    return "is in ZooKeeper's reserved /zookeeper subtree";
   std::size_t start = 1;
   while (start <= path.size()) {
     auto end = path.find('/', start);
