@@ -35,6 +35,25 @@ partition::env through_proxy(const std::string& mode) {
           nullptr};
 }
 
+// A release whose connection is cut before its answer (a proxy that resets or half-closes the
+// client's side) confirmed nothing: unlock() said it had succeeded, the lock held on for the
+// rest of the lease (a tester's: the retried removal found the session ended and read that
+// as "gone, so removed").
+TEST_F(sql_faults, a_release_cut_off_with_its_connection_is_not_reported_done) {
+  for (const std::string mode : {"", "mode=advisory&"}) {
+    SCOPED_TRACE(mode);
+    tcp_proxy px(admin().port());
+    auto s = dlock::session::open(through_proxy(mode).url(px.port(), 8s));
+    dlock::mutex m(s, name("cut-release"));
+    m.lock();
+    px.drop_next_reply();
+    std::error_code ec;
+    m.unlock(ec);
+    EXPECT_TRUE(ec) << "unlock() reported a release whose answer never came";
+    px.pass();
+  }
+}
+
 TEST_F(sql_faults, a_late_enqueue_leaves_no_ghost) {
   partition::a_late_enqueue_leaves_no_ghost(through_proxy(""), name("late"));
   partition::a_late_enqueue_leaves_no_ghost(through_proxy("mode=advisory&"), name("late-adv"));

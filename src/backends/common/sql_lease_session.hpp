@@ -145,7 +145,15 @@ class sql_lease_session final : public backend_session {
     // Rows of a lapsed lease are dead to every other client: not ours any more, and not worth
     // a request (nor a new connection from a remover thread that the host's exit could tear
     // OpenSSL down under: a fault-run worker crashed so).
-    if (link_.expired()) return gone(lock, id, "the session expired");
+    // session_expired, not lock_lost: nothing was confirmed by the server. A retried removal
+    // stopped so is an unconfirmed release (removal_queue); as lock_lost it read as "gone, so
+    // our earlier attempt removed it", and unlock() reported success for a release whose
+    // connection a proxy had cut before the DELETE was sent (a tester's).
+    if (link_.expired()) {
+      return fail(errc::session_expired, std::string(Db::name) + " entry " + std::string(id) +
+                                             " of '" + std::string(lock) +
+                                             "' is dead (the session expired)");
+    }
     auto r = run(db_.remove(lock, id, info_.id));
     if (!r) return fail(r.error());
     if (!Db::removed(*r)) return gone(lock, id, "lease ended");
