@@ -39,10 +39,12 @@ class lock_handle;
 
 /// Who leads an election, as a listing saw it.
 struct leader_info {
-  std::string value;         ///< the leader's value (its campaign value, or the last proclaim)
-  fencing_token token;       ///< the leader's term: strictly increasing per election
-  std::uint64_t version{0};  ///< counts the leader's values: 1 at its campaign, +1 per proclaim
-  std::string owner;         ///< "host pid=N description" of the leader's session
+  std::string value;    ///< the leader's value (its campaign value, or the last proclaim)
+  fencing_token token;  ///< the leader's term: strictly increasing per election
+  /// Counts the leader's values: 1 at its campaign, +1 per proclaim (on Redis and Redlock per
+  /// attempt: a proclaim that failed may count too). Only ever increases for one leader.
+  std::uint64_t version{0};
+  std::string owner;  ///< "host pid=N description" of the leader's session
   std::optional<std::chrono::system_clock::time_point> since;  ///< its campaign, if known
   /// Same leader (term) with the same value. Owner and value are compared as well as token
   /// and version: a store that starts again (a SQLite file deleted and made anew) hands out

@@ -84,5 +84,9 @@ TEST(etcd_partition, a_late_enqueue_leaves_no_ghost) {
   partition::a_late_enqueue_leaves_no_ghost(etcd_env("pg" + random_suffix()), "late");
 }
 
+TEST(etcd_partition, a_late_value_write_never_goes_back) {
+  partition::a_late_value_write_never_goes_back(etcd_env("pv" + random_suffix()), "late-value");
+}
+
 }  // namespace
 }  // namespace dlock::test

@@ -62,5 +62,10 @@ TEST(redis_partition, a_late_enqueue_leaves_no_ghost) {
   partition::a_late_enqueue_leaves_no_ghost(redis_env("pg" + random_suffix() + ":"), "late");
 }
 
+TEST(redis_partition, a_late_value_write_never_goes_back) {
+  partition::a_late_value_write_never_goes_back(redis_env("pv" + random_suffix() + ":"),
+                                                "late-value");
+}
+
 }  // namespace
 }  // namespace dlock::test

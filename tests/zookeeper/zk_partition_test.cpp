@@ -147,5 +147,9 @@ TEST(zk_partition, a_late_enqueue_leaves_no_ghost) {
   partition::a_late_enqueue_leaves_no_ghost(zk_env("/pg-" + random_suffix()), "late");
 }
 
+TEST(zk_partition, a_late_value_write_never_goes_back) {
+  partition::a_late_value_write_never_goes_back(zk_env("/pv-" + random_suffix()), "late-value");
+}
+
 }  // namespace
 }  // namespace dlock::test

@@ -19,7 +19,7 @@
 // the kinds 'p' and 'e' read as exclusive to it, so it waits behind them):
 //   m's kind       'x' exclusive, 's' shared, 'p' a semaphore's permit, 'e' an election's
 //                  candidate (the engine reads the limit / candidacy from the entry id)
-//   P v:<lock>     hash: candidate entry id -> "version|value" (set_value_script); goes
+//   P v:<lock>     hash: candidate entry id -> "version|value" (set_value_at_script); goes
 //                  with the entry
 //   P r:<entry>    set: inboxes registered on a permit entry (watch_script), PX-expiring;
 //                  its removal pushes one token to each and deletes the set
@@ -76,11 +76,7 @@ extern const lua_script term_script;
 // session's id, so this is the owner check); 1 if it did, 2 if it did but s_own was gone (an
 // operator's force_unlock: the hold had been lost), else 0 (then release_script).
 extern const lua_script release_lone_script;
-// KEYS q m h v o s_own; ARGV id value wake_ttl sid: sets the value of this session's live
-// entry `id` (version + 1) and wakes the observers; returns the version, or -1 if the entry
-// or the session is gone.
-extern const lua_script set_value_script;
-// Redlock. KEYS m h v o s_own t; ARGV id value version wake_ttl sid term: stores `value` under
+// KEYS m h v o s_own t; ARGV id value version wake_ttl sid term: stores `value` under
 // the client's `version` unless the master has that version or a higher one; with sid, only on
 // that session's live entry (the owner's set), without (a reader's write-back) on the entry
 // if present. With a term token, records "id|term" in t:<lock> unless a term as high is

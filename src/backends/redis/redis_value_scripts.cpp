@@ -9,36 +9,14 @@
 namespace dlock::detail::redis {
 namespace {
 
-constexpr std::string_view set_value_text = R"lua(
-local q, m, h, v, o, own = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
-local id, value, ttl, sid = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
--- Storage, not a verdict: only the owner's live entry takes a value (etcd's Proclaim guard).
-if redis.call('PTTL', own) == -2 then return -1 end
-local meta = redis.call('HGET', m, id)
-local present
-if meta then
-  present = string.match(meta, '^%a|(%x+)|') == sid
-else
-  -- A lone holder; entry ids begin with their session's id, checked by the client.
-  local hv = redis.call('GET', h)
-  present = hv and string.sub(hv, 1, #id + 1) == id .. '|'
-end
-if not present then return -1 end
-local _, ver = value_of(redis.call('HGET', v, id))
-ver = string.format('%d', tonumber(ver) + 1)
-redis.call('HSET', v, id, ver .. '|' .. value)
-push_all(o, ttl)
-return tonumber(ver)
-)lua";
-
 constexpr std::string_view set_value_at_text = R"lua(
 local m, h, v, o, own, term = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
 local id, value, ver, ttl, sid = ARGV[1], ARGV[2], tonumber(ARGV[3]), ARGV[4], ARGV[5]
 -- A candidate granted before its first value was set records its term with it (term_text):
 -- its observers need both, and one request saves a round per uncontended campaign.
 local term_token = tonumber(ARGV[6])
--- Redlock: the client chose the version (one per attempt), so a master keeps the highest it
--- was sent and a late or repeated write never goes back. The owner's write (sid given) needs
+-- The client chose the version (one per attempt), so a server keeps the highest it was sent
+-- and a late or repeated write never goes back (Redis and Redlock alike). The owner's write (sid given) needs
 -- its live session's entry; a reader's write-back of a version it saw elsewhere (sid '')
 -- only needs the entry. Storage, not a verdict.
 if sid ~= '' and redis.call('PTTL', own) == -2 then return -1 end
@@ -104,12 +82,10 @@ redis.call('PEXPIRE', KEYS[1], ARGV[2])
 return 1
 )lua";
 
-const std::string set_value_full = std::string(lua_common) + std::string(set_value_text);
 const std::string set_value_at_full = std::string(lua_common) + std::string(set_value_at_text);
 
 }  // namespace
 
-const lua_script set_value_script{"set_value", set_value_full};
 const lua_script set_value_at_script{"set_value_at", set_value_at_full};
 const lua_script watch_script{"watch", watch_text};
 const lua_script observe_script{"observe", observe_text};
