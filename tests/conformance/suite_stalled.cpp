@@ -102,6 +102,40 @@ TEST_P(conformance, a_waiter_keeps_its_deadline_while_the_backend_does_not_answe
                             << " ms";
 }
 
+// An operator read (inspect, an election's leader()) on a backend that stopped answering ends
+// by about its request timeout: on ZooKeeper leader() took 19.8 s with a 1 s request timeout
+// (a tester's), the client's own wait for a paused server (2/3 of the session timeout).
+TEST_P(conformance, an_operator_read_on_a_stalled_backend_ends_by_its_request_timeout) {
+  dlock::session_options opts;
+  opts.request_timeout = 1s;
+  opts.open_timeout = 10s;
+  auto s = dlock::session::open(with_long_lease(fx().url()), opts);
+  auto stalled = fx().stall();
+  if (!stalled) GTEST_SKIP() << "the fixture cannot stall this backend";
+  auto timed = [](auto&& call) {
+    const auto start = std::chrono::steady_clock::now();
+    try {
+      call();
+    } catch (const dlock::system_error& e) {
+      std::cout << "failed, as it may: " << e.what() << "\n";
+    }
+    return std::chrono::steady_clock::now() - start;
+  };
+  auto looked = timed([&] { (void)dlock::inspect(s, lock_name()); });
+  std::chrono::steady_clock::duration led{};
+  if (s.capabilities().values) {
+    led = timed([&] { (void)dlock::election(s, lock_name() + "-e").leader(); });
+  }
+  stalled.reset();
+  // The request timeout (retries included), and two seconds of slack for a loaded machine.
+  EXPECT_LT(looked, opts.request_timeout + 2s)
+      << "inspect took " << std::chrono::duration_cast<std::chrono::milliseconds>(looked).count()
+      << " ms";
+  EXPECT_LT(led, opts.request_timeout * 2 + 2s)
+      << "leader() took " << std::chrono::duration_cast<std::chrono::milliseconds>(led).count()
+      << " ms";
+}
+
 // An acquire that begins while the backend does not answer ends by its request timeout (or its
 // deadline, if later), with the backend's error: its enqueue's requests are cut off there.
 // ZooKeeper's create waited for the client's own backstop (2 session timeouts, at least 10 s)

@@ -250,8 +250,7 @@ class zk_session final : public backend_session {
     // the server answers or the client gives the connection up (2/3 of the session timeout),
     // and the close waited for it (a tester's `dlock run -w 1s` on a paused server exited
     // after 12 s).
-    const auto until =
-        steady::now() + std::max(conn_->negotiated_timeout() * 2, std::chrono::milliseconds{10000});
+    const auto until = steady::now() + conn_->request_timeout();
     if (own.empty()) {
       int rc = conn_->exists_until("/", until);
       if (rc != ZOK && rc != ZNONODE) return fail(conn_->error(rc, "exists", "/"));

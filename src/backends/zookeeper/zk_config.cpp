@@ -84,6 +84,7 @@ result<zk_url> parse_url(const url& u, const session_info& info) {
   if (!connect) return fail(connect.error());
   cfg.session_timeout = *timeout;
   cfg.connect_timeout = *connect;
+  cfg.request_timeout = info.request_timeout;
   if (!u.user.empty()) cfg.credentials = u.user + ":" + u.password;
   std::string& chroot = out.chroot;
   chroot = u.path;

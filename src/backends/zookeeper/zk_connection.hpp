@@ -37,6 +37,10 @@ struct config {
   std::string hosts;  // "host1:2181,host2:2181", as zookeeper_init takes it
   std::chrono::milliseconds session_timeout{};
   std::chrono::milliseconds connect_timeout{};
+  // How long a request without a deadline of its own waits for its reply (session_options):
+  // the client itself waits for a paused server until it gives the connection up, at 2/3 of
+  // the session timeout (a tester's leader() took 19.8 s with a 1 s request timeout).
+  std::chrono::milliseconds request_timeout{5000};
   std::string credentials;  // "user:password" for the digest scheme, or empty
 };
 
@@ -76,6 +80,7 @@ class connection {
   result<void> health();
 
   std::chrono::milliseconds negotiated_timeout() const noexcept { return negotiated_; }
+  std::chrono::milliseconds request_timeout() const noexcept { return cfg_.request_timeout; }
   client_identity identity() const { return identity_; }
   const std::string& hosts() const noexcept { return cfg_.hosts; }
   // The session timeout asked for (`session_timeout`, else the TTL).

@@ -75,12 +75,10 @@ failure lock_nodes::value_failure(failure f, const std::string& id) {
   return f;
 }
 
-// A deadline for requests without one of their own: the client answers every request (with
-// ZCONNECTIONLOSS if need be), and the session's end cuts them off sooner; only a backstop.
-steady::time_point lock_nodes::backstop() const {
-  return steady::now() +
-         std::max(conn_->negotiated_timeout() * 2, std::chrono::milliseconds{10000});
-}
+// A deadline for requests without one of their own: the request timeout. The client answers
+// every request in the end (ZCONNECTIONLOSS), but a paused server only at 2/3 of the session
+// timeout, and the session's end cuts them off sooner.
+steady::time_point lock_nodes::backstop() const { return steady::now() + conn_->request_timeout(); }
 
 result<std::vector<std::string>> lock_nodes::get_children_until(const std::string& path,
                                                                 steady::time_point deadline) {
@@ -98,10 +96,9 @@ result<std::vector<zk::node_read>> lock_nodes::fetch(const std::vector<std::stri
   zk::fetch_error err;
   conn_->sent(connection::op::get_data, paths.size());
   const auto now = steady::now();
-  const auto limit =
-      std::max(std::chrono::ceil<std::chrono::milliseconds>(
-                   within_caller_deadline(now + conn_->negotiated_timeout() * 2) - now),
-               std::chrono::milliseconds{0});
+  const auto limit = std::max(std::chrono::ceil<std::chrono::milliseconds>(
+                                  within_caller_deadline(now + conn_->request_timeout()) - now),
+                              std::chrono::milliseconds{0});
   auto reads = zk::fetch_nodes(u->zh(), paths, limit, conn_->ended(), err);
   if (err.rc == ZCLOSING) err.rc = conn_->ended_rc();
   if (err.rc != ZOK) return fail(conn_->error(err.rc, "getData", err.path));
