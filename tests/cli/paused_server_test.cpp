@@ -77,4 +77,28 @@ TEST_F(CliBackends, AWaiterOnAPausedServerExitsSoonAfterItsDeadline) {
   }
 }
 
+// `dlock observe` stopped by SIGINT while its server is paused ends cleanly (exit 0): a read in
+// flight then fails at its request timeout, and that failure made it exit 69 (a tester's).
+TEST_F(CliBackends, AnObserverStoppedWhileItsServerIsPausedExitsZero) {
+  cli_sandbox box;
+  const std::vector<std::pair<std::string, std::vector<pid_t>>> cases = {
+      {"redis://" + srv_->redis->address(), {srv_->redis->pid()}},
+      {"zk://" + srv_->zk->hosts() + "/paused", {srv_->zk->pid()}},
+  };
+  for (const auto& [url, pids] : cases) {
+    SCOPED_TRACE(url);
+    auto watcher = box.start({"observe", "--url", url, "paused-" + random_suffix()});
+    ASSERT_TRUE(watcher.read_line(30s)) << "no first line";
+    std::optional<int> status;
+    {
+      paused stop(pids);
+      std::this_thread::sleep_for(1s);
+      watcher.signal(SIGINT);
+      status = watcher.wait(15s);
+    }
+    ASSERT_TRUE(status) << "observe did not end within 15 s of SIGINT";
+    EXPECT_EQ(*status, 0);
+  }
+}
+
 }  // namespace dlock::test
