@@ -8,6 +8,7 @@
 #include <system_error>
 #include <thread>
 
+#include "core/caller_deadline.hpp"
 #include "core/doctor.hpp"
 #include "core/duration.hpp"
 #include "core/events.hpp"
@@ -78,6 +79,9 @@ result<std::shared_ptr<session_core>> session_core::open(std::string_view text,
     ++attempts;
     attempt_started = steady::now();
     open_attempt_scope scope(deadline);  // each connect of this attempt: at most what is left
+    // And every request of it: a Redis that answered the login and then went silent held an
+    // open 15 s (three requests of 5 s each), whatever open_timeout or `-w` said (a tester's).
+    caller_deadline_scope requests(deadline);
     return (*opener)(s->url_, s->info_);
   });
   if (!b) {

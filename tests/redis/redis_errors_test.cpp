@@ -165,5 +165,29 @@ TEST(redis_errors, redlock_refuses_one_server_named_twice) {
             dlock::errc::invalid_argument);
 }
 
+// A server that answers the login and then nothing (here: writes paused by CLIENT PAUSE) costs
+// an open its open_timeout, not a request timeout per request: three requests of 5 s each held
+// a tester's open 15 s whatever open_timeout, -n or -w said.
+TEST(redis_errors, an_open_that_logs_in_and_then_hears_nothing_keeps_its_open_timeout) {
+  redis_server srv;
+  srv.command({"CLIENT", "PAUSE", "20000", "WRITE"});
+  dlock::session_options o;
+  o.open_timeout = 1500ms;
+  const auto start = std::chrono::steady_clock::now();
+  std::error_code ec;
+  try {
+    auto s = dlock::session::open("redis://" + srv.address(), o);
+  } catch (const dlock::system_error& e) {
+    ec = e.code();
+  }
+  const auto took = std::chrono::steady_clock::now() - start;
+  srv.command({"CLIENT", "UNPAUSE"});
+  EXPECT_EQ(ec, dlock::errc::backend_unavailable) << ec.message();
+  // The open's budget, and two seconds of slack for a loaded machine.
+  EXPECT_LT(took, o.open_timeout + 2s)
+      << "the open took " << std::chrono::duration_cast<std::chrono::milliseconds>(took).count()
+      << " ms";
+}
+
 }  // namespace
 }  // namespace dlock::test
