@@ -6,6 +6,7 @@
 #include "cli/common.hpp"
 #include "cli/leader_format.hpp"
 #include "cli/queue_format.hpp"
+#include "core/url.hpp"
 
 namespace dlock::cli {
 namespace {
@@ -43,7 +44,7 @@ int leader(const leader_options& o) {
     std::cout << dump_json(j, 2) << '\n';
     return code;
   }
-  std::cout << "election '" << o.name << "' on " << url_in_text(url) << ": "
+  std::cout << "election '" << o.name << "' on " << dlock::detail::url_in_text(url) << ": "
             << (l ? "has a leader" : "no leader") << '\n';
   if (l) std::cout << "  leader  " << leader_line(*l) << '\n';
   return code;

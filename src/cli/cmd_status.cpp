@@ -6,6 +6,7 @@
 #include "cli/commands.hpp"
 #include "cli/common.hpp"
 #include "cli/queue_format.hpp"
+#include "core/url.hpp"
 
 namespace dlock::cli {
 namespace {
@@ -49,7 +50,7 @@ int status(const status_options& o) {
   std::cout << (election  ? "election '"
                 : permits ? "semaphore '"
                           : "lock '")
-            << o.name << "' on " << url_in_text(url) << ": "
+            << o.name << "' on " << dlock::detail::url_in_text(url) << ": "
             << (parts.holders.empty() ? "free"
                 : election            ? "has a leader"
                                       : "held");

@@ -11,6 +11,7 @@
 #include "cli/commands.hpp"
 #include "cli/common.hpp"
 #include "cli/queue_format.hpp"
+#include "core/url.hpp"
 
 namespace dlock::cli {
 namespace {
@@ -51,7 +52,8 @@ int unlock(const unlock_options& o) {
   }
   auto where = resolve_url(o.url, /*create=*/false);
   if (sqlite_file_missing(where)) {
-    std::cout << "lock '" << o.name << "' on " << url_in_text(where) << ": free, nothing to do\n";
+    std::cout << "lock '" << o.name << "' on " << dlock::detail::url_in_text(where)
+              << ": free, nothing to do\n";
     return exit_ok;
   }
   auto session = open_session(where, {.description = "dlock unlock --force"});
@@ -60,7 +62,7 @@ int unlock(const unlock_options& o) {
     // could not be ended: a clean-up script need not know which backend it runs on.
     auto parts = split_queue(dlock::inspect(session, o.name));
     if (parts.holders.empty()) {
-      std::cout << "lock '" << o.name << "' on " << url_in_text(session.url())
+      std::cout << "lock '" << o.name << "' on " << dlock::detail::url_in_text(session.url())
                 << ": free, nothing to do\n";
       session.close();
       return exit_ok;

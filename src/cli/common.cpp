@@ -260,10 +260,6 @@ void print_error(std::string_view message) {
   }
 }
 
-std::string url_in_text(const std::string& url) {
-  return url.ends_with(':') ? "<" + url + ">" : url;
-}
-
 cli_error cmd_not_started(const std::string& cmd, int err) {
   const bool short_of = err == EAGAIN || err == ENOMEM;
   const bool no_fds = err == EMFILE || err == ENFILE;

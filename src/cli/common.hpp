@@ -61,11 +61,6 @@ void add_url_option(CLI::App* cmd, std::string& url);
 // with mode 0700 only in that last case, and only when `create` is true: viewing never writes).
 std::string resolve_url(const std::string& url_option, bool create = true);
 
-// A URL inside a sentence ("lock 'x' on URL: held"): in angle brackets when it ends in ':'
-// (a Redis prefix such as `?prefix=app:`), which the sentence's colon ran into (a tester's
-// "...?prefix=myapp:: free").
-std::string url_in_text(const std::string& url);
-
 // True for a sqlite:// URL whose database file does not exist: nothing is locked there, and
 // a viewer must not create it.
 // True when `url` is a sqlite:// URL whose file does not exist (it holds no lock). Throws

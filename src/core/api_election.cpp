@@ -10,6 +10,7 @@
 #include "core/names.hpp"
 #include "core/retry.hpp"
 #include "core/session_core.hpp"
+#include "core/url.hpp"
 #include "core/verdict.hpp"
 
 namespace dlock {
@@ -192,8 +193,8 @@ leadership election::try_campaign_until(std::string_view value,
     return leadership(std::move(h), std::string(value));
   }
   if (ec == errc::would_block || ec == errc::timed_out) return {};
-  detail::raise(detail::failure{ec, msg},
-                "dlock: campaign in election '" + name_ + "' on " + session_.url());
+  detail::raise(detail::failure{ec, msg}, "dlock: campaign in election '" + name_ + "' on " +
+                                              detail::url_in_text(session_.url()));
 }
 
 leadership election::campaign(std::string_view value) {

@@ -7,13 +7,15 @@
 #include "core/lock_handle.hpp"
 #include "core/names.hpp"
 #include "core/session_core.hpp"
+#include "core/url.hpp"
 
 namespace dlock {
 namespace detail {
 namespace {
 
 std::string context(const lock_handle& h, const char* op) {
-  return "dlock: " + std::string(op) + " '" + h.name() + "' on " + h.session()->redacted_url();
+  return "dlock: " + std::string(op) + " '" + h.name() + "' on " +
+         detail::url_in_text(h.session()->redacted_url());
 }
 
 // A moved-from lock object has no handle: its acquires are refused as a misuse (as an empty

@@ -6,6 +6,7 @@
 #include "core/lock_handle.hpp"
 #include "core/names.hpp"
 #include "core/session_core.hpp"
+#include "core/url.hpp"
 #include "core/verdict.hpp"
 
 namespace dlock {
@@ -103,8 +104,8 @@ permit semaphore::take(std::chrono::steady_clock::time_point deadline, const cha
   std::string msg;
   if (h->acquire(detail::entry_kind::permit, deadline, {}, ec, &msg)) return permit(std::move(h));
   if (ec == errc::would_block || ec == errc::timed_out) return permit();
-  detail::raise(detail::failure{ec, msg},
-                "dlock: " + std::string(op) + " a permit of '" + name_ + "' on " + session_.url());
+  detail::raise(detail::failure{ec, msg}, "dlock: " + std::string(op) + " a permit of '" + name_ +
+                                              "' on " + detail::url_in_text(session_.url()));
 }
 
 permit semaphore::acquire() {

@@ -14,6 +14,7 @@
 #include "core/release_messages.hpp"
 #include "core/retry.hpp"
 #include "core/session_core.hpp"
+#include "core/url.hpp"
 #include "core/verdict.hpp"
 
 namespace dlock::detail {
@@ -73,7 +74,8 @@ bool lock_handle::acquire(entry_kind kind, steady::time_point deadline, std::sto
     }
     ec = r.error().code;
     report(ec);
-    remember(r.error(), "dlock: acquire '" + name_ + "' on " + session_->redacted_url());
+    remember(r.error(),
+             "dlock: acquire '" + name_ + "' on " + url_in_text(session_->redacted_url()));
     if (message) *message = std::move(r.error().message);
   } catch (const std::bad_alloc&) {
     ec = std::make_error_code(std::errc::not_enough_memory);
@@ -378,7 +380,8 @@ void lock_handle::release(std::error_code& ec) noexcept {
   h->set_state(ec == errc::lock_lost ? hold_state::lost : hold_state::released);
   report();
   if (ec)
-    remember(failure{ec, message}, "dlock: release '" + name_ + "' on " + session_->redacted_url());
+    remember(failure{ec, message},
+             "dlock: release '" + name_ + "' on " + url_in_text(session_->redacted_url()));
 }
 
 }  // namespace dlock::detail

@@ -331,4 +331,8 @@ result<url> parse_url(std::string_view text) {
   return u;
 }
 
+std::string url_in_text(std::string_view url) {
+  return url.ends_with(':') ? "<" + std::string(url) + ">" : std::string(url);
+}
+
 }  // namespace dlock::detail

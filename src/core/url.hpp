@@ -38,6 +38,11 @@ struct url {
 // URL's syntax would cut it, and parts of it would be quoted as a host, path or query.
 result<url> parse_url(std::string_view text);
 
+// A URL inside a sentence ("acquire 'x' on URL: ..."): in angle brackets when it ends in ':'
+// (a Redis prefix such as `?prefix=app:`), which the sentence's colon ran into (a tester's
+// "...prefix=app:: 'p5' is used as a lock").
+std::string url_in_text(std::string_view url);
+
 // `text`, a URL as typed, valid or not, with what may be a password replaced by "***": from
 // the first ':' after "scheme://" (unless a port follows it) to the last '@'; with no valid
 // "scheme://" (redis//u:p@h, u:p@h), from the first ':' to the last '@'. Errs toward hiding

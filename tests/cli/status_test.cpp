@@ -47,6 +47,13 @@ TEST(CliStatus, AUrlEndingInAColonIsSetApart) {
   auto r = box.run({"status", "--url", url, "job"});
   EXPECT_EQ(r.status, 1) << r.output;
   EXPECT_NE(r.output.find("on <" + url + ">: free"), std::string::npos) << r.output;
+  // So is the library's, in an acquire's error: "acquire 'job' on URL:: 'job' is used as a lock".
+  auto holder = box.start({"run", "--url", url, "job", "--", "sh", "-c", "echo held; sleep 30"});
+  ASSERT_TRUE(holder.wait_for_line("held", 30s));
+  auto p = box.run({"run", "-n", "--permits", "2", "--url", url, "job", "--", "true"});
+  EXPECT_NE(p.output.find("on <" + url + ">: "), std::string::npos) << p.output;
+  holder.signal(SIGTERM);
+  (void)holder.wait(30s);
 }
 
 // Viewing never writes: no state directory, no database is created, and a lock in a database
