@@ -62,7 +62,7 @@ bool session_core::renew_round(std::stop_token& stop, steady::time_point& next) 
     emit(options_.observer, [&](observer& o) { o.on_log(log_level::error, r.error().message); });
     {
       std::lock_guard lk(why_mu_);
-      if (ended_why_.empty()) ended_why_ = "the server ended it: " + r.error().message;
+      if (ended_why_.empty()) ended_why_ = "it ended: " + r.error().message;
     }
     expire();
     return false;

@@ -238,10 +238,8 @@ class advisory_session_base : public backend_session {
   void rescope(std::string key_prefix) { key_prefix_ = std::move(key_prefix); }
 
   failure expired() const {
-    auto said = ended_.said();
-    return {make_error_code(errc::session_expired), where_ + ": session " + info_.id +
-                                                        " ended with its connection" +
-                                                        (said.empty() ? "" : " (" + said + ")")};
+    return {make_error_code(errc::session_expired),
+            where_ + ": session " + info_.id + " ended with its connection" + ended_.in_parens()};
   }
 
   // Once the connection is found gone, how it ended, as its client saw it (session_conn's).
@@ -251,6 +249,9 @@ class advisory_session_base : public backend_session {
   // request unanswered for the request timeout fails the open, or ends the session, holds told.
   void guard_connection() {
     conn_->guard_requests({&cutter_, info_.request_timeout, [this] {
+                             ended_.cut_here("no answer within " +
+                                             std::to_string(info_.request_timeout.count()) +
+                                             " ms, so dlock closed it");
                              if (watching_) loss_.announce();
                            }});
   }

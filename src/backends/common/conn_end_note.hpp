@@ -17,9 +17,17 @@ class conn_end_note {
     if constexpr (requires { c.end_reason(); }) {
       if (const auto& said = c.end_reason(); !said.empty()) {
         std::lock_guard lk(mu_);
-        said_ = said;
+        if (!here_) said_ = said;  // a cut of ours: the close's own text is not the reason
       }
     }
+  }
+
+  // This client closed the connection itself (a request unanswered past its timeout): `why`
+  // is the reason, not the server's (a tester's PostgreSQL blamed the server for our cut).
+  void cut_here(std::string why) {
+    std::lock_guard lk(mu_);
+    said_ = std::move(why);
+    here_ = true;
   }
 
   // What was kept, or empty.
@@ -28,15 +36,26 @@ class conn_end_note {
     return said_;
   }
 
-  // "<where>: the server ended session <id>'s connection: <said>", or empty if nothing was kept.
+  // " (the server said: <said>)", " (<why it was cut here>)", or empty if nothing was kept.
+  std::string in_parens() const {
+    std::lock_guard lk(mu_);
+    if (said_.empty()) return {};
+    return here_ ? " (" + said_ + ")" : " (the server said: " + said_ + ")";
+  }
+
+  // "<where>: the server ended session <id>'s connection: <said>" (or "<where>: session <id>'s
+  // connection was closed here: <why>"), or empty if nothing was kept.
   std::string reason(const std::string& where, const std::string& id) const {
-    auto s = said();
-    return s.empty() ? s : where + ": the server ended session " + id + "'s connection: " + s;
+    std::lock_guard lk(mu_);
+    if (said_.empty()) return {};
+    return here_ ? where + ": session " + id + "'s connection was closed here: " + said_
+                 : where + ": the server ended session " + id + "'s connection: " + said_;
   }
 
  private:
   mutable std::mutex mu_;
   std::string said_;
+  bool here_{false};
 };
 
 }  // namespace dlock::detail

@@ -207,15 +207,16 @@ class session_conn {
   // times out fails the open.
   void guard(Conn& c) {
     c.guard_requests({&cutter_, request_timeout_, [this] {
+                        ended_.cut_here("no answer within " +
+                                        std::to_string(request_timeout_.count()) +
+                                        " ms, so dlock closed it");
                         if (opened_seen_) loss_.announce();
                       }});
   }
 
   failure ended_with_connection() const {
-    auto said = ended_.said();
     return {make_error_code(errc::session_expired),
-            where_ + ": session " + id_ + " ended with its connection" +
-                (said.empty() ? "" : " (the server said: " + said + ")")};
+            where_ + ": session " + id_ + " ended with its connection" + ended_.in_parens()};
   }
 
   // Caller holds mu_. The server ends (or has ended) the session with the connection.
