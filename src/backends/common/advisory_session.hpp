@@ -249,9 +249,7 @@ class advisory_session_base : public backend_session {
   // request unanswered for the request timeout fails the open, or ends the session, holds told.
   void guard_connection() {
     conn_->guard_requests({&cutter_, info_.request_timeout, [this] {
-                             ended_.cut_here("no answer within " +
-                                             std::to_string(info_.request_timeout.count()) +
-                                             " ms, so dlock closed it");
+                             ended_.cut_here(info_.request_timeout);
                              if (watching_) loss_.announce();
                            }});
   }

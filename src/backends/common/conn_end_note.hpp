@@ -4,6 +4,7 @@
 // the loss's message. Shared by session_conn (lease modes) and advisory_session. Under a mutex
 // of its own, not the session's, which a request holds for up to its timeout.
 
+#include <chrono>
 #include <mutex>
 #include <string>
 
@@ -22,11 +23,12 @@ class conn_end_note {
     }
   }
 
-  // This client closed the connection itself (a request unanswered past its timeout): `why`
-  // is the reason, not the server's (a tester's PostgreSQL blamed the server for our cut).
-  void cut_here(std::string why) {
+  // This client closed the connection itself (a request unanswered for `request_timeout`):
+  // that is the reason, not the server's (a tester's PostgreSQL blamed the server for our cut).
+  void cut_here(std::chrono::milliseconds request_timeout) {
     std::lock_guard lk(mu_);
-    said_ = std::move(why);
+    said_ =
+        "no answer within " + std::to_string(request_timeout.count()) + " ms, so dlock closed it";
     here_ = true;
   }
 

@@ -207,9 +207,7 @@ class session_conn {
   // times out fails the open.
   void guard(Conn& c) {
     c.guard_requests({&cutter_, request_timeout_, [this] {
-                        ended_.cut_here("no answer within " +
-                                        std::to_string(request_timeout_.count()) +
-                                        " ms, so dlock closed it");
+                        ended_.cut_here(request_timeout_);
                         if (opened_seen_) loss_.announce();
                       }});
   }
