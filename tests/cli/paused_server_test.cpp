@@ -97,7 +97,9 @@ TEST_F(CliBackends, AnObserverStoppedWhileItsServerIsPausedExitsZero) {
       status = watcher.wait(15s);
     }
     ASSERT_TRUE(status) << "observe did not end within 15 s of SIGINT";
-    EXPECT_EQ(*status, 0);
+    std::string said;
+    while (auto line = watcher.read_line(1s)) said += *line + "\n";
+    EXPECT_EQ(*status, 0) << said;
   }
 }
 
