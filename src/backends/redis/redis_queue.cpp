@@ -184,6 +184,23 @@ result<queue_view> session::queue_round(std::string_view lock, std::optional<add
   auto& merged = round->merged;
   repair_values(lock, merged);
   if (merged.term_fix) (void)record_term(lock, merged.term_fix->term, merged.term_fix->servers);
+  // Two listings of one session may grant one entry at once, each with the token its own
+  // round computed (the rounds saw different counters). The first to settle fixes it; the
+  // other reports and records that one. Without this a candidate was told 36 while the later
+  // listing recorded its term as 37, a term no leader held (CI, under load).
+  std::unique_lock settling(settle_mutex(lock));
+  {
+    std::lock_guard lk(mu_);
+    for (auto& g : merged.grants) {
+      auto it = settled_.find(g.id);
+      if (it == settled_.end() || it->second == g.token) continue;
+      g.token = it->second;
+      g.fresh = false;
+      for (auto& e : merged.entries) {
+        if (e.id == g.id) e.token = g.token;
+      }
+    }
+  }
   if (auto r = settle_grants(lock, merged.grants); !r) return fail(r.error());
   {
     std::lock_guard lk(mu_);

@@ -218,6 +218,11 @@ class session final : public backend_session {
   // value's write records along (set_value_quorum), saving a round per uncontended campaign.
   std::map<std::string, std::uint64_t, std::less<>> pending_terms_;
   std::array<std::shared_mutex, 16> round_mu_;  // round_mutex
+  // Held from a listing's grants to their settling (list): one settles an entry's token.
+  std::array<std::mutex, 16> settle_mu_;
+  std::mutex& settle_mutex(std::string_view lock) {
+    return settle_mu_[std::hash<std::string_view>{}(lock) % settle_mu_.size()];
+  }
   // Redlock: lock -> per server, the own entries to stamp a grant on (merge_result::stamps).
   std::map<std::string, std::vector<std::vector<stamp_request>>, std::less<>> stamps_;
   // One server: own entries that enqueue put in the queue (not in the lone-holder key).
