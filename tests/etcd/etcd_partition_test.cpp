@@ -84,6 +84,11 @@ TEST(etcd_partition, a_late_enqueue_leaves_no_ghost) {
   partition::a_late_enqueue_leaves_no_ghost(etcd_env("pg" + random_suffix()), "late");
 }
 
+TEST(etcd_partition, a_connection_ended_on_the_servers_side_only_frees_nothing_early) {
+  partition::a_connection_ended_on_the_servers_side_only_frees_nothing_early(
+      etcd_env("ps" + random_suffix()), "server-side", 3s);
+}
+
 TEST(etcd_partition, a_late_value_write_never_goes_back) {
   partition::a_late_value_write_never_goes_back(etcd_env("pv" + random_suffix()), "late-value");
 }

@@ -67,5 +67,10 @@ TEST(redis_partition, a_late_value_write_never_goes_back) {
                                                 "late-value");
 }
 
+TEST(redis_partition, a_connection_ended_on_the_servers_side_only_frees_nothing_early) {
+  partition::a_connection_ended_on_the_servers_side_only_frees_nothing_early(
+      redis_env("ps" + random_suffix() + ":"), "server-side", std::chrono::seconds{2});
+}
+
 }  // namespace
 }  // namespace dlock::test

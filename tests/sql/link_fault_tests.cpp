@@ -59,6 +59,38 @@ TEST_F(sql_faults, a_late_enqueue_leaves_no_ghost) {
   partition::a_late_enqueue_leaves_no_ghost(through_proxy("mode=advisory&"), name("late-adv"));
 }
 
+// Lease mode only: mode=advisory's locks are the connection's, and the server frees them when
+// its side ends, whatever the route (docs/guarantees.md: a window only the fencing token covers).
+TEST_F(sql_faults, a_connection_ended_on_the_servers_side_only_frees_nothing_early) {
+  partition::a_connection_ended_on_the_servers_side_only_frees_nothing_early(
+      through_proxy(""), name("server-side"), 3s);
+}
+
+// `dlock doctor` says how a session reaches MariaDB: directly, or through a hop (then lease
+// mode's sessions are lease-only, and mode=advisory's window is named).
+TEST_F(sql_faults, doctor_names_a_route_through_a_hop) {
+  if (admin().url("dlock", "secret", "").starts_with("postgres")) {
+    GTEST_SKIP() << "PostgreSQL's route finding says whether a pooler is seen (postgres_edges)";
+  }
+  tcp_proxy px(admin().port());
+  auto route_of = [](const std::string& url) {
+    auto s = dlock::session::open(url);
+    for (const auto& f : dlock::diagnose(s).checks) {
+      if (f.check == "route") return f;
+    }
+    return dlock::check_finding{};
+  };
+  for (const std::string mode : {"", "mode=advisory&"}) {
+    SCOPED_TRACE(mode);
+    auto direct = route_of(through_proxy(mode).url(admin().port(), 8s));
+    EXPECT_EQ(direct.value, "direct");
+    EXPECT_EQ(direct.status, dlock::check_status::ok);
+    auto hop = route_of(through_proxy(mode).url(px.port(), 8s));
+    EXPECT_EQ(hop.value, "through a hop") << hop.reason;
+    EXPECT_EQ(hop.status, mode.empty() ? dlock::check_status::ok : dlock::check_status::weakened);
+  }
+}
+
 TEST_F(sql_faults, a_cut_off_poller_is_told_session_expired_promptly) {
   partition::contender_cut_off_is_told_promptly(through_proxy(""), name("poller"), 2s,
                                                 partition::contender::polling);

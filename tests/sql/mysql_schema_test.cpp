@@ -369,6 +369,17 @@ TEST_F(mysql_schema, concurrent_and_interrupted_upgrades_finish) {
 }
 
 // A schema from a newer dlock is refused, not rewritten.
+// Version 5 from before lease-only sessions (routines revision 2): the routines are replaced
+// at the next open, so a session through a hop can enqueue (the old dlock_enqueue_bell refused
+// a session row that names no connection).
+TEST_F(mysql_schema, older_routines_of_the_same_version_are_replaced) {
+  { auto s = dlock::session::open(url()); }
+  server().query("DELETE FROM " + db_ + ".dlock_meta WHERE k = 'routines'");
+  auto s = dlock::session::open(url());
+  EXPECT_EQ(one("SELECT v FROM " + db_ + ".dlock_meta WHERE k = 'routines'"), "2");
+  EXPECT_EQ(one("SELECT v FROM " + db_ + ".dlock_meta WHERE k = 'schema_version'"), "5");
+}
+
 TEST_F(mysql_schema, a_newer_schema_is_refused) {
   server().query("UPDATE " + db_ + ".dlock_meta SET v = '6' WHERE k = 'schema_version'");
   std::error_code ec;

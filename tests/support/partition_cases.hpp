@@ -298,4 +298,46 @@ inline void a_late_value_write_never_goes_back(const env& e, const std::string& 
   lead.resign();
 }
 
+// A hop (a proxy, a load balancer, a NAT whose state for the connection ended) ends the
+// server's side of the holder's connection and leaves the client's open and silent: whatever
+// the server frees then, no one else is granted the lock before its holder is told it lost it.
+// On MariaDB's lease mode the server let go of the session's named locks, its waiters took
+// the session for dead, and a direct client was granted the lock 3.9 s before the holder was
+// told (a tester's; TTL 6 s). `ttl` is the holder's lease; the contender waits it out.
+inline void a_connection_ended_on_the_servers_side_only_frees_nothing_early(
+    const env& e, const std::string& lock, std::chrono::milliseconds ttl) {
+  tcp_proxy px(e.server_port);
+  dlock::session_options o;
+  o.keepalive_interval = ttl / 3;
+  auto hs = dlock::session::open(e.url(px.port(), ttl), o);
+  dlock::mutex holder(hs, lock);
+  holder.lock();
+  std::atomic<clk::rep> told_at{0};
+  auto h = holder.current_hold();
+  std::stop_callback on_lost(h.lost_token(),
+                             [&] { told_at = clk::now().time_since_epoch().count(); });
+  auto cs = dlock::session::open(e.url(e.server_port, 20s));
+  dlock::mutex other(cs, lock);
+  px.cut_server_side();
+  const auto cut = clk::now();
+  if (!other.try_lock_for(ttl * 3)) {
+    // A session that a new connection carries on (ZooKeeper's) still holds: no loss, no grant.
+    EXPECT_EQ(told_at.load(), 0) << "the holder was told it lost the lock, which was never freed";
+    EXPECT_TRUE(holder.is_held());
+    std::cout << "the holder's session outlived the cut: it still holds\n";
+    holder.unlock();
+    return;
+  }
+  const auto granted = clk::now();
+  ASSERT_NE(told_at.load(), 0) << "another client was granted the lock " << ms(granted - cut)
+                               << " ms after the cut while its holder still believed it held it";
+  const auto told = clk::time_point(clk::duration(told_at.load()));
+  EXPECT_LE(told, granted);
+  std::cout << "holder told lost " << ms(told - cut) << " ms after the cut, the other granted "
+            << ms(granted - cut) << " ms after it\n";
+  other.unlock();
+  std::error_code ec;
+  holder.unlock(ec);
+}
+
 }  // namespace dlock::test::partition

@@ -61,6 +61,7 @@ struct tcp_proxy::loop {
     bool drop_pending{false};
     bool dead{false};
     bool client_gone{false};  // closed by the client; what it sent is still being delivered
+    bool server_cut{false};   // cut_server_side(): the server's side is closed, the client's mute
   };
   std::vector<conn> conns;
 };
@@ -108,6 +109,7 @@ void tcp_proxy::delay(std::chrono::milliseconds d) { set(mode::delay, d, false);
 void tcp_proxy::reset() { set(mode::reset, {}, false); }
 void tcp_proxy::drop_next_reply() { set(mode::pass, {}, true); }
 void tcp_proxy::drop_replies() { set(mode::drop_replies, {}, false); }
+void tcp_proxy::cut_server_side() { set(mode::cut_server_side, {}, false); }
 
 void tcp_proxy::wake() {
   std::uint64_t one = 1;
@@ -173,6 +175,7 @@ void tcp_proxy::run(std::stop_token stop) {
   // Both directions' due chunks; a connection whose client has gone only drains to the
   // server, then closes (its FIN after its data, as TCP delivers a closed connection's bytes).
   auto push_both = [&](loop::conn& c) {
+    if (c.server_cut) return true;
     if (!c.client_gone) return push(c.client, c.to_client) && push(c.server, c.to_server);
     c.to_client.q.clear();
     c.to_client.bytes = 0;
@@ -181,6 +184,7 @@ void tcp_proxy::run(std::stop_token stop) {
     return true;
   };
 
+  std::uint64_t cut_gen = 0;
   while (!stop.stop_requested()) {
     mode m;
     std::chrono::milliseconds delay;
@@ -194,6 +198,18 @@ void tcp_proxy::run(std::stop_token stop) {
     cv_.notify_all();
     if (m == mode::reset) {
       for (auto& c : conns) kill_conn(c, true);
+    }
+    if (m == mode::cut_server_side && cut_gen != gen) {
+      cut_gen = gen;  // only the connections open at the call: new ones pass
+      for (auto& c : conns) {
+        if (c.dead || c.server_cut || c.client_gone) continue;
+        ::shutdown(c.server, SHUT_WR);  // the server reads EOF and ends its side
+        ::close(c.server);
+        c.server = -1;
+        c.server_cut = true;
+        c.to_server = {};
+        c.to_client = {};
+      }
     }
     std::erase_if(conns, [](auto& c) { return c.dead; });
 
@@ -261,6 +277,14 @@ void tcp_proxy::run(std::stop_token stop) {
       auto& c = conns[i];
       auto crev = fds[2 + 2 * i].revents, srev = fds[3 + 2 * i].revents;
       bool rst = false;
+      if (c.server_cut) {
+        // Whatever the client sends is dropped; its own close ends the connection.
+        if ((crev & (POLLIN | POLLHUP | POLLERR)) && !pull(c.client, c.to_server, delay, rst)) {
+          kill_conn(c, rst);
+        }
+        c.to_server = {};
+        continue;
+      }
       if (crev & (POLLIN | POLLHUP | POLLERR)) {
         auto before = c.to_server.q.size();
         if (!pull(c.client, c.to_server, delay, rst)) {

@@ -12,6 +12,10 @@
 //                   the mode changes.
 //  - drop_replies(): relay what clients send, discard what the server answers -- a half-open
 //                   link: requests (renewals) still reach the server, the client hears nothing.
+//  - cut_server_side(): end every open connection's server side (a FIN to the server, which
+//                   then frees what the connection held) and leave its client side open and
+//                   silent: what the client sends is dropped, nothing comes back -- a hop whose
+//                   state for the connection ended on one side only. New connections pass.
 //  - drop_next_reply(): the next chunk any client sends is forwarded; when the server's
 //                   reply arrives, that client's connection is RST instead -- the server
 //                   applied the request, the client cannot know (the ambiguous failure).
@@ -46,6 +50,7 @@ class tcp_proxy {
   void reset();
   void drop_next_reply();
   void drop_replies();
+  void cut_server_side();
 
   // Counters, for tests and reports.
   std::size_t accepted() const noexcept { return accepted_.load(); }
@@ -57,7 +62,7 @@ class tcp_proxy {
   std::string last_dropped_request() const;
 
  private:
-  enum class mode { pass, blackhole, delay, reset, drop_replies };
+  enum class mode { pass, blackhole, delay, reset, drop_replies, cut_server_side };
   struct loop;
 
   void set(mode m, std::chrono::milliseconds d, bool arm_drop);

@@ -151,5 +151,10 @@ TEST(zk_partition, a_late_value_write_never_goes_back) {
   partition::a_late_value_write_never_goes_back(zk_env("/pv-" + random_suffix()), "late-value");
 }
 
+TEST(zk_partition, a_connection_ended_on_the_servers_side_only_frees_nothing_early) {
+  partition::a_connection_ended_on_the_servers_side_only_frees_nothing_early(
+      zk_env("/ps-" + random_suffix()), "server-side", 4s);
+}
+
 }  // namespace
 }  // namespace dlock::test

@@ -3,6 +3,7 @@
 #include <string>
 
 #include "backends/common/clock_check.hpp"
+#include "backends/mysql/my_route.hpp"
 
 namespace dlock::detail::my {
 namespace {
@@ -76,6 +77,36 @@ check_finding replication(conn& c, const std::string& log_bin) {
 
 }  // namespace
 
+// Whether the server sees this connection's own end (my_route.hpp), and what that means.
+static check_finding route_finding(conn& c, bool advisory) {
+  check_finding f{.check = "route", .guarantee = "exclusion"};
+  auto direct = direct_route(c);
+  if (!direct) {
+    f.status = check_status::unknown;
+    f.reason = "the server's view of this connection is unreadable: " + direct.error().message;
+    return f;
+  }
+  f.value = *direct ? "direct" : "through a hop";
+  if (*direct) {
+    f.reason = advisory ? "one holder at a time: GET_LOCK belongs to the holder's connection and "
+                          "is freed the moment it ends"
+                        : "one holder at a time: a holder whose connection ends is freed as soon "
+                          "as the server notices (milliseconds), else when its lease ends";
+  } else if (!advisory) {
+    f.reason =
+        "one holder at a time: the server sees another end of this connection (a proxy, load "
+        "balancer or NAT), so sessions are lease-only: a dead holder is freed after its TTL";
+  } else {
+    f.status = check_status::weakened;
+    f.reason =
+        "the server sees another end of this connection (a proxy, load balancer or NAT): a hop "
+        "that closes only the server's side frees GET_LOCK while its holder still believes it "
+        "holds, until one of its requests times out; connect directly, use lease mode, or "
+        "count on the fencing token";
+  }
+  return f;
+}
+
 result<std::vector<check_finding>> findings(conn& c, bool advisory) {
   auto before = std::chrono::system_clock::now();
   auto r = c.exec(settings_sql);
@@ -99,17 +130,7 @@ result<std::vector<check_finding>> findings(conn& c, bool advisory) {
   } catch (const std::exception&) {
     out.push_back({.check = "clock", .status = check_status::unknown, .reason = "unreadable"});
   }
-  out.push_back({.check = "route",
-                 .guarantee = "exclusion",
-                 .reason = advisory
-                               ? "one holder at a time: GET_LOCK belongs to the holder's "
-                                 "connection and is freed the moment it ends (through a proxy, "
-                                 "when the proxy closes the server side)"
-                               : "one holder at a time: a holder whose connection ends is freed "
-                                 "as soon as the server notices (milliseconds; through a proxy, "
-                                 "when the proxy closes the server side), else when its lease "
-                                 "ends",
-                 .value = advisory ? "GET_LOCK" : "connection"});
+  out.push_back(route_finding(c, advisory));
   return out;
 }
 

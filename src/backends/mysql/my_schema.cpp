@@ -4,39 +4,10 @@
 
 #include <string_view>
 
+#include "backends/mysql/my_sql_text.hpp"
+
 namespace dlock::detail::my {
 namespace {
-
-// The server's clock as UTC milliseconds (the connection's time_zone is +00:00).
-#define DLOCK_NOW "CAST(UNIX_TIMESTAMP(NOW(6)) * 1000 AS SIGNED)"
-// Session row `s` still has its connection (rows of schema version 1 have none recorded).
-#define DLOCK_CONNECTED(s)                \
-  "(" s                                   \
-  ".conn IS NULL OR IFNULL(IS_USED_LOCK(" \
-  "CONCAT('dlock_session:', " s ".id)), 0) = " s ".conn)"
-
-// The doorbell of entry id `e` (an SQL expression): a named lock apart from mode=advisory's
-// ('dlock:' and 36 hex digits, 'dlockw:...') and the session's ('dlock_session:...'), 48
-// characters (MySQL refuses names over 64), server-wide like every named lock, so the entry id
-// (random per session) is what keeps two databases' doorbells apart.
-#define DLOCK_BELL(e) "CONCAT('dlock:e:', LEFT(SHA2(" e ", 256), 40))"
-// The next transaction reads committed rows, so that a DELETE locks only the rows it deletes;
-// not where the binary log is written statement by statement, which refuses READ COMMITTED
-// (error 1665) and keeps the default.
-#define DLOCK_READ_COMMITTED                                \
-  "IF @@log_bin = 0 OR @@binlog_format <> 'STATEMENT' THEN" \
-  " SET TRANSACTION ISOLATION LEVEL READ COMMITTED; END IF;"
-// Entry row `e` is still queued. Since version 5 an entry that rings (bell = 1) leaves when its
-// owner lets its doorbell go: the release commits nothing, and the row is deleted later, in
-// its session's next enqueue or renewal (a commit it pays anyway). Its owner's connection holds
-// the doorbell from the enqueue until the release, and a session dies with that connection, so
-// a free doorbell means released or dead. Entries of older clients (bell = 0) leave with
-// their row, as before.
-#define DLOCK_QUEUED(e) "(" e ".bell = 0 OR IS_USED_LOCK(" DLOCK_BELL(e ".id") ") IS NOT NULL)"
-
-#define DLOCK_META_DDL                                                                        \
-  "CREATE TABLE IF NOT EXISTS dlock_meta(k VARCHAR(64) PRIMARY KEY, v VARCHAR(255) NOT NULL)" \
-  " ENGINE=InnoDB"
 
 const char* const ddl[] = {
     DLOCK_META_DDL,
@@ -138,11 +109,11 @@ const char* const ddl[] = {
     "  DECLARE b VARCHAR(64) DEFAULT " DLOCK_BELL("p_id") ";\n"
     "  DECLARE t BIGINT;\n"
     "  DECLARE live INT DEFAULT 0;\n"
+    "  DECLARE rings INT DEFAULT 1;\n"
     "  DECLARE known INT DEFAULT 0;\n"
     "  DECLARE EXIT HANDLER FOR SQLEXCEPTION BEGIN ROLLBACK; RESIGNAL; END;\n"
-    "  SELECT EXISTS (SELECT 1 FROM dlock_sessions\n"
-    "                 WHERE id = p_session AND expires_ms > " DLOCK_NOW
-    "                   AND conn = CONNECTION_ID()) INTO live;\n"
+    "  SELECT COUNT(*), IFNULL(MAX(conn IS NOT NULL), 1) INTO live, rings FROM dlock_sessions\n"
+    "  WHERE id = p_session AND expires_ms > " DLOCK_NOW " AND " DLOCK_OWN_CONN ";\n"
     "  IF NOT live THEN\n"
     "    SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = 'dlock session expired';\n"
     "  END IF;\n"
@@ -161,7 +132,7 @@ const char* const ddl[] = {
     "    SELECT fence INTO t FROM dlock_fences WHERE name = p_name;\n"
     "    INSERT INTO dlock_entries(id, name, kind, token, session, created_ms, bell)\n"
     "      VALUES (p_id, p_name, p_kind, t, p_session, " DLOCK_NOW
-    ", 1);\n"
+    ", rings);\n"
     "    DELETE e FROM dlock_entries e FORCE INDEX (by_session)\n"
     "    WHERE e.session = p_session AND NOT " DLOCK_QUEUED("e") ";\n"
     "    COMMIT;\n"
@@ -215,6 +186,9 @@ const char* const ddl[] = {
     "  SELECT n;\n"
     "END",
     "INSERT INTO dlock_meta(k, v) VALUES ('schema_version', '5') ON DUPLICATE KEY UPDATE v = '5'",
+    // The routines' revision within version 5: older version-5 clients read only the version,
+    // and the routines keep their parameters and, for those clients' sessions, their effect.
+    "INSERT INTO dlock_meta(k, v) VALUES ('routines', '2') ON DUPLICATE KEY UPDATE v = '2'",
 };
 
 // A procedure replaced by DROP and CREATE is missing in between, and an older client calling
@@ -231,124 +205,38 @@ std::string for_server(std::string_view sql, bool mariadb) {
   return std::string(sql);
 }
 
-// The stored version, 0 if there is none yet.
-result<long long> stored_version(conn& c) {
-  auto r = c.exec("SELECT v FROM dlock_meta WHERE k = 'schema_version'");
+// The stored version and routines revision, 0 each if there is none yet.
+struct stored_marks {
+  long long version{0};
+  long long routines{0};
+};
+result<stored_marks> stored(conn& c) {
+  auto r = c.exec("SELECT k, v FROM dlock_meta WHERE k IN ('schema_version', 'routines')");
   if (!r) {
     if (r.error().message.find("(error " + std::to_string(ER_NO_SUCH_TABLE)) != std::string::npos)
-      return 0;
+      return stored_marks{};
     return fail(r.error());
   }
-  return r->rows.empty() ? 0 : r->i64(0, 0);
+  stored_marks m;
+  for (std::size_t i = 0; i < r->rows.size(); ++i) {
+    (r->text(i, 0) == "routines" ? m.routines : m.version) = r->i64(i, 1);
+  }
+  return m;
 }
 
 }  // namespace
 
-const std::string statements::create_meta = DLOCK_META_DDL;
-const std::string statements::purge_sessions =
-    "DELETE s, e FROM dlock_sessions s LEFT JOIN dlock_entries e ON e.session = s.id"
-    " WHERE s.expires_ms <= " DLOCK_NOW;
-std::string session_lock_name(const std::string& session) { return "dlock_session:" + session; }
-
-const std::string statements::take_session = "SELECT GET_LOCK(?, 0)";
-const std::string statements::open_session =
-    "INSERT INTO dlock_sessions(id, owner, expires_ms, conn) VALUES (?, ?, " DLOCK_NOW
-    " + ?, CONNECTION_ID())"
-    " ON DUPLICATE KEY UPDATE id = id";
-const std::string statements::enqueue = "CALL dlock_enqueue_bell(?, ?, ?, ?)";
-const std::string statements::list = "CALL dlock_queue(?, ?)";
-// Only an entry of a live session: none removed means it was gone or its lease had ended
-// (lock_lost); a dead session's entries go with the session's purge.
-// This client's entries all ring (dlock_enqueue_bell since version 5), so its removal is the
-// doorbell's release, without the procedure (one result set, no routine to run): whether the
-// entry was ours and live, then RELEASE_LOCK, evaluated left to right. dlock_remove stays for
-// version-4 clients, whose older entries may not ring.
-const std::string statements::remove =
-    "SELECT (SELECT COUNT(*) FROM dlock_entries e JOIN dlock_sessions s ON s.id = e.session"
-    " WHERE e.name = ? AND e.id = ? AND e.session = ? AND s.expires_ms > " DLOCK_NOW
-    "), RELEASE_LOCK(" DLOCK_BELL("?") ")";
-// Both in one statement, evaluated left to right: the doorbell is let go as soon as it is got
-// (RELEASE_LOCK of a doorbell this connection did not get is 0 and changes nothing).
-const std::string statements::ring =
-    "SELECT GET_LOCK(" DLOCK_BELL("?") ", ?), RELEASE_LOCK(" DLOCK_BELL("?") ")";
-// The lease only on the session's own live connection.
-// A renewal touches the sessions table only, so a lock on the entries table (a DBA's LOCK
-// TABLES, an ALTER waiting for one) does not hold it up; dlock_renew, which older versions
-// call, also deletes the released entries' rows, which drop_released does on its own now.
-const std::string statements::keep_alive =
-    "UPDATE dlock_sessions SET expires_ms = " DLOCK_NOW
-    " + ? WHERE id = ? AND expires_ms > " DLOCK_NOW
-    " AND conn = CONNECTION_ID() AND " DLOCK_CONNECTED("dlock_sessions");
-const std::string statements::drop_released =
-    "DELETE e FROM dlock_entries e FORCE INDEX (by_session)"
-    " WHERE e.session = ? AND NOT " DLOCK_QUEUED("e");
-// A session's rows by its index, whatever the optimizer estimates: a DELETE run as a scan
-// locks every row it reads (InnoDB gives DELETE no semi-consistent read), and two such scans
-// deadlocked (a session's goodbye and another's enqueue).
-const std::string statements::close_entries =
-    "DELETE e FROM dlock_entries e FORCE INDEX (by_session) WHERE e.session = ?";
-const std::string statements::close_session = "DELETE FROM dlock_sessions WHERE id = ?";
-const std::string statements::own_entries =
-    "SELECT e.id FROM dlock_entries e FORCE INDEX (by_session) WHERE e.session = ?";
-// As remove, and only on the session's own live connection (as keep_alive): a session
-// whose connection ended must not speak any more. LAST_INSERT_ID(expr) hands the new
-// version back in the reply to this statement, so no second statement can see another's.
-const std::string statements::set_value =
-    "UPDATE dlock_entries e JOIN dlock_sessions s ON s.id = e.session"
-    " SET e.value = ?, e.version = LAST_INSERT_ID(e.version + 1)"
-    " WHERE e.name = ? AND e.id = ? AND e.session = ? AND s.expires_ms > " DLOCK_NOW
-    " AND s.conn = CONNECTION_ID() AND " DLOCK_CONNECTED("s") " AND " DLOCK_QUEUED("e");
-const std::string statements::lock_names =
-    "SELECT DISTINCT e.name FROM dlock_entries e JOIN dlock_sessions s ON s.id = e.session"
-    " WHERE s.expires_ms > " DLOCK_NOW
-    " AND " DLOCK_QUEUED("e") " AND SUBSTRING(e.name, 1, ?) = CAST(? AS BINARY) ORDER BY e.name";
-const std::string statements::alive =
-    "SELECT s.expires_ms - " DLOCK_NOW
-    " FROM dlock_entries e JOIN dlock_sessions s ON s.id = e.session"
-    " WHERE e.id = ? AND s.expires_ms > " DLOCK_NOW
-    " AND " DLOCK_CONNECTED("s") " AND " DLOCK_QUEUED("e");
-
-std::string statements::alive_ids(std::size_t n) {
-  std::string marks;
-  for (std::size_t i = 0; i < n; ++i) marks += i ? ",?" : "?";
-  return "SELECT e.id FROM dlock_entries e JOIN dlock_sessions s ON s.id = e.session"
-         " WHERE e.id IN (" +
-         marks +
-         ") AND s.expires_ms > " DLOCK_NOW " AND " DLOCK_CONNECTED("s") " AND " DLOCK_QUEUED("e");
-}
-
-// After a doorbell was got: (awaited entry id, own session, lock, awaited token) -> one row,
-// 1 or 0 each: the entry rings (no row of it that takes no doorbell is left), our session
-// lives, and no live entry is ahead of the awaited one. Entries ahead only ever leave, so the
-// last is true from the first time it is.
-const std::string statements::fate =
-    "SELECT NOT EXISTS (SELECT 1 FROM dlock_entries WHERE id = ? AND bell = 0),"
-    " EXISTS (SELECT 1 FROM dlock_sessions s WHERE s.id = ? AND s.expires_ms > " DLOCK_NOW
-    " AND " DLOCK_CONNECTED("s") "),"
-    " NOT EXISTS (SELECT 1 FROM dlock_entries e JOIN dlock_sessions s ON s.id = e.session"
-    " WHERE e.name = ? AND e.token < ? AND s.expires_ms > " DLOCK_NOW " AND " DLOCK_CONNECTED("s")
-    " AND " DLOCK_QUEUED("e") ")";
-
-// The live entries as dlock_queue lists them. Tokens only grow and versions only count up,
-// so an entry joining changes the largest token, one leaving (and none joining) the count,
-// and a value set (the entries the same) the sum of versions: three integers stand for the
-// ids and versions same_entries compares, without reading a value.
-const std::string statements::change_mark =
-    "SELECT COUNT(*), IFNULL(MAX(e.token), 0), IFNULL(SUM(e.version), 0)"
-    " FROM dlock_entries e JOIN dlock_sessions s ON s.id = e.session"
-    " WHERE e.name = ? AND s.expires_ms > " DLOCK_NOW
-    " AND " DLOCK_CONNECTED("s") " AND " DLOCK_QUEUED("e");
-
 result<void> ensure_schema(conn& c) {
   auto check = [&]() -> result<bool> {
-    auto v = stored_version(c);
+    auto v = stored(c);
     if (!v) return fail(v.error());
-    if (*v > schema_version) {
-      return fail(errc::backend_error, c.where() + ": dlock schema version " + std::to_string(*v) +
+    if (v->version > schema_version) {
+      return fail(errc::backend_error, c.where() + ": dlock schema version " +
+                                           std::to_string(v->version) +
                                            " is newer than this dlock understands (" +
                                            std::to_string(schema_version) + ")");
     }
-    return *v == schema_version;
+    return v->version == schema_version && v->routines >= routines_revision;
   };
   auto done = check();
   if (!done || *done) return done ? result<void>{} : fail(done.error());
@@ -379,13 +267,6 @@ result<void> ensure_schema(conn& c) {
   if (c.usable()) (void)c.exec("SELECT RELEASE_LOCK('dlock_schema')");
   return out;
 }
-
-#undef DLOCK_META_DDL
-#undef DLOCK_BELL
-#undef DLOCK_QUEUED
-#undef DLOCK_READ_COMMITTED
-#undef DLOCK_CONNECTED
-#undef DLOCK_NOW
 
 std::string bounded(const std::string& sql, std::chrono::milliseconds budget) {
   auto ms = budget.count();

@@ -23,6 +23,10 @@
 namespace dlock::detail::my {
 
 inline constexpr int schema_version = 5;
+// The routines' revision within the version (dlock_meta 'routines'), raised when a routine
+// changes in a way older clients of the same version still work with: 2 adds lease-only
+// sessions (my_route.hpp).
+inline constexpr int routines_revision = 2;
 
 std::string session_lock_name(const std::string& session);
 
@@ -32,9 +36,13 @@ struct statements {
   static const std::string purge_sessions;  // ()
   static const std::string take_session;    // (lock name) -> 1 if this connection holds it
   static const std::string open_session;    // (session, owner, ttl_ms)
-  static const std::string enqueue;         // (session, name, entry id, kind) -> queue rows
-  static const std::string list;            // (name, session) -> queue rows
-  static const std::string remove;  // (name, entry id, session, entry id) -> 1 if it was live
+  // (session, owner, ttl_ms): a session whose route goes through a hop (my_route.hpp), freed
+  // by its lease only.
+  static const std::string open_lease_only_session;
+  static const std::string enqueue;     // (session, name, entry id, kind) -> queue rows
+  static const std::string list;        // (name, session) -> queue rows
+  static const std::string remove;      // (name, entry id, session, entry id) -> 1 if it was live
+  static const std::string remove_row;  // (name, entry id, session) -> 1: a lease-only session's
   // (entry id, timeout seconds, entry id) -> GET_LOCK's answer for the entry's doorbell
   // (1 got, 0 timed out, NULL failed) and RELEASE_LOCK's (my_bell.hpp).
   static const std::string ring;

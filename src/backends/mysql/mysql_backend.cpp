@@ -11,6 +11,7 @@
 #include "backends/mysql/mysql_backend.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <bit>
 #include <functional>
 #include <mutex>
@@ -22,6 +23,7 @@
 #include "backends/mysql/my_bell.hpp"
 #include "backends/mysql/my_conn.hpp"
 #include "backends/mysql/my_doctor.hpp"
+#include "backends/mysql/my_route.hpp"
 #include "backends/mysql/my_schema.hpp"
 #include "backends/mysql/my_window_poll.hpp"
 #include "core/duration.hpp"
@@ -70,8 +72,14 @@ class my_lease {
     return conn::open(t, timeout_);
   }
 
-  result<void> open_session(conn& c, const session_info& info) const {
+  result<void> open_session(conn& c, const session_info& info) {
     if (auto r = my::ensure_schema(c); !r) return r;
+    // Through a hop the server may free what this connection holds before the client can
+    // know (my_route.hpp): then the session is lease-only. A route that cannot be read is
+    // taken for a hop: slower releases, never two holders.
+    auto direct = my::direct_route(c);
+    if (!direct && !c.usable()) return fail(direct.error());
+    lease_only_ = !direct || !*direct;
     if (auto r = my::claim_mode(c, "lease", !info.observe_only); !r) return r;
     // Lapsed sessions of crashed clients go first; they can never be renewed.
     if (auto r = c.run(stmts::purge_sessions, {}); !r) return fail(r.error());
@@ -82,7 +90,8 @@ class my_lease {
                                            " is held by another connection");
     }
     auto owner = info.owner.substr(0, 1000);
-    auto r = c.run(stmts::open_session, {info.id, owner, info.ttl.count()});
+    auto r = c.run(lease_only_ ? stmts::open_lease_only_session : stmts::open_session,
+                   {info.id, owner, info.ttl.count()});
     if (!r) return fail(r.error());
     return {};
   }
@@ -102,9 +111,12 @@ class my_lease {
                            std::string_view value) {
     return {stmts::set_value, {std::string(value), std::string(lock), std::string(id), session}};
   }
-  static request remove(std::string_view lock, std::string_view id, const std::string& session) {
+  request remove(std::string_view lock, std::string_view id, const std::string& session) const {
+    if (lease_only_) return {stmts::remove_row, {std::string(lock), std::string(id), session}};
     return {stmts::remove, {std::string(lock), std::string(id), session, std::string(id)}};
   }
+  // Whether this session's route goes through a hop (my_route.hpp): for tests and doctor.
+  bool lease_only() const { return lease_only_; }
   static request keep_alive(const std::string& session, milliseconds ttl) {
     return {stmts::keep_alive, {ttl.count(), session}};
   }
@@ -321,6 +333,8 @@ class my_lease {
 
   my::target target_;
   milliseconds timeout_;
+  // Set once, by open_session before any request of the session's.
+  std::atomic<bool> lease_only_{false};
   my::bells bells_;
   my::window_poll windows_;
   std::mutex rung_mu_;
