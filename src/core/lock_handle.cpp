@@ -274,9 +274,8 @@ void lock_handle::abandon(const std::string& entry_id) noexcept {
                  what() + ": could not remove this waiter's place in the queue within " +
                      format_duration(session_->options().release_timeout) +
                      " (the backend did not answer); retried in the background while this process "
-                     "runs, else the "
-                     "session's lease frees it within " +
-                     format_duration(ttl));
+                     "runs, else it goes when the session ends, within its lease of " +
+                     format_duration(ttl) + " at the latest");
       });
     }
   } catch (...) {

@@ -175,7 +175,7 @@ std::vector<check_finding> findings(std::string_view info, const result<reply_pt
   if (out.back().status == check_status::weakened && info_field(info, "aof_enabled") != "1") {
     // A restart that loses the locks frees them at once: a tester's next client was granted
     // 0.22 s before the holder, at its next renewal, heard that its key was gone.
-    out.push_back({.check = "persistence",
+    out.push_back({.check = "restart-without-data",
                    .guarantee = "loss-signal",
                    .status = check_status::weakened,
                    .reason = "a restart without its data frees every lock at once; a holder "
@@ -190,7 +190,8 @@ std::vector<check_finding> findings(std::string_view info, const result<reply_pt
     // `dlock doctor URL && ...` passed it, exit 0).
     out.push_back({.check = "replicas-connected",
                    .status = check_status::unsafe,
-                   .reason = out.back().reason,
+                   .reason = "no lock can be taken here until " + std::to_string(replicas) +
+                             " replica(s) are connected",
                    .value = out.back().value});
   }
   if (!where.empty()) {
