@@ -2,6 +2,7 @@
 // of seconds of CMD's exit (the release is bounded) and says the release was not confirmed.
 #include <gtest/gtest.h>
 
+#include <csignal>
 #include <fstream>
 #include <thread>
 
@@ -138,6 +139,37 @@ TEST(CliRunOutage, OneSpellOfFailingRenewalsIsOneWarning) {
   while (auto line = p.read_line(1s)) out += *line + "\n";
   EXPECT_EQ(status, 0) << out;
   EXPECT_EQ(occurrences(out, "renewing the lease failed"), 1u) << out;
+}
+
+}  // namespace
+}  // namespace dlock::test
+
+namespace dlock::test {
+namespace {
+
+// An outside tester (2026-12-07): `dlock observe` with ttl=2s exited 69 ("Connection refused")
+// on a 1.5 s Redis restart that every holder and candidate on the same URL rode out. An
+// observer rides out a spell shorter than its session's TTL, and then reports what follows.
+TEST(CliRunOutage, AnObserverRidesOutARestartShorterThanItsLease) {
+  redis_server srv;
+  cli_sandbox box;
+  auto url = "redis://127.0.0.1:" + std::to_string(srv.port()) + "?ttl=2s";
+  auto o = box.start({"observe", "--url", url, "restart"});
+  ASSERT_TRUE(o.wait_for_line_with("no leader", 30s));
+  srv.stop(true);
+  std::this_thread::sleep_for(1500ms);
+  srv.start();
+  auto e = box.start({"elect", "--url", url, "--value", "after", "restart", "--", "sh", "-c",
+                      "echo leading; read x; exit 0"});
+  ASSERT_TRUE(e.wait_for_line("leading", 30s));
+  auto seen = o.read_line(15s);
+  e.close_stdin();
+  EXPECT_EQ(e.wait(30s), 0);
+  ASSERT_TRUE(seen) << "the observer printed nothing after the restart; it exited "
+                    << o.wait(1s).value_or(-1);
+  EXPECT_NE(seen->find("\"after\""), std::string::npos) << *seen;
+  o.signal(SIGTERM);
+  EXPECT_EQ(o.wait(30s), 0);
 }
 
 }  // namespace
