@@ -66,12 +66,10 @@ TEST_F(sql_faults, a_connection_ended_on_the_servers_side_only_frees_nothing_ear
       through_proxy(""), name("server-side"), 3s);
 }
 
-// `dlock doctor` says how a session reaches MariaDB: directly, or through a hop (then lease
-// mode's sessions are lease-only, and mode=advisory's window is named).
+// `dlock doctor` says how a session reaches the server: directly, or through a hop (then lease
+// mode's sessions are lease-only, and mode=advisory's window is named). PostgreSQL's advisory
+// mode said "direct" through any proxy that was not a pooler.
 TEST_F(sql_faults, doctor_names_a_route_through_a_hop) {
-  if (admin().url("dlock", "secret", "").starts_with("postgres")) {
-    GTEST_SKIP() << "PostgreSQL's route finding says whether a pooler is seen (postgres_edges)";
-  }
   tcp_proxy px(admin().port());
   auto route_of = [](const std::string& url) {
     auto s = dlock::session::open(url);

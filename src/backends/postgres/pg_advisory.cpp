@@ -90,14 +90,23 @@ class advisory_session final : public advisory_session_base<conn, statement, std
   result<std::vector<check_finding>> diagnose() override {
     auto c = conn::open(target_, info_.request_timeout);
     if (!c) return fail(c.error());
-    auto out = findings(*c, false);
+    // Pooled routes were refused at open; a proxy or NAT is not, and is named here.
+    auto route = probe_route(*c, target_, info_.request_timeout);
+    const bool direct = route && route->direct;
+    auto out = findings(*c, false, direct);
     if (!out) return out;
     for (auto& f : *out) {
-      if (f.check == "route") {
-        f.value = "direct";
+      if (f.check == "route" && direct) {
         f.reason =
-            "one holder at a time: the server's lock belongs to the holder's connection (direct, "
-            "checked at open) and is freed the moment it ends";
+            "one holder at a time: the server's lock belongs to the holder's connection and is "
+            "freed the moment it ends";
+      } else if (f.check == "route") {
+        f.status = check_status::weakened;
+        f.reason =
+            "the server sees another end of this connection (a proxy or NAT): a hop that closes "
+            "only the server's side frees the lock while its holder still believes it holds, "
+            "until one of its requests times out; connect directly, use lease mode, or count on "
+            "the fencing token";
       } else if (f.check == "synchronous_commit") {
         const char* why =
             "tokens come from nextval(), which does not wait for its WAL: after a server crash "

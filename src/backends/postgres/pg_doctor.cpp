@@ -65,7 +65,7 @@ check_finding standbys(bool replica, const std::string& count, const std::string
 
 }  // namespace
 
-result<std::vector<check_finding>> findings(conn& c, bool pooled) {
+result<std::vector<check_finding>> findings(conn& c, bool pooled, bool direct) {
   auto before = std::chrono::system_clock::now();
   auto r = c.exec(settings_sql);
   auto after = std::chrono::system_clock::now();
@@ -75,15 +75,22 @@ result<std::vector<check_finding>> findings(conn& c, bool pooled) {
   auto sync = r->text(0, 0);
   out.push_back(durability(sync, r->text(0, 1)));
   out.push_back(standbys(r->text(0, 2) == "true", r->text(0, 3), r->text(0, 4), sync));
-  out.push_back({.check = "route",
-                 .guarantee = "exclusion",
-                 .reason = pooled ? "one holder at a time; through a transaction pooler a dead "
-                                    "holder is freed after its TTL, not when its connection "
-                                    "ends; waiters poll"
-                                  : "one holder at a time; no pooler seen: a holder whose "
-                                    "connection ends is freed at once (direct) or after its TTL "
-                                    "(a proxy or NAT)",
-                 .value = pooled ? "pooled" : "not pooled"});
+  check_finding route{.check = "route", .guarantee = "exclusion"};
+  if (pooled) {
+    route.value = "pooled";
+    route.reason =
+        "one holder at a time; through a transaction pooler a dead holder is freed after its "
+        "TTL, not when its connection ends; waiters poll";
+  } else if (direct) {
+    route.value = "direct";
+    route.reason = "one holder at a time; a holder whose connection ends is freed at once";
+  } else {
+    route.value = "through a hop";
+    route.reason =
+        "one holder at a time; the server sees another end of this connection (a proxy or NAT), "
+        "so sessions are lease-only: a dead holder is freed after its TTL";
+  }
+  out.push_back(std::move(route));
   try {
     out.push_back(clock_finding(std::stod(r->text(0, 5)), before, after));
   } catch (const std::exception&) {

@@ -9,7 +9,7 @@
 
 namespace dlock::detail::pg {
 
-// One query on `c`; `pooled` is what the session found at open (probe_route).
-result<std::vector<check_finding>> findings(conn& c, bool pooled);
+// One query on `c`; `pooled` and `direct` are what the session found at open (probe_route).
+result<std::vector<check_finding>> findings(conn& c, bool pooled, bool direct);
 
 }  // namespace dlock::detail::pg

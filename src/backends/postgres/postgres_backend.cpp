@@ -154,7 +154,7 @@ class pg_lease {
 
   void close_wakes() noexcept { listener_.close(); }
 
-  result<std::vector<check_finding>> findings(conn& c) { return pg::findings(c, pooled_); }
+  result<std::vector<check_finding>> findings(conn& c) { return pg::findings(c, pooled_, direct_); }
 
   template <class Session>
   result<void> wait_change(Session& s, std::string_view lock, const queue_view& seen,
