@@ -4,9 +4,12 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
+#include <chrono>
 #include <condition_variable>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <exception>
 #include <memory>
@@ -128,12 +131,14 @@ int observe(const observe_options& o) {
   check_lock_name(o.name);
   const auto url = resolve_url(o.url, /*create=*/false);
   std::exception_ptr failure;
+  std::atomic<bool> watched{false};
   std::jthread watcher([&](std::stop_token stop) {
     try {
       watch(o, url, stop);
     } catch (...) {
       failure = std::current_exception();
     }
+    watched = true;
     signals.wakeup()->wake();
   });
   bool signalled = false;
@@ -150,7 +155,18 @@ int observe(const observe_options& o) {
   watcher.request_stop();
   // A read in flight is not cut off by the stop: on a server that does not answer it ends at
   // the request timeout, with an error that is no reason to fail a watcher stopped on purpose
-  // (a tester's Ctrl-C exited 69).
+  // (a tester's Ctrl-C exited 69). An observer holds nothing and has printed every line it
+  // will, so a signal does not wait for that read past a moment: it ends the process at once.
+  if (signalled) {
+    const auto give_up = std::chrono::steady_clock::now() + std::chrono::milliseconds{300};
+    while (!watched && std::chrono::steady_clock::now() < give_up) {
+      std::this_thread::sleep_for(std::chrono::milliseconds{10});
+    }
+    if (!watched) {
+      std::fflush(stdout);
+      std::_Exit(exit_ok);
+    }
+  }
   watcher.join();
   if (!failure || signalled) return exit_ok;  // a signal, or the reader gone
   try {
