@@ -2,11 +2,31 @@
 // replacing those that exit, and stopping them all at the end.
 #include <signal.h>
 
+#include <cstdio>
 #include <sstream>
+#include <string>
 
 #include "fault/fault_run_state.hpp"
 
 namespace dlock::fault::driver {
+namespace {
+
+// Every thread's stack of a hung worker, where gdb is installed: a hang seen once in CI is
+// otherwise a line saying only that it happened.
+std::string stacks_of(pid_t pid) {
+  const auto cmd = "timeout 30 gdb -p " + std::to_string(pid) +
+                   " -batch -ex 'thread apply all bt 30' 2>/dev/null | grep -E '^(Thread|#)'";
+  std::string out = "its threads (gdb):\n";
+  if (FILE* p = ::popen(cmd.c_str(), "r")) {
+    char line[512];
+    for (int n = 0; n < 300 && std::fgets(line, sizeof line, p); ++n)
+      out += "    " + std::string(line);
+    ::pclose(p);
+  }
+  return out;
+}
+
+}  // namespace
 
 // "session <id> [<zk session id> <zk password hex>] [etcd=<lease>,...]" from the worker.
 worker_session parse_session(const std::string& line) {
@@ -160,6 +180,7 @@ void run::stop_all() {
     } else {
       driver_event(w, step::killed, "did not stop");
       note("worker " + w.id + " did not stop on stdin EOF; killed");
+      note(stacks_of(w.proc->pid()));
       ++r_.worker_errors;
       w.proc->signal(SIGKILL);
       w.status = w.proc->wait(5s).value_or(-1);
