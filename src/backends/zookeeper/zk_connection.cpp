@@ -38,6 +38,7 @@ result<std::unique_ptr<connection>> connection::open(const config& c) {
   std::unique_ptr<connection> conn(new connection(c));
   auto* self = conn.get();
   self->event_thread_ = std::jthread([self](std::stop_token st) { self->event_loop(st); });
+  self->event_thread_id_ = self->event_thread_.get_id();
   // The C client computes with the timeout in an int (twice it, among others): a tester's
   // --ttl 299h overflowed into a client that hung up before it had a session, and 597h
   // wrapped to a negative ask granted as the minimum. Asked for at most a third of INT_MAX
@@ -383,14 +384,31 @@ void connection::close() noexcept {
     drop_watches(zh);
     zookeeper_close(zh);
   }
-  std::lock_guard jk(join_mu_);
-  if (event_thread_.joinable()) {
-    event_thread_.request_stop();
-    if (event_thread_.get_id() == std::this_thread::get_id())
+  // One close joins the event thread, without join_mu_ held: that thread may itself be in
+  // close() (a session's expiry handler ends the connection), and it must get through it to
+  // end. Holding the mutex across the join deadlocked a worker at exit (CI-41: the closer
+  // joined, the event thread waited for the mutex). Other closers wait for the join, so none
+  // returns (and frees this object) while the event thread still runs.
+  std::unique_lock jk(join_mu_);
+  if (std::this_thread::get_id() == event_thread_id_) {
+    if (event_thread_.joinable()) {
+      event_thread_.request_stop();
       event_thread_.detach();
-    else
-      event_thread_.join();
+    }
+    return;
   }
+  if (event_thread_.joinable()) {
+    auto t = std::move(event_thread_);
+    joining_ = true;
+    jk.unlock();
+    t.request_stop();
+    t.join();
+    jk.lock();
+    joining_ = false;
+    joined_.notify_all();
+    return;
+  }
+  joined_.wait(jk, [&] { return !joining_; });
 }
 
 }  // namespace dlock::detail::zk

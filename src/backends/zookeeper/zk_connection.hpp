@@ -205,9 +205,13 @@ class connection {
   std::array<std::atomic<std::uint64_t>, 6> sent_{};
   std::stop_source ended_src_;
   std::atomic<bool> silent_{false};  // see heard_back
-  // close() may run on two threads at once (the lease's end, the session's close): one joins.
+  // close() may run on two threads at once (the lease's end, the session's close): one joins,
+  // the others wait for it (joining_, joined_), except the event thread itself.
   std::mutex join_mu_;
+  std::condition_variable joined_;
+  bool joining_{false};
   std::jthread event_thread_;
+  std::thread::id event_thread_id_;  // set once, before any close()
 };
 
 }  // namespace dlock::detail::zk
