@@ -4,6 +4,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <chrono>
@@ -76,6 +77,33 @@ void nap(std::chrono::milliseconds d, std::stop_token stop) {
   cv.wait_for(lock, stop, d, [] { return false; });
 }
 
+// Prints every change after `seen` until `stop` (false), or until the session expires or the
+// backend has been unreachable for a TTL (true: the caller opens a new session, whose open
+// gives the backend its open timeout to come back, else ends the observer with 69).
+bool follow(const observe_options& o, dlock::election& e, std::chrono::milliseconds ttl,
+            std::optional<dlock::leader_info>& seen, std::stop_token stop) {
+  auto failing_since = std::chrono::steady_clock::time_point::max();  // max: not failing
+  while (!stop.stop_requested()) {
+    std::optional<dlock::leader_info> next;
+    try {
+      next = e.next_change(seen, std::chrono::steady_clock::time_point::max(), stop);
+    } catch (const dlock::system_error& err) {
+      if (err.code() == dlock::errc::session_expired) return true;
+      const auto now = std::chrono::steady_clock::now();
+      if (err.code() != dlock::errc::backend_unavailable) throw;
+      failing_since = std::min(failing_since, now);
+      if (now - failing_since >= ttl) return true;  // a new session, if one can be opened
+      nap(std::chrono::milliseconds{200}, stop);
+      continue;
+    }
+    failing_since = std::chrono::steady_clock::time_point::max();
+    if (next == seen) continue;  // only when stopped: next_change returns on a change
+    seen = std::move(next);
+    print_state(o, seen);
+  }
+  return false;
+}
+
 // Prints the current state, then every change, until `stop`. Runs on its own thread, so the
 // main thread stays in the signal loop.
 void watch(const observe_options& o, const std::string& url, std::stop_token stop) {
@@ -91,36 +119,23 @@ void watch(const observe_options& o, const std::string& url, std::stop_token sto
       nap(std::chrono::milliseconds{250}, stop);
     }
   }
-  auto session = open_session(url, {.description = "dlock observe", .observe_only = true});
-  struct closer {
-    dlock::session& s;
-    ~closer() { s.close(); }
-  } close_at_exit{session};
-  dlock::election e(session, o.name);
-  if (!printed) {
-    seen = e.leader();
-    print_state(o, seen);
-  }
-  // A spell of unreachable backend shorter than the session's TTL (a server restart) is ridden
-  // out, as a hold rides it out: a tester's observer with ttl=2s exited 69 on a 1.5 s Redis
-  // restart that every holder and candidate on the URL survived. Past the TTL it ends (69).
-  std::optional<std::chrono::steady_clock::time_point> failing_since;
+  // An observer holds nothing, so a session that expires under it (its renewals failed through
+  // an outage) is replaced by a new one, whose first look reports what changed meanwhile: a
+  // tester's observer with ttl=2s quit on a 1.5 s Redis restart that every holder survived. A
+  // backend still unreachable then fails the new session's open (69).
   while (!stop.stop_requested()) {
-    std::optional<dlock::leader_info> next;
-    try {
-      next = e.next_change(seen, std::chrono::steady_clock::time_point::max(), stop);
-    } catch (const dlock::system_error& err) {
-      const auto now = std::chrono::steady_clock::now();
-      if (err.code() != dlock::errc::backend_unavailable) throw;
-      if (!failing_since) failing_since = now;
-      if (now - *failing_since >= session.ttl()) throw;
-      nap(std::chrono::milliseconds{200}, stop);
-      continue;
+    auto session = open_session(url, {.description = "dlock observe", .observe_only = true});
+    struct closer {
+      dlock::session& s;
+      ~closer() { s.close(); }
+    } close_at_exit{session};
+    dlock::election e(session, o.name);
+    if (!printed) {
+      seen = e.leader();
+      print_state(o, seen);
+      printed = true;
     }
-    failing_since.reset();
-    if (next == seen) continue;  // only when stopped: next_change returns on a change
-    seen = std::move(next);
-    print_state(o, seen);
+    if (!follow(o, e, session.ttl(), seen, stop)) return;
   }
 }
 
