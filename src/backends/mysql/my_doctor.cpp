@@ -97,6 +97,8 @@ static check_finding route_finding(conn& c, bool advisory) {
         "one holder at a time: the server sees another end of this connection (a proxy, load "
         "balancer or NAT), so sessions are lease-only: a dead holder is freed after its TTL";
   } else {
+    // The holder is told late, after another may be granted: the loss signal's promise.
+    f.guarantee = "loss-signal";
     f.status = check_status::weakened;
     f.reason =
         "the server sees another end of this connection (a proxy, load balancer or NAT): a hop "

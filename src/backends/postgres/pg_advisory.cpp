@@ -101,6 +101,8 @@ class advisory_session final : public advisory_session_base<conn, statement, std
             "one holder at a time: the server's lock belongs to the holder's connection and is "
             "freed the moment it ends";
       } else if (f.check == "route") {
+        // The holder is told late, after another may be granted: the loss signal's promise.
+        f.guarantee = "loss-signal";
         f.status = check_status::weakened;
         f.reason =
             "the server sees another end of this connection (a proxy or NAT): a hop that closes "
