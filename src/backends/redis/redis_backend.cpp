@@ -139,6 +139,7 @@ result<steady::time_point> session::keep_alive() {
     return sent;
   }
   if (renewed < quorum()) return fail(quorum_failure("keep-alive", replies, gone));
+  if (auto f = entries_check_verdict(check_held_majority()); !f) return fail(f.error());
   if (gone > 0) {
     // A master that lost the key (down past the TTL, restarted empty) while a majority kept
     // it: the session is alive, as every other client saw it on that majority, so its key goes

@@ -90,6 +90,13 @@ class session final : public backend_session {
   // client, or, with redis-sentinel://, a failover to a replica that had not received it: the
   // hold is lost, and must be said to be). One script call, only while there are entries.
   result<void> check_own_entries();
+  // Redlock, at each renewal: every entry this session holds is still on a majority of
+  // masters. A master down or frozen past the lease comes back without the session's key and
+  // purges its entries, and the renewal restores the key, not the entries: after two such
+  // masters in turn a leader's entry was on one master of three, another was granted, and the
+  // old leader, its session renewed on a majority, went on leading (a tester's). session_expired
+  // if not; one script call per master, only while the session holds.
+  result<void> check_held_majority();
   // Records or forgets an own entry that enqueue placed (what check_own_entries looks for).
   void placed(std::string_view lock, std::string_view id, bool add);
   std::size_t quorum() const noexcept { return nodes_.size() / 2 + 1; }
