@@ -123,8 +123,13 @@ void watch(const observe_options& o, const std::string& url, std::stop_token sto
   // an outage) is replaced by a new one, whose first look reports what changed meanwhile: a
   // tester's observer with ttl=2s quit on a 1.5 s Redis restart that every holder survived. A
   // backend still unreachable then fails the new session's open (69).
+  dlock::session_options so{.description = "dlock observe", .observe_only = true};
+  // An open_timeout given is retried until (session_options): a server restarting gets the
+  // request timeout to come back, as for `dlock run` (CI-43: a reopen gave up after 9 attempts
+  // in 788 ms, the policy's bound, while the server was still down).
+  so.open_timeout = so.request_timeout;
   while (!stop.stop_requested()) {
-    auto session = open_session(url, {.description = "dlock observe", .observe_only = true});
+    auto session = open_session(url, so);
     struct closer {
       dlock::session& s;
       ~closer() { s.close(); }

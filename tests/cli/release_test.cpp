@@ -158,7 +158,7 @@ TEST(CliRunOutage, AnObserverRidesOutARestartLongerThanItsLease) {
   auto o = box.start({"observe", "--url", url, "restart"});
   ASSERT_TRUE(o.wait_for_line_with("no leader", 30s));
   srv.stop(true);
-  std::this_thread::sleep_for(3s);
+  std::this_thread::sleep_for(4s);  // the session expires, and a new one waits for the server
   srv.start();
   auto e = box.start({"elect", "--url", url, "--value", "after", "restart", "--", "sh", "-c",
                       "echo leading; read x; exit 0"});
