@@ -20,8 +20,6 @@ void log_sink(const char* message) {
   if (debug) std::fprintf(stderr, "zookeeper: %s\n", message);
 }
 
-bool is_connected(int state) { return state == ZOO_CONNECTED_STATE || state == ZOO_READONLY_STATE; }
-
 constexpr std::chrono::milliseconds resolution_delay{10'000};
 
 }  // namespace

@@ -175,6 +175,10 @@ class connection {
   // bounded time) until events already sent have been delivered: the C client never frees an
   // event it reads while closing (ZOOKEEPER-3868).
   void drop_watches(zhandle_t* zh) noexcept;
+  // Connected to a server (read-only counts): the C client's states, for both files of the class.
+  static bool is_connected(int state) {
+    return state == ZOO_CONNECTED_STATE || state == ZOO_READONLY_STATE;
+  }
 
   config cfg_;
   std::shared_mutex handle_mu_;  // shared: a request in flight; unique: close

@@ -10,12 +10,6 @@
 #include "backends/zookeeper/zk_pending_call.hpp"
 
 namespace dlock::detail::zk {
-namespace {
-
-bool connected_state(int state) { return state == ZOO_CONNECTED_STATE || state == ZOO_READONLY_STATE; }
-
-}  // namespace
-
 void connection::drop_watches(zhandle_t* zh) noexcept {
   std::vector<std::string> paths, parents;
   std::chrono::milliseconds bound{};
@@ -28,7 +22,7 @@ void connection::drop_watches(zhandle_t* zh) noexcept {
     // Without a connection no event can arrive; with one, a few round trips at most. A server
     // that left a request unanswered is not waited for: a close at a paused server's mercy
     // held a tester's `dlock run -w 1s` 2 s past its message.
-    if (!connected_state(state_) || silent_.load(std::memory_order_relaxed)) return;
+    if (!is_connected(state_) || silent_.load(std::memory_order_relaxed)) return;
     bound = std::clamp(negotiated_ / 3, std::chrono::milliseconds{100},
                        std::chrono::milliseconds{2000});
   }
