@@ -34,7 +34,7 @@ result<void> session::check_held_majority() {
     std::lock_guard lk(mu_);
     for (const auto& [lock, ids] : mine_) {
       for (const auto& id : ids) {
-        if (!settled_.contains(id)) continue;  // waiting, not holding
+        if (!settled_.contains(id) || releasing_.contains(id)) continue;  // not holding
         argv.push_back(key('h', lock));
         argv.push_back(key('q', lock));
         held.emplace_back(lock, id);
@@ -67,8 +67,11 @@ result<void> session::check_held_majority() {
     {
       std::lock_guard lk(mu_);
       auto it = mine_.find(lock);
-      // Released since the list was taken: its removal is what the masters show.
-      if (it == mine_.end() || !it->second.contains(id) || !settled_.contains(id)) continue;
+      // Released since the list was taken (or being released): its removal is what the
+      // masters show.
+      if (it == mine_.end() || !it->second.contains(id) || !settled_.contains(id) ||
+          releasing_.contains(id))
+        continue;
     }
     return fail(errc::session_expired,
                 "redlock: lock '" + lock + "' entry " + id + " is on " +

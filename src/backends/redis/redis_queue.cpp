@@ -264,6 +264,7 @@ result<void> session::remove_everywhere(std::string_view lock, std::string_view 
   placed(lock, id, false);
   {
     std::lock_guard lk(mu_);
+    releasing_.insert(std::string(id));
     if (auto it = queued_.find(id); it != queued_.end()) {
       queued_.erase(it);
       queued = true;
@@ -293,6 +294,7 @@ result<void> session::remove_everywhere(std::string_view lock, std::string_view 
   if (redlock() && ok < nodes_.size()) retry_missed(lock, id, replies, tombstone);
   std::lock_guard lk(mu_);
   if (ok > 0) uncertain_.erase(std::string(id));
+  releasing_.erase(std::string(id));
   settled_.erase(std::string(id));
   values_.erase(std::string(id));
   pending_terms_.erase(std::string(id));

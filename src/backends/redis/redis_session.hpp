@@ -215,6 +215,9 @@ class session final : public backend_session {
   std::map<std::string, steady::time_point, std::less<>> round_sent_;  // last_round_sent
   // Redlock: own holders' tokens, fixed once their counters were raised (see merge_views).
   std::map<std::string, std::uint64_t, std::less<>> settled_;
+  // Own entries whose removal has begun: the masters may show them gone before mine_ does,
+  // and check_held_majority must not take that for a purge.
+  id_set releasing_;
   // Redlock: own candidates' values and the last version this session chose for each.
   struct own_value {
     std::string value;
