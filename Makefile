@@ -50,14 +50,14 @@ demo: deps-build
 test: test-plain test-asan test-tsan
 
 test-plain: build
-	cd $(BUILD) && ctest --output-on-failure --timeout 900 -j$(TEST_JOBS) \
+	cd $(BUILD) && ctest --timeout 900 -j$(TEST_JOBS) \
 		|| { $(CURDIR)/scripts/test-failures.sh .; exit 1; }
 
 # AddressSanitizer + UndefinedBehaviorSanitizer over the whole suite.
 test-asan: deps
 	cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug $(SAN_FLAGS) -DDLOCK_SANITIZE=address,undefined -DDLOCK_BUILD_BENCH=OFF >/dev/null
 	cmake --build build-asan -j$(JOBS)
-	cd build-asan && ctest --output-on-failure --timeout 900 -j$(SAN_TEST_JOBS) -LE nosan \
+	cd build-asan && ctest --timeout 900 -j$(SAN_TEST_JOBS) -LE nosan \
 		|| { $(CURDIR)/scripts/test-failures.sh .; exit 1; }
 
 # ThreadSanitizer over the in-process concurrency tests (label inprocess); only their
@@ -66,7 +66,7 @@ TSAN_TARGETS = unit_tests conformance_memory dlock_fault_checker_test dlock_faul
 test-tsan: deps
 	cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=Debug $(SAN_FLAGS) -DDLOCK_SANITIZE=thread -DDLOCK_BUILD_BENCH=OFF >/dev/null
 	cmake --build build-tsan -j$(JOBS) --target $(TSAN_TARGETS)
-	cd build-tsan && ctest --output-on-failure --timeout 900 -j$(SAN_TEST_JOBS) -L inprocess \
+	cd build-tsan && ctest --timeout 900 -j$(SAN_TEST_JOBS) -L inprocess \
 		|| { $(CURDIR)/scripts/test-failures.sh .; exit 1; }
 
 format:

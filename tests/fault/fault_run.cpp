@@ -121,5 +121,20 @@ int main(int argc, char** argv) {
   }
   std::printf("\n%s: %zu runs, %s\n", ok ? "PASS" : "FAIL", reports.size(),
               ok ? "0 violations, 0 orphans (outside the by-design rows)" : "see FAIL rows above");
+  // Last, so that a CI page showing only a log's tail still shows why.
+  for (auto& r : reports) {
+    if (r.ok()) continue;
+    std::printf("why FAIL %s / %s (worker errors %d, workers lost %d, injected %d/%d):\n",
+                r.backend.c_str(), to_string(r.what), r.worker_errors, r.workers_lost, r.injected,
+                r.planned);
+    // The first lines of its notes: a hung worker's stacks can run long.
+    std::size_t at = 0;
+    for (int n = 0; n < 12 && at < r.notes.size(); ++n) {
+      auto end = r.notes.find('\n', at);
+      if (end == std::string::npos) end = r.notes.size();
+      std::printf("%s\n", r.notes.substr(at, end - at).c_str());
+      at = end + 1;
+    }
+  }
   return ok ? 0 : 1;
 }
