@@ -9,6 +9,11 @@ namespace dlock::detail {
 
 std::chrono::microseconds poll_pacer::next() noexcept {
   thread_local std::minstd_rand rng{std::random_device{}()};
+  if (long_cap_ > cap_) {
+    const auto now = std::chrono::steady_clock::now();
+    if (!began_) began_ = now;
+    if (now - *began_ >= long_after_) cap_ = long_cap_;
+  }
   auto p = pause_.count();
   auto drawn = std::chrono::microseconds{std::uniform_int_distribution<long long>(p / 2, p)(rng)};
   pause_ = std::min(pause_ * 2, cap_);

@@ -20,7 +20,12 @@ namespace dlock::detail {
 class poll_pacer {
  public:
   poll_pacer(std::chrono::microseconds first, std::chrono::microseconds cap) noexcept
-      : pause_(first), cap_(cap) {}
+      : pause_(first), cap_(cap), long_cap_(cap) {}
+  // As above, and once `long_after` has passed since the first pause, the cap becomes
+  // `long_cap`: a wait that outlasts a usual handoff (a long hold) costs fewer requests.
+  poll_pacer(std::chrono::microseconds first, std::chrono::microseconds cap,
+             std::chrono::microseconds long_cap, std::chrono::milliseconds long_after) noexcept
+      : pause_(first), cap_(cap), long_cap_(long_cap), long_after_(long_after) {}
 
   // The next pause: jittered over [pause/2, pause]; the pause then doubles, up to the cap.
   std::chrono::microseconds next() noexcept;
@@ -28,6 +33,9 @@ class poll_pacer {
  private:
   std::chrono::microseconds pause_;
   std::chrono::microseconds cap_;
+  std::chrono::microseconds long_cap_;
+  std::chrono::milliseconds long_after_{0};
+  std::optional<std::chrono::steady_clock::time_point> began_;
 };
 
 // Sleeps until `until`; returns early (false) if `stop` is requested.
