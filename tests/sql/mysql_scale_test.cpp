@@ -45,6 +45,16 @@ double global_status(const std::string& name) {
 
 double questions() { return global_status("QUESTIONS"); }
 
+// A thread that takes `name` on `s` (waiting as long as it takes), says so, and lets it go.
+std::jthread waiter_for(session& s, const std::string& name, std::atomic<bool>& granted) {
+  return std::jthread([&s, name, &granted] {
+    mutex m(s, name);
+    m.lock();
+    granted = true;
+    m.unlock();
+  });
+}
+
 // Before the doorbells every waiter polled its predecessor (1-16 ms backoff): 6.7 statements
 // per release with 10 waiters, 181 with 100. Now a release is the holder's removal, the
 // woken waiter's listing and its next GET_LOCK: the same for 10 waiters as for 100. One session
@@ -281,12 +291,7 @@ TEST(mysql_scale, a_woken_waiter_takes_the_lock_without_listing_the_queue) {
     mutex holder(hs, name);
     holder.lock();
     std::atomic<bool> granted{false};
-    std::jthread waiter([&] {
-      mutex m(ws, name);
-      m.lock();
-      granted = true;
-      m.unlock();
-    });
+    auto waiter = waiter_for(ws, name, granted);
     ASSERT_TRUE(poll_until([&] { return inspect(hs, name).size() == 2; }, 10s, 1ms));
     const auto listed = ws.core()->wakeup_listings();
     holder.unlock();
@@ -334,12 +339,7 @@ TEST(mysql_scale, a_long_wait_for_an_entry_without_a_doorbell_polls_slowly) {
   mutex holder(hs, name);
   holder.lock();
   std::atomic<bool> granted{false};
-  std::jthread waiter([&] {
-    mutex m(ws, name);
-    m.lock();
-    granted = true;
-    m.unlock();
-  });
+  auto waiter = waiter_for(ws, name, granted);
   ASSERT_TRUE(poll_until([&] { return inspect(ws, name).size() == 2; }, 10s, 1ms));
   hop.cut_server_side();
   std::this_thread::sleep_for(3s);
