@@ -1,9 +1,6 @@
 // How a connection reaches the server (pg_conn.hpp: probe_route): directly, or through a
 // pooler.
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-
+#include <charconv>
 #include <chrono>
 #include <condition_variable>
 #include <mutex>
@@ -11,6 +8,7 @@
 #include <string>
 #include <thread>
 
+#include "backends/common/own_end.hpp"
 #include "backends/postgres/pg_conn.hpp"
 
 namespace dlock::detail::pg {
@@ -24,22 +22,13 @@ result<route> probe_route(conn& c, const target& t, std::chrono::milliseconds ti
   route out;
   out.idle_session_timeout = first->null(0, 3) ? "" : first->text(0, 3);
   auto pid = first->text(0, 0);
-  sockaddr_storage ss{};
-  socklen_t len = sizeof ss;
-  if (!first->null(0, 2) &&
-      ::getsockname(c.socket(), reinterpret_cast<sockaddr*>(&ss), &len) == 0) {
-    char host[INET6_ADDRSTRLEN] = "";
-    int port = -1;
-    if (ss.ss_family == AF_INET) {
-      auto* a = reinterpret_cast<sockaddr_in*>(&ss);
-      ::inet_ntop(AF_INET, &a->sin_addr, host, sizeof host);
-      port = ntohs(a->sin_port);
-    } else if (ss.ss_family == AF_INET6) {
-      auto* a = reinterpret_cast<sockaddr_in6*>(&ss);
-      ::inet_ntop(AF_INET6, &a->sin6_addr, host, sizeof host);
-      port = ntohs(a->sin6_port);
-    }
-    if (port >= 0 && first->text(0, 1) == host && first->text(0, 2) == std::to_string(port)) {
+  if (!first->null(0, 2)) {
+    auto local = own_end(c.socket());
+    unsigned port = 0;
+    const auto text = first->text(0, 2);
+    auto [end, err] = std::from_chars(text.data(), text.data() + text.size(), port);
+    if (local && err == std::errc{} && end == text.data() + text.size() &&
+        names_own_end(first->text(0, 1), port, *local)) {
       out.direct = true;  // the server's peer is this very socket
       return out;
     }
