@@ -5,6 +5,7 @@
 // (beside a holder in the new one). Before the check, both went on: the old file's inode
 // stays open and writable, so renewals and handoffs kept working in it.
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -14,10 +15,12 @@
 #include <dlock/dlock.hpp>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "sqlite/raw_db.hpp"
 #include "support/net.hpp"
 #include "support/poll.hpp"
+#include "support/process.hpp"
 
 namespace dlock::test {
 namespace {
@@ -51,6 +54,24 @@ TEST_F(sqlite_replaced_file, a_holder_whose_file_is_deleted_is_told_it_lost) {
   EXPECT_TRUE(poll_until([&] { return hold.state() == hold_state::lost; }, 5s, 10ms))
       << "the old file's holder still believes it holds: " << to_string(hold.state());
   other.unlock();
+}
+
+// Only the write-ahead log and its index deleted (a tidy-up of "stray" -wal and -shm files, an
+// age-based cleaner): the main file stays, so its identity passed, and a process that opened it
+// made a new log and read the database as of its last checkpoint, without the holder. An
+// outside tester: a second holder with the same token, the first never told. Processes, not
+// two sessions of one: SQLite shares a process's WAL index between its connections.
+TEST_F(sqlite_replaced_file, a_holder_whose_write_ahead_log_is_deleted_is_told_it_lost) {
+  for (const auto& which : {std::vector<std::string>{"-wal", "-shm"}, {"-wal"}}) {
+    SCOPED_TRACE(which.size() == 2 ? "-wal and -shm" : "-wal");
+    child_process holder({DLOCK_TEST_WORKER, "hold", url_, "k"});
+    ASSERT_TRUE(holder.wait_for_line("granted ", 10s));
+    for (const auto& suffix : which) std::remove((path_ + suffix).c_str());
+    EXPECT_TRUE(holder.wait_for_line("lost", 5s)) << "the holder was never told";
+    holder.signal(SIGKILL);
+    (void)holder.wait(5s);
+    delete_file();
+  }
 }
 
 TEST_F(sqlite_replaced_file, a_waiter_on_a_deleted_file_is_never_granted_there) {

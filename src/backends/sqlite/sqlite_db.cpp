@@ -242,6 +242,7 @@ db::db(sqlite3* h, std::string path, int busy_timeout_ms)
   reached_ = ec ? path_ : absolute.string();
   struct stat st {};
   if (::stat(file_name().c_str(), &st) == 0) opened_ = file_id{st.st_dev, st.st_ino};
+  wal_path_ = file_name() + "-wal";
 }
 
 // Replaces sqlite3_busy_timeout's handler, whose naps start at 1 ms and grow to 100 ms: every
@@ -299,6 +300,24 @@ bool db::moved() const {
   struct stat st {};
   if (::stat(reached_.c_str(), &st) != 0) return errno == ENOENT || errno == ENOTDIR;
   return st.st_dev != opened_->dev || st.st_ino != opened_->ino;
+}
+
+bool db::wal_replaced() const {
+  if (snapshot_ || !h_) return false;
+  struct stat st {};
+  const bool there = ::stat(wal_path_.c_str(), &st) == 0;
+  if (!wal_) {
+    // In WAL mode the journal pointer is the log, open from this connection's first read on.
+    sqlite3_file* log = nullptr;
+    if (there &&
+        sqlite3_file_control(h_, "main", SQLITE_FCNTL_JOURNAL_POINTER, &log) == SQLITE_OK && log &&
+        log->pMethods) {
+      wal_ = file_id{st.st_dev, st.st_ino};
+    }
+    return false;
+  }
+  if (!there) return errno == ENOENT || errno == ENOTDIR;
+  return st.st_dev != wal_->dev || st.st_ino != wal_->ino;
 }
 
 result<void> db::exec(const char* sql) {

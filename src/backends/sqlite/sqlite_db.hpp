@@ -81,6 +81,8 @@ class db {
         path_(std::move(o.path_)),
         reached_(std::move(o.reached_)),
         opened_(o.opened_),
+        wal_path_(std::move(o.wal_path_)),
+        wal_(o.wal_),
         snapshot_(o.snapshot_),
         cache_(std::move(o.cache_)),
         busy_(std::move(o.busy_)) {
@@ -96,6 +98,8 @@ class db {
       path_ = std::move(o.path_);
       reached_ = std::move(o.reached_);
       opened_ = o.opened_;
+      wal_path_ = std::move(o.wal_path_);
+      wal_ = o.wal_;
       snapshot_ = o.snapshot_;
       cache_ = std::move(o.cache_);
       busy_ = std::move(o.busy_);
@@ -117,6 +121,13 @@ class db {
   // symlink on it leads to another file: a tester's deploy-style `current -> r2` gave two
   // holders one token).
   bool moved() const;
+  // Whether the write-ahead log this connection has open is no longer the one at its path
+  // (deleted, or replaced): a process that opens the file now makes a new log and reads the
+  // database as of its last checkpoint, without this connection's recent writes (a tester's
+  // `rm locks.db-wal locks.db-shm` gave a second holder the same token). Its identity is taken
+  // at the first call after this connection opened it; while any connection has it open, no
+  // SQLite connection deletes it (the closer's checkpoint needs the file to itself).
+  bool wal_replaced() const;
   const std::string& path() const { return path_; }
   // Opened read-only as immutable (open_read_only): a snapshot, which never shows a change.
   bool snapshot() const { return snapshot_; }
@@ -144,8 +155,10 @@ class db {
   };
   sqlite3* h_;
   std::string path_;
-  std::string reached_;            // path_ made absolute, symlinks kept
-  std::optional<file_id> opened_;  // the file SQLite opened, when stat() could tell
+  std::string reached_;                 // path_ made absolute, symlinks kept
+  std::optional<file_id> opened_;       // the file SQLite opened, when stat() could tell
+  std::string wal_path_;                // file_name() + "-wal"
+  mutable std::optional<file_id> wal_;  // the log this connection opened (wal_replaced)
   bool snapshot_{false};
   std::unordered_map<const char*, sqlite3_stmt*> cache_;
   std::unique_ptr<busy_retry> busy_;  // its address is the handler's: stable across moves

@@ -24,7 +24,8 @@ result<void> session::same_file() {
 // stayed on the old one.
 void session::follow_file() {
   std::error_code ec;
-  if (!db_.moved() && !(db_.snapshot() && std::filesystem::exists(db_.path() + "-wal", ec))) {
+  if (!db_.moved() && !db_.wal_replaced() &&
+      !(db_.snapshot() && std::filesystem::exists(db_.path() + "-wal", ec))) {
     return;
   }
   const auto busy_ms = static_cast<int>(info_.request_timeout.count());
@@ -39,6 +40,12 @@ std::string session::file_trouble() const {
     return "the lock file " + db_.path() +
            " was deleted, renamed or replaced while sqlite session " + info_.id +
            " used it: its holds are lost (a new file starts its fencing tokens again)";
+  }
+  if (db_.wal_replaced()) {
+    return "the lock file's write-ahead log " + db_.file_name() +
+           "-wal was deleted or replaced while sqlite session " + info_.id +
+           " used it: its holds are lost (a process that opens the file now does not see them, "
+           "and its fencing tokens may repeat)";
   }
   // Of the file SQLite has open: not moved, so the name it opened is still that file's.
   if (auto links = hard_links(file_); links > 1) {
