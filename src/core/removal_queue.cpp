@@ -97,8 +97,11 @@ std::shared_ptr<removal_ticket> removal_queue::submit(
   // way the first attempt runs here, without the hand-off to a remover thread, which cost
   // more than the removal itself (SQLite's uncontended cycle went from 95 to 190 us at the
   // median with it; a Redis lock+unlock cycle fell to about 0.8x).
+  // With no caller deadline nobody waits for the answer (the session has ended, or the hold
+  // was known lost): only an in-process store's, which never waits, runs here. A waiter failed
+  // by close() on SQLite waited out the busy timeout (5 s) behind a stopped writer.
   const bool same_host = caps.scope != reach::network;
-  if (same_host || (caller_deadline && caps.bounded_remove)) {
+  if (caller_deadline ? same_host || caps.bounded_remove : caps.scope == reach::process) {
     {
       std::lock_guard lk(mu_);
       if (closed_) {

@@ -217,4 +217,58 @@ TEST_P(conformance, an_observer_is_told_when_the_backend_stops_answering) {
   std::cout << "told: " << told << "\n";
 }
 
+// close() while the backend does not answer: the session's waiters fail with session_closed
+// at once, and close() itself waits at most release_timeout (1 s) for the server. A tester's
+// PostgreSQL waiter returned about 5 s after close() on a paused server (a request timeout).
+TEST_P(conformance, closing_a_session_while_the_backend_does_not_answer_ends_its_waiters_at_once) {
+  const auto url = with_long_lease(fx().url());
+  auto a = dlock::session::open(url);
+  auto enqueued = std::make_shared<enqueue_seen>();
+  dlock::session_options opts;
+  opts.observer = enqueued;
+  auto b = dlock::session::open(url, opts);
+  dlock::mutex holder(a, lock_name());
+  holder.lock();
+  dlock::mutex waiter(b, lock_name());
+  std::atomic<int> outcome{0};  // 1: failed, 2: granted
+  std::error_code told;
+  std::jthread t([&] {
+    try {
+      waiter.lock();
+      outcome = 2;
+    } catch (const dlock::system_error& e) {
+      told = e.code();
+      outcome = 1;
+    }
+  });
+  ASSERT_TRUE(poll_until([&] { return enqueued->seen.load(); }, 10s));
+  auto stalled = fx().stall();
+  if (!stalled) {
+    b.close();
+    t.join();
+    GTEST_SKIP() << "the fixture cannot stall this backend";
+  }
+  std::this_thread::sleep_for(300ms);  // into its wait, on the silent backend
+  using ms = std::chrono::milliseconds;
+  const auto start = std::chrono::steady_clock::now();
+  std::atomic<ms> close_took{ms{-1}};
+  std::jthread closer([&] {
+    b.close();
+    close_took = std::chrono::duration_cast<ms>(std::chrono::steady_clock::now() - start);
+  });
+  const bool ended = poll_until([&] { return outcome.load() != 0; }, 10s, 1ms);
+  const auto took = std::chrono::duration_cast<ms>(std::chrono::steady_clock::now() - start);
+  closer.join();
+  stalled.reset();
+  t.join();
+  EXPECT_TRUE(ended);
+  EXPECT_EQ(outcome.load(), 1);
+  EXPECT_EQ(told, dlock::errc::session_closed) << told.message();
+  // At once, and a second of slack for a loaded machine; close() its release_timeout more.
+  EXPECT_LT(took, 1s) << "the waiter returned " << took.count() << " ms after close()";
+  EXPECT_LT(close_took.load(), 2s) << "close() took " << close_took.load().count() << " ms";
+  std::cout << "waiter told after " << took.count() << " ms, close() took "
+            << close_took.load().count() << " ms\n";
+}
+
 }  // namespace dlock::test

@@ -44,13 +44,16 @@ int remaining_ms(steady::time_point deadline) {
   return left <= 0 ? 0 : static_cast<int>(std::min<long long>(left, 1 << 30));
 }
 
-// Waits until fd is ready for `events` or the deadline passes; false on timeout.
-bool wait_fd(int fd, short events, steady::time_point deadline) {
+// Waits until fd is ready for `events` or the deadline passes; false on timeout. A `stop`
+// that can be requested is looked at every 50 ms (false too).
+bool wait_fd(int fd, short events, steady::time_point deadline, const std::stop_token& stop = {}) {
+  const bool stoppable = stop.stop_possible();
   for (;;) {
+    if (stoppable && stop.stop_requested()) return false;
     int left = remaining_ms(deadline);
     if (left == 0) return false;
     pollfd p{fd, events, 0};
-    int n = ::poll(&p, 1, left);
+    int n = ::poll(&p, 1, stoppable ? std::min(left, 50) : left);
     if (n > 0) return true;
     if (n < 0 && errno != EINTR) return true;  // let libpq report the error
   }
@@ -85,18 +88,18 @@ failure map_error(const PGresult* r, std::string_view where) {
   return {make_error_code(code), msg};
 }
 
-result<conn> conn::open(const target& t, milliseconds timeout) {
+result<conn> conn::open(const target& t, milliseconds timeout, std::stop_token stop) {
   bool keep_idle = t.never_idle_out && !*t.no_idle_timeout;
   bool refused_idle = false;
-  auto c = open_once(t, keep_idle, timeout, refused_idle);
+  auto c = open_once(t, keep_idle, timeout, refused_idle, stop);
   if (c || !keep_idle || !refused_idle) return c;
   // Before PostgreSQL 14 there is no such setting: nothing ends an idle connection.
   *t.no_idle_timeout = true;
-  return open_once(t, false, timeout, refused_idle);
+  return open_once(t, false, timeout, refused_idle, stop);
 }
 
 result<conn> conn::open_once(const target& t, bool keep_idle, milliseconds timeout,
-                             bool& refused_idle) {
+                             bool& refused_idle, const std::stop_token& stop) {
   std::vector<const char*> keys, values;
   std::string options;
   for (const auto& [k, v] : t.params) {
@@ -131,8 +134,9 @@ result<conn> conn::open_once(const target& t, bool keep_idle, milliseconds timeo
       PQfinish(c);
       return fail(f);
     }
-    if (!wait_fd(PQsocket(c), st == PGRES_POLLING_READING ? POLLIN : POLLOUT, deadline)) {
+    if (!wait_fd(PQsocket(c), st == PGRES_POLLING_READING ? POLLIN : POLLOUT, deadline, stop)) {
       PQfinish(c);
+      if (stop.stop_requested()) return fail(errc::cancelled, t.where + ": connecting stopped");
       return fail(errc::backend_unavailable, t.where + ": no connection within " +
                                                  std::to_string(connect_timeout.count()) + " ms");
     }

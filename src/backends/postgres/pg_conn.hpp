@@ -12,6 +12,7 @@
 #include <memory>
 #include <optional>
 #include <set>
+#include <stop_token>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -63,8 +64,10 @@ struct statement {
 class conn {
  public:
   // Connects within `timeout`. Failures: permission_denied (bad password, unknown role),
-  // invalid_argument (no such database), backend_unavailable (refused, timed out, starting).
-  static result<conn> open(const target& t, std::chrono::milliseconds timeout);
+  // invalid_argument (no such database), backend_unavailable (refused, timed out, starting),
+  // cancelled (`stop` requested while connecting: looked at every 50 ms).
+  static result<conn> open(const target& t, std::chrono::milliseconds timeout,
+                           std::stop_token stop = {});
 
   conn(conn&& o) noexcept
       : c_(std::exchange(o.c_, nullptr)),
@@ -125,7 +128,7 @@ class conn {
   // One attempt with these options; `refused_idle` says whether the server refused
   // idle_session_timeout among them.
   static result<conn> open_once(const target& t, bool keep_idle, std::chrono::milliseconds timeout,
-                                bool& refused_idle);
+                                bool& refused_idle, const std::stop_token& stop);
   conn(PGconn* c, std::string where, std::chrono::milliseconds timeout,
        std::unique_ptr<unsolicited> ended)
       : c_(c), where_(std::move(where)), timeout_(timeout), ended_(std::move(ended)) {}

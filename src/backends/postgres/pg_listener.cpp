@@ -30,9 +30,16 @@ result<void> listener::connect_locked(until_t until) {
     }
     timeout = std::min(timeout, left);
   }
-  auto c = conn::open(target_, timeout);
-  if (!c) return fail(c.error());
+  auto c = conn::open(target_, timeout, closing_.get_token());
+  if (!c) {
+    if (closing_.stop_requested()) return fail(errc::session_closed, target_.where + ": closed");
+    return fail(c.error());
+  }
   conn_ = std::move(*c);
+  {
+    std::lock_guard ilk(interrupt_mu_);
+    interrupter_ = conn_->interrupter();
+  }
   conn_->set_unnamed(pooled_);
   // A new connection listens on nothing: every subscription taken before is void.
   by_id_.clear();
@@ -228,6 +235,11 @@ void listener::read_loop() {
 }
 
 void listener::close() noexcept {
+  closing_.request_stop();
+  {
+    std::lock_guard ilk(interrupt_mu_);
+    if (interrupter_) interrupter_->interrupt();
+  }
   {
     std::lock_guard lk(mu_);
     if (stopping_) return;

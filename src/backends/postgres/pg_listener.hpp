@@ -95,6 +95,12 @@ class listener {
   std::uint64_t epoch_{0};
   bool stopping_{false};
   bool pooled_{false};
+  // close() breaks off, without mu_ (which a connect or request in flight holds), a connect
+  // (closing_) and a request on the connection (its interrupter, kept under interrupt_mu_):
+  // a waiter on a paused server was told of close() only at its request timeout.
+  std::stop_source closing_;
+  std::mutex interrupt_mu_;
+  std::shared_ptr<socket_interrupt> interrupter_;
   int wake_fd_{-1};  // eventfd: tells the reader the socket changed or it must stop
   std::thread reader_;
 };
