@@ -166,7 +166,13 @@ class advisory_session_base : public backend_session {
 
   void close() noexcept override {
     watch_.stop();
-    std::unique_lock lk(mu_);
+    // A request in flight (a waiter's poll) on a silent server holds mu_ until its read timeout
+    // (4.7 s): cut off, as on_expired does; the connection's end frees the locks as unlocks do.
+    std::unique_lock lk(mu_, std::defer_lock);
+    if (!lk.try_lock_until(steady::now() + std::chrono::milliseconds{100})) {
+      if (interrupt_) interrupt_->interrupt();
+      lk.lock();
+    }
     if (closed_) return;
     closed_ = true;
     if (conn_ && !lost_) {
@@ -204,10 +210,8 @@ class advisory_session_base : public backend_session {
                                              const std::string& key) = 0;
   // The same, on a connection other than the session's, ended by `until`; nullopt where the
   // backend has none (then observe_locked runs). Called without mu_.
-  virtual std::optional<result<remote_view>> observe_aside(const std::string& key,
-                                                           steady::time_point until) {
-    (void)key;
-    (void)until;
+  virtual std::optional<result<remote_view>> observe_aside(const std::string& /*key*/,
+                                                           steady::time_point /*until*/) {
     return std::nullopt;
   }
 
@@ -227,10 +231,7 @@ class advisory_session_base : public backend_session {
   virtual result<void> wait_remote(std::string_view lock, steady::time_point deadline,
                                    std::stop_token stop) = 0;
   // While closing, with the connection still up. Default: nothing, as its end frees the lock.
-  virtual void unlock_on_close(const std::string& key, entry_kind kind) {
-    (void)key;
-    (void)kind;
-  }
+  virtual void unlock_on_close(const std::string& /*key*/, entry_kind /*kind*/) {}
 
   std::string key(std::string_view lock) const { return key_prefix_ + ":" + std::string(lock); }
   // The scope as the server names it, once connected (before any lock is taken): a URL may
