@@ -10,6 +10,7 @@
 
 #include "cli/run_grant.hpp"
 #include "cli/run_metrics.hpp"
+#include "cli/run_wait.hpp"
 #include "cli/signal_watch.hpp"
 #include "cli/supervise.hpp"
 #include "cli/warning_log.hpp"
@@ -25,54 +26,6 @@ constexpr std::chrono::milliseconds min_command_ttl{100};
 // -n: how long connecting may take (one attempt against a silent server, not the default
 // request timeout's several).
 constexpr std::chrono::milliseconds nonblock_open_budget{2000};
-
-struct acquire_outcome {
-  bool granted{false};
-  int signal{0};  // the signal that interrupted the wait, if any
-};
-
-// The library's detailed message for the calling thread's last failure, else the code's text.
-std::string detail(std::error_code ec) {
-  auto m = dlock::last_error_message();
-  return m.empty() ? ec.message() : m;
-}
-
-// Waits on a thread so the main thread can still react to a terminating signal (SIGINT,
-// SIGTERM, ...; see signal_watch::forwarded): the wait is cancelled and leaves nothing behind in
-// the backend.
-acquire_outcome acquire(run_grant& m, std::chrono::steady_clock::time_point deadline,
-                        signal_watch& signals) {
-  acquire_outcome out;
-  std::error_code ec;
-  bool done = false;
-  std::string why;  // the library's detail, kept per thread: read it on the waiting thread
-  std::jthread waiter([&](std::stop_token stop) {
-    out.granted = m.try_until(deadline, stop, ec);
-    if (!out.granted && ec) why = detail(ec);
-    signals.wakeup()->wake();
-  });
-  while (!done) {
-    auto ev = signals.wait(std::chrono::milliseconds{-1});
-    if (signal_watch::forwarded(ev.signal)) {
-      out.signal = ev.signal;
-      waiter.request_stop();
-      done = true;
-    }
-    if (ev.signal == SIGTSTP) ::kill(::getpid(), SIGSTOP);  // Ctrl-Z while waiting: just stop
-    done = done || ev.woken;
-  }
-  waiter.join();
-  if (out.signal != 0) {
-    std::error_code ignored;
-    if (out.granted) m.release(ignored);
-    out.granted = false;
-    return out;
-  }
-  if (!out.granted && ec && ec != dlock::errc::timed_out && ec != dlock::errc::would_block) {
-    throw cli_error(exit_code_for(ec), why);
-  }
-  return out;
-}
 
 // --hold-at-least: a job shorter than the cron skew between nodes must not let a node whose
 // clock is behind run it again in the same period (ShedLock's lockAtLeastFor). dlock keeps
@@ -222,7 +175,10 @@ int run_reported(const run_options& o, run_report& rep) {
                                     " in the URL) is too short for a command's lease (at least " +
                                     dlock::detail::format_duration(min_command_ttl) + ")");
   }
-  run_grant m(session, o.name, {static_cast<std::uint32_t>(o.permits), o.campaign});
+  const grant_spec what{static_cast<std::uint32_t>(o.permits), o.campaign};
+  std::optional<run_grant> holder;
+  holder.emplace(session, o.name, what);
+  auto& m = *holder;
 
   bool granted = false;
   if (o.nonblock) {
@@ -233,6 +189,23 @@ int run_reported(const run_options& o, run_report& rep) {
   } else {
     auto deadline = wait ? started + *wait : std::chrono::steady_clock::time_point::max();
     auto r = acquire(m, deadline, signals);
+    // A session that ended while it waited (every PostgreSQL session ends with a restart, any
+    // with an outage past its lease): flock -w waits for the lock, not for one connection, so
+    // the wait goes on in a new session, for what is left of -w (an outside tester's -w 60s
+    // exited 69 a second into a restart). Without -w, one open's worth of retries.
+    while (r.session_ended && std::chrono::steady_clock::now() < deadline) {
+      print_error("warning: " + *r.session_ended + "; waiting on in a new session");
+      session.close();
+      so.open_timeout = wait ? std::max(std::chrono::ceil<std::chrono::milliseconds>(
+                                            deadline - std::chrono::steady_clock::now()),
+                                        std::chrono::milliseconds{100})
+                             : so.request_timeout;
+      session = open_session(url, so);
+      holder.emplace(session, o.name, what);
+      r = acquire(m, deadline, signals);
+    }
+    if (r.session_ended)
+      throw cli_error(exit_code_for(dlock::errc::session_expired), *r.session_ended);
     rep.waited = std::chrono::steady_clock::now() - started;
     if (r.signal != 0) {
       rep.outcome = run_outcome::interrupted;

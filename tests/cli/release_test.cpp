@@ -173,5 +173,26 @@ TEST(CliRunOutage, AnObserverRidesOutARestartLongerThanItsLease) {
   EXPECT_EQ(o.wait(30s), 0);
 }
 
+// `dlock run -w D` whose session ends while it waits (here an outage longer than its lease;
+// on PostgreSQL any restart): flock -w waits for the lock, so the wait goes on in a new session
+// for what is left of D. An outside tester's -w 60s exited 69 a second into a restart.
+TEST(CliRunOutage, AWaiterRidesOutARestartLongerThanItsLease) {
+  redis_server srv;
+  cli_sandbox box;
+  auto url = "redis://127.0.0.1:" + std::to_string(srv.port()) + "?ttl=2s";
+  auto h = box.start({"run", "--url", url, "job", "--", "sh", "-c", "echo holding; read x"});
+  ASSERT_TRUE(h.wait_for_line("holding", 30s));
+  auto w = box.start({"run", "--url", url, "-w", "60s", "job", "--", "echo", "ran"});
+  std::this_thread::sleep_for(1s);  // queued behind the holder
+  srv.stop(true);
+  std::this_thread::sleep_for(4s);  // both sessions expire; the holder is told (70)
+  srv.start();
+  auto line = w.wait_for_line("ran", 30s);
+  EXPECT_TRUE(line) << "the waiter gave up; it exited " << w.wait(1s).value_or(-1);
+  EXPECT_EQ(w.wait(30s), 0);
+  h.close_stdin();
+  EXPECT_EQ(h.wait(30s), 70);
+}
+
 }  // namespace
 }  // namespace dlock::test
