@@ -81,6 +81,19 @@ TEST_F(sql_faults, killed_holder_connection_is_told_lost_and_waiter_gets_larger_
 
 // A reconnect cannot revive the session: without any waiter, the holder is still told lost,
 // and a new contender takes the lock at once, long before the lease would have ended.
+// A role whose transactions are read-only (a monitoring role) cannot record a session: refused
+// as permission_denied (the CLI's 77) at once, not retried for the open timeout and reported
+// unavailable (69), as a tester's `dlock status` for such a role was.
+TEST_F(sql_faults, a_read_only_role_is_refused_as_permission_denied) {
+  auto& a = admin();
+  a.create_user("reader_r", "pw_r");
+  if (!a.make_read_only("reader_r")) GTEST_SKIP() << "no per-user read-only transactions here";
+  std::error_code ec;
+  auto s = session::open(a.url("reader_r", "pw_r"), {}, ec);
+  EXPECT_FALSE(s);
+  EXPECT_EQ(ec, dlock::errc::permission_denied) << ec.message() << ": " << last_error_message();
+}
+
 TEST_F(sql_faults, killed_connection_ends_the_session_and_frees_the_lock_at_once) {
   auto& a = admin();
   a.create_user("holder_b", "pw_b");

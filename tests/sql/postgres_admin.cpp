@@ -101,6 +101,10 @@ class postgres_admin final : public sql_admin {
         "postgres");
     return true;
   }
+  bool make_read_only(const std::string& user) override {
+    pg_.query("ALTER ROLE " + user + " SET default_transaction_read_only = on", {}, "postgres");
+    return true;
+  }
   int kill_connections(const std::string& user) override {
     auto r = pg_.query(
         "SELECT count(*) FILTER (WHERE pg_terminate_backend(pid)) FROM pg_stat_activity"

@@ -49,6 +49,11 @@ class sql_admin {
   // idle_session_timeout); false where the server has none per user (MariaDB, whose
   // wait_timeout dlock raises per connection: sql_mysql_timeout tests that).
   virtual bool end_idle_connections_of(const std::string& user, int seconds) = 0;
+  // Makes every transaction of `user` read-only; false where the server cannot, per user.
+  virtual bool make_read_only(const std::string& user) {
+    (void)user;
+    return false;
+  }
   // Terminates every connection of `user` from the server side; returns how many.
   virtual int kill_connections(const std::string& user) = 0;
   // Clean stop and start on the same port.

@@ -70,6 +70,7 @@ failure map_error(unsigned code, std::string_view sqlstate, std::string_view msg
       case 1142:  // ER_TABLEACCESS_DENIED_ERROR
       case 1370:  // ER_PROCACCESS_DENIED_ERROR
       case 1698:  // ER_ACCESS_DENIED_NO_PASSWORD_ERROR
+      case 1792:  // ER_CANT_EXECUTE_IN_READ_ONLY_TRANSACTION: no retry lets it write
         return errc::permission_denied;
       case ER_BAD_DB_ERROR:
         return errc::invalid_argument;

@@ -80,7 +80,9 @@ failure map_error(const PGresult* r, std::string_view where) {
              state == "57P03" || state == "57014" || state == "40001" || state == "40P01" ||
              state == "55P03" || state == "55006") {
     code = errc::backend_unavailable;  // connection, resources, shutdown, timeouts, conflicts
-  } else if (cls == "28" || state == "42501") {
+  } else if (cls == "28" || state == "42501" || state == "25006") {
+    // 25006: a read-only transaction (a role with default_transaction_read_only): no retry
+    // lets it write, as no retry grants a privilege.
     code = errc::permission_denied;
   } else if (state == "3D000" || state == "3F000" || cls == "22") {
     code = errc::invalid_argument;
