@@ -25,7 +25,9 @@ void add_elect_command(CLI::App& app, int& status) {
   o->verb = "elect";
   auto value = std::make_shared<std::string>();
   auto* cmd = app.add_subcommand(
-      "elect", "Run CMD while leading election NAME (one leader among the candidates)");
+      "elect",
+      "Run CMD while leading election NAME (one leader among the candidates): dlock elect "
+      "NAME [OPTIONS] -- CMD [ARGS...]");
   add_run_options(cmd, *o, /*election=*/true);
   auto* v = cmd->add_option("--value", *value,
                             "What observers see as the leader's value, e.g. this node's address "

@@ -9,7 +9,9 @@ namespace dlock::cli {
 
 void add_run_command(CLI::App& app, int& status) {
   auto o = std::make_shared<run_options>();
-  auto* cmd = app.add_subcommand("run", "Run CMD while holding lock NAME (a cluster-wide flock)");
+  auto* cmd = app.add_subcommand("run",
+                                 "Run CMD while holding lock NAME (a cluster-wide flock): dlock "
+                                 "run NAME [OPTIONS] -- CMD [ARGS...]");
   add_run_options(cmd, *o, /*election=*/false);
   cmd->add_option("--permits", o->permits,
                   "Hold one of N permits of semaphore NAME instead of the lock: at most N "

@@ -194,6 +194,12 @@ std::chrono::milliseconds parse_duration_option(std::string_view option, const s
 }
 
 void check_lock_name(const std::string& name) {
+  // `dlock run -- -- true`: a doubled separator, which took the lock named '--' (a tester's).
+  if (name == "--") {
+    throw cli_error(exit_usage,
+                    "lock name '--' is a doubled '--' (dlock run NAME [options] -- CMD [ARGS...]; "
+                    "a NAME that starts with '-' goes after a first '--': dlock run -- -x -- CMD)");
+  }
   // `dlock status sqlite:///tmp/x.db` took the URL for the lock's name and said that lock was
   // free in the default database. A name that starts with a scheme dlock serves is that
   // mix-up, not a name anyone chose.

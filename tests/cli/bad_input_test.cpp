@@ -52,6 +52,7 @@ TEST(CliBadInput, UsageErrorsExit64AndCreateNothing) {
       {{"elect", "x", "--", ""}, 64, "the command is an empty word"},
       {{"run", "x"}, 64, "missing command"},
       {{"run", "--", "true"}, 64, "NAME was 'true'"},
+      {{"run", "--", "--", "echo", "CMD-RAN"}, 64, "lock name '--' is a doubled '--'"},
       {{"run", "x", "-n", "-w", "1s", "--", "echo", "CMD-RAN"}, 64, "nonblock"},
       {{"run", "x", "-E", "300", "--", "echo", "CMD-RAN"}, 64, "300"},
       {{"run", "x", "--permits", "-1", "--", "echo", "CMD-RAN"}, 64, "--permits: '-1' is negative"},
