@@ -50,5 +50,21 @@ TEST(postgres_connections, a_timed_waiter_refused_its_other_connections_is_still
                        << " ms from the release to the waiter's end";
 }
 
+// sslmode=require against a server without TLS: a configuration no retry mends, refused at
+// once as permission_denied (the CLI's 77, as etcd's refused TLS), not retried for the whole
+// open timeout and reported unavailable (69), as an outside tester's was.
+TEST(postgres_connections, a_tls_requirement_the_server_cannot_meet_is_refused_at_once) {
+  static postgres_server server;
+  dlock::session_options o;
+  o.open_timeout = 10s;
+  const auto start = std::chrono::steady_clock::now();
+  std::error_code ec;
+  auto s = session::open(server.url("sslmode=require"), o, ec);
+  const auto took = std::chrono::steady_clock::now() - start;
+  EXPECT_FALSE(s);
+  EXPECT_EQ(ec, dlock::errc::permission_denied) << ec.message() << ": " << last_error_message();
+  EXPECT_LT(took, 5s) << "retried as if the server were unavailable";
+}
+
 }  // namespace
 }  // namespace dlock::test

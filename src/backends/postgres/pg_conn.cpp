@@ -33,6 +33,10 @@ failure connect_failure(PGconn* c, const std::string& where) {
       (contains(msg, "role \"") && contains(msg, "does not exist"))) {
     return {make_error_code(errc::permission_denied), text};
   }
+  // TLS the server cannot meet, or a certificate refused: no retry mends them (as etcd's).
+  if (contains(msg, "does not support SSL") || contains(msg, "certificate")) {
+    return {make_error_code(errc::permission_denied), text};
+  }
   if (contains(msg, "database \"") && contains(msg, "does not exist")) {
     return {make_error_code(errc::invalid_argument), text};
   }
