@@ -6,6 +6,7 @@
 #include "support/etcd_cluster.hpp"
 
 #include <gtest/gtest.h>
+#include <signal.h>
 
 #include <atomic>
 #include <dlock/dlock.hpp>
@@ -170,6 +171,29 @@ TEST(etcd_cluster, holders_keep_their_holds_through_two_leader_kills) {
   }
   for (auto& s : ss) s.close();
   EXPECT_TRUE(poll_until([&] { return cluster.keys(prefix + "/").empty(); }, 10s));
+}
+
+// A member that stops answering while its connection stays open (SIGSTOP, a paused VM, a disk
+// stall), past the session's lease: the session's channel stays on it, every keep-alive ends
+// at its deadline and is retried there, and the holder was told lost at its TTL while the other
+// two kept a quorum (an outside tester, 3 of 3). gRPC keepalive pings on the channel now find
+// it silent, and the channel moves to the next member.
+TEST(etcd_cluster, a_holder_on_a_member_frozen_past_its_lease_keeps_its_hold) {
+  etcd_cluster cluster(3);
+  cluster.make_leader(1);  // the frozen member is a follower: the quorum stays
+  const auto prefix = "fz" + random_suffix();
+  auto s = dlock::session::open("etcd://" + cluster.hosts() + "/" + prefix + "?ttl=10s");
+  dlock::mutex m(s, "job");  // on member 0, the first listed
+  m.lock();
+  auto h = m.current_hold();
+  ASSERT_EQ(::kill(cluster.pid(0), SIGSTOP), 0);
+  std::this_thread::sleep_for(13s);  // past the lease
+  const auto state = h.state();
+  ASSERT_EQ(::kill(cluster.pid(0), SIGCONT), 0);
+  EXPECT_NE(state, dlock::hold_state::lost) << "told lost while two members answered";
+  std::error_code ec;
+  m.unlock(ec);
+  EXPECT_FALSE(ec) << ec.message();
 }
 
 }  // namespace

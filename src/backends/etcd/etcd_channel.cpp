@@ -95,6 +95,22 @@ std::shared_ptr<grpc::Channel> make_channel(const config& c) {
   a.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
   a.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 1000);
   a.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, cap);
+  // A member that stops answering with its connection open (frozen, a paused VM, a black hole)
+  // kept the channel: every keep-alive ended at its deadline and was retried on it, and a holder
+  // was told lost at its TTL while two members answered (an outside tester). Once the member
+  // has said nothing for ping_after (longer than a renewal's interval: every read resets the
+  // timer, so a healthy member is never pinged, and etcd's limit on pings, one per 5 s and none
+  // without a call open, is never met), a ping unanswered for 2 s closes the connection and
+  // pick_first moves on (a silent member's connect attempt gives up after 1 s): about
+  // TTL/3 + 4 s in all, within the lease for a TTL of about 7 s or more.
+  if (c.ping_after.count() > 0) {
+    const int after = static_cast<int>(c.ping_after.count());
+    a.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, after);
+    a.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 2000);
+    a.SetInt(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
+    a.SetInt(GRPC_ARG_HTTP2_MAX_PINGS_WITHOUT_DATA, 0);
+    a.SetInt(GRPC_ARG_HTTP2_MIN_SENT_PING_INTERVAL_WITHOUT_DATA_MS, after);
+  }
   // An ipv4:/ipv6: list's own authority would be the whole list; TLS checks the server's
   // certificate against the authority's host, so name the first member as given.
   a.SetString(GRPC_ARG_DEFAULT_AUTHORITY, c.authority);

@@ -114,6 +114,7 @@ result<config> parse_config(const url& u, const session_info& info) {
   config c;
   c.where = u.redacted;
   c.request_timeout = info.request_timeout;
+  c.ping_after = info.ttl / 3 + std::chrono::seconds{1};
   if (!u.user.empty()) {
     if (!u.has_password) {
       return fail(errc::invalid_argument, where + "user '" + u.user + "' without a password");

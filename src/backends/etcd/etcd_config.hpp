@@ -15,6 +15,10 @@ struct config {
   std::string authority;  // the first member as given ("h:2379"): the name TLS checks
   std::string base;       // "" or "prefix/": keys are base + NAME + "/" + lease hex
   std::chrono::milliseconds request_timeout{};
+  // How long the channel may hear nothing from its member before it pings it (etcd_channel):
+  // a renewal's interval (TTL/3) and a second, so that a healthy member, which answers every
+  // renewal, is never pinged.
+  std::chrono::milliseconds ping_after{};
   // etcds://: PEM contents, read at parse time so a missing file is told at open.
   bool tls{false};
   std::string ca_pem, cert_pem, key_pem;  // ca_pem "" = the system's roots
