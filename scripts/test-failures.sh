@@ -18,9 +18,9 @@ awk '
   { all[m++] = $0 }
   /^\[ RUN      \]/ { n = 0; delete buf }
   { if (n < 40) buf[n++] = $0 }
-  /^\[  FAILED  \] [^ ]+ \([0-9]+ ms\)$/ {
+  /^\[  FAILED  \] [^ ]+(, where GetParam\(\) = .*)? \([0-9]+ ms\)$/ {
     print "---- " test; for (i = 0; i < n; i++) print buf[i]
-    keep("FAILED " test ": " $4)
+    name = $4; sub(/,$/, "", name); keep("FAILED " test ": " name)
     shown = 0; for (i = 0; i < n && shown < 4; i++) {
       if (shown > 0 || buf[i] ~ /: Failure$/) { keep("    " buf[i]); shown++ }
     }
