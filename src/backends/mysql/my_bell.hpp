@@ -60,9 +60,11 @@ class bells {
   void close() noexcept;
 
  private:
-  // A connection to ring on; one opened here connects by `until` (the waiter's deadline).
+  // A connection to ring on; one opened here connects by `until` (the waiter's deadline), and
+  // is waited for no longer than that, `stop` or close() (my_bell_open.hpp).
   std::unique_ptr<conn> borrow(std::uint64_t token, bool& full,
-                               std::chrono::steady_clock::time_point until);
+                               std::chrono::steady_clock::time_point until,
+                               const std::stop_token& stop);
   bool first_locked(std::uint64_t token) const {
     return queued_.empty() || token <= *queued_.begin();
   }
@@ -84,6 +86,7 @@ class bells {
   std::uint64_t returns_{0};
   std::multiset<std::uint64_t> queued_;  // tokens awaited by the waits in wait_slot()
   bool closed_{false};
+  std::stop_source closing_;       // close(): an open under way is given up
   detail::request_cutter cutter_;  // last: its thread ends before the connections it may cut
 };
 
