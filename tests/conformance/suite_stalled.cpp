@@ -40,19 +40,36 @@ class enqueue_seen : public dlock::observer {
   std::atomic<bool> place_kept{false};  // warned that the waiter's entry outlived its wait
 };
 
+// A holder's session holding `name`, and a waiter's, whose observer tells when its enqueue
+// was answered, with its mutex on `name`.
+struct contenders {
+  contenders(const std::string& url, const std::string& name)
+      : enqueued(std::make_shared<enqueue_seen>()),
+        holder_side(dlock::session::open(url)),
+        waiter_side(dlock::session::open(url, observed_by(enqueued))),
+        holder(holder_side, name),
+        waiter(waiter_side, name) {
+    holder.lock();
+  }
+  static dlock::session_options observed_by(std::shared_ptr<dlock::observer> o) {
+    dlock::session_options opts;
+    opts.observer = std::move(o);
+    return opts;
+  }
+  std::shared_ptr<enqueue_seen> enqueued;
+  dlock::session holder_side, waiter_side;
+  dlock::mutex holder, waiter;
+};
+
 }  // namespace
 
 TEST_P(conformance, a_waiter_keeps_its_deadline_while_the_backend_does_not_answer) {
   const auto url = with_long_lease(fx().url());
   ASSERT_NE(url, fx().url()) << "no 2 s lease to lengthen in " << fx().url();
-  auto a = dlock::session::open(url);
-  auto enqueued = std::make_shared<enqueue_seen>();
-  dlock::session_options opts;
-  opts.observer = enqueued;
-  auto b = dlock::session::open(url, opts);
-  dlock::mutex holder(a, lock_name());
-  holder.lock();
-  dlock::mutex waiter(b, lock_name());
+  contenders c(url, lock_name());
+  auto& b = c.waiter_side;
+  auto& enqueued = c.enqueued;
+  auto& waiter = c.waiter;
   constexpr auto wait = 1500ms;
   std::atomic<bool> got{true};
   std::atomic<std::chrono::steady_clock::duration> took{};
@@ -64,7 +81,7 @@ TEST_P(conformance, a_waiter_keeps_its_deadline_while_the_backend_does_not_answe
   ASSERT_TRUE(poll_until([&] { return enqueued->seen.load(); }, 10s));
   auto stalled = fx().stall();
   if (!stalled) {
-    holder.unlock();
+    c.holder.unlock();
     t.join();
     GTEST_SKIP() << "the fixture cannot stall this backend";
   }
@@ -222,14 +239,10 @@ TEST_P(conformance, an_observer_is_told_when_the_backend_stops_answering) {
 // PostgreSQL waiter returned about 5 s after close() on a paused server (a request timeout).
 TEST_P(conformance, closing_a_session_while_the_backend_does_not_answer_ends_its_waiters_at_once) {
   const auto url = with_long_lease(fx().url());
-  auto a = dlock::session::open(url);
-  auto enqueued = std::make_shared<enqueue_seen>();
-  dlock::session_options opts;
-  opts.observer = enqueued;
-  auto b = dlock::session::open(url, opts);
-  dlock::mutex holder(a, lock_name());
-  holder.lock();
-  dlock::mutex waiter(b, lock_name());
+  contenders c(url, lock_name());
+  auto& b = c.waiter_side;
+  auto& enqueued = c.enqueued;
+  auto& waiter = c.waiter;
   std::atomic<int> outcome{0};  // 1: failed, 2: granted
   std::error_code told;
   std::jthread t([&] {
