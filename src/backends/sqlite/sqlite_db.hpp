@@ -83,6 +83,7 @@ class db {
         opened_(o.opened_),
         wal_path_(std::move(o.wal_path_)),
         wal_(o.wal_),
+        given_is_resolved_(o.given_is_resolved_),
         snapshot_(o.snapshot_),
         cache_(std::move(o.cache_)),
         busy_(std::move(o.busy_)) {
@@ -100,6 +101,7 @@ class db {
       opened_ = o.opened_;
       wal_path_ = std::move(o.wal_path_);
       wal_ = o.wal_;
+      given_is_resolved_ = o.given_is_resolved_;
       snapshot_ = o.snapshot_;
       cache_ = std::move(o.cache_);
       busy_ = std::move(o.busy_);
@@ -159,6 +161,7 @@ class db {
   std::optional<file_id> opened_;       // the file SQLite opened, when stat() could tell
   std::string wal_path_;                // file_name() + "-wal"
   mutable std::optional<file_id> wal_;  // the log this connection opened (wal_replaced)
+  bool given_is_resolved_{false};       // reached_ is file_name(): no symlink on the path
   bool snapshot_{false};
   std::unordered_map<const char*, sqlite3_stmt*> cache_;
   std::unique_ptr<busy_retry> busy_;  // its address is the handler's: stable across moves
