@@ -9,6 +9,7 @@
 #include "core/events.hpp"
 #include "core/exit_guard.hpp"
 #include "core/hold_core.hpp"
+#include "core/run_aside.hpp"
 #include "core/session_core.hpp"
 
 namespace dlock::detail {
@@ -146,37 +147,10 @@ void session_core::close_within(std::chrono::milliseconds bound) noexcept {
 }
 
 // A close must not hold its caller -- often a destructor -- on an unreachable server for
-// longer than release_timeout, so `job` runs on a thread of its own and is waited for at most
-// `bound`. The thread drops what `job` owns before saying it is done: the last reference may
-// go with it.
+// longer than release_timeout (run_aside.hpp).
 void session_core::run_bounded(std::chrono::milliseconds bound,
                                std::function<void()> job) noexcept {
-  struct done_flag {
-    std::mutex mu;
-    std::condition_variable cv;
-    bool done{false};
-  };
-  std::shared_ptr<done_flag> flag;
-  try {
-    flag = std::make_shared<done_flag>();
-    std::thread([job, flag]() mutable {
-      job();
-      job = nullptr;
-      std::lock_guard lk(flag->mu);
-      flag->done = true;
-      flag->cv.notify_all();
-    }).detach();
-  } catch (...) {
-    // No thread to be had: finish here, unbounded, rather than leak the session.
-    job();
-    return;
-  }
-  try {
-    std::unique_lock lk(flag->mu);
-    flag->cv.wait_for(lk, bound, [&] { return flag->done; });
-  } catch (...) {
-    // Not waiting is safe: the finisher goes on without us.
-  }
+  (void)run_aside(std::move(job), std::chrono::steady_clock::now() + bound);
 }
 
 }  // namespace dlock::detail
